@@ -1,0 +1,120 @@
+"""``RemotingCommand``: one request or response of the RocketMQ remoting protocol.
+
+A command is an immutable value (h11 events). Requests are built with ``RemotingCommand.request``
+and answered with ``request.make_response`` so a response always echoes the request's opaque and
+serialize type. Choosing opaques is the transport's job (``with_opaque``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from .codes import LanguageCode, MQVersion, SerializeType
+
+__all__ = [
+    "FLAG_ONEWAY",
+    "FLAG_RESPONSE",
+    "Body",
+    "RemotingCommand",
+]
+
+FLAG_RESPONSE = 0b01  # Java RemotingCommand.RPC_TYPE bit
+FLAG_ONEWAY = 0b10  # Java RemotingCommand.RPC_ONEWAY bit
+
+Body: TypeAlias = bytes | bytearray | memoryview
+"""A command body: any bytes-like object, so stored messages can be sent without a copy."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemotingCommand:
+    """A remoting frame's content.
+
+    ``code`` is a ``RequestCode`` for requests and a ``ResponseCode`` for responses, kept as a
+    plain ``int`` so frames with codes this version does not know still decode. ``ext_fields``
+    holds the custom header, every value a string (as Java's ``HashMap<String,String>``).
+    """
+
+    code: int
+    language: LanguageCode = LanguageCode.JAVA
+    version: int = int(MQVersion.V4_9_8)
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: Body = b""
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        *,
+        oneway: bool = False,
+        language: LanguageCode = LanguageCode.PYTHON,
+        version: int = int(MQVersion.V4_9_8),
+        serialize_type: SerializeType = SerializeType.JSON,
+        remark: str | None = None,
+    ) -> RemotingCommand:
+        """A request; the transport assigns its opaque when it is sent."""
+        return cls(
+            code=code,
+            language=language,
+            version=version,
+            flag=FLAG_ONEWAY if oneway else 0,
+            remark=remark,
+            ext_fields=ext_fields if ext_fields is not None else {},
+            body=body,
+            serialize_type=serialize_type,
+        )
+
+    def make_response(
+        self,
+        code: int,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+    ) -> RemotingCommand:
+        """The response to this request: same opaque and serialize type, RESPONSE flag set."""
+        return RemotingCommand(
+            code=code,
+            language=LanguageCode.JAVA,
+            version=int(MQVersion.V4_9_8),
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            remark=remark,
+            ext_fields=ext_fields if ext_fields is not None else {},
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+    def with_opaque(self, opaque: int) -> RemotingCommand:
+        """A copy with another opaque (the transport numbers requests as it sends them)."""
+        return RemotingCommand(
+            code=self.code,
+            language=self.language,
+            version=self.version,
+            opaque=opaque,
+            flag=self.flag,
+            remark=self.remark,
+            ext_fields=self.ext_fields,
+            body=self.body,
+            serialize_type=self.serialize_type,
+        )
+
+    def __repr__(self) -> str:
+        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
+        return (
+            f"RemotingCommand({kind} code={self.code} opaque={self.opaque} "
+            f"remark={self.remark!r} ext_fields={self.ext_fields!r} body={len(self.body)}B)"
+        )

@@ -3,16 +3,35 @@
 Strategy: orjson when it is importable (a declared runtime dependency, 5-10x faster on the
 per-request header path), else the stdlib ``json`` with identical output: compact separators,
 UTF-8, insertion order. Everything JSON in finchmq goes through ``dumps``/``loads`` here so the
-two paths cannot drift. ``loads_lenient`` also accepts fastjson's unquoted numeric map keys
-(``{0:"127.0.0.1:10911"}``), which Java name servers send to old clients.
+two paths cannot drift.
+
+fastjson, Java RocketMQ's serializer, writes two non-standard map-key forms by default: a number
+key unquoted (``{0:"127.0.0.1:10911"}``, ``HashMap<Long,String>``) and an object key written as
+the object itself (``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``, ``Map<MessageQueue,Long>``).
+
+* ``loads_lenient`` runs the strict parser first and, only for input it rejects, a small
+  recursive-descent parser that also accepts both key forms. A number key becomes the string of
+  its digits (as jsoncpp's ``allowNumericKeys`` does); an object key becomes an ``ObjectKey``,
+  a hashable tuple of its items (nested objects inside it are ``ObjectKey`` too, arrays tuples).
+* ``dumps_fastjson`` writes those forms back: ``int`` keys bare and ``ObjectKey`` keys as objects.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from collections.abc import Callable
+from typing import Any, Final
 
-__all__ = ["HAVE_ORJSON", "JSONDecodeError", "dumps", "loads", "loads_lenient"]
+__all__ = [
+    "HAVE_ORJSON",
+    "JSONDecodeError",
+    "ObjectKey",
+    "dumps",
+    "dumps_fastjson",
+    "loads",
+    "loads_lenient",
+]
 
 try:  # pragma: no cover - exercised by whichever environment runs the suite
     import orjson as _orjson
@@ -39,7 +58,11 @@ def _loads_stdlib(data: bytes | bytearray | memoryview | str) -> Any:
         raise JSONDecodeError(str(exc)) from exc
 
 
+loads_raw: Any
+"""The parser itself, for hot paths that catch ``ValueError`` (what both parsers raise) themselves."""
+
 if _orjson is not None:
+    loads_raw = _orjson.loads
     _orjson_dumps = _orjson.dumps
     _orjson_loads = _orjson.loads
     _OrjsonDecodeError = _orjson.JSONDecodeError
@@ -60,57 +83,145 @@ if _orjson is not None:
             raise JSONDecodeError(str(exc)) from exc
 
 else:  # pragma: no cover
+    loads_raw = json.loads  # type: ignore[unreachable]  # mypy assumes orjson is installed
     dumps = _dumps_stdlib
     loads = _loads_stdlib
 
 
-def _quote_numeric_keys(text: str) -> str:
-    """Quote bare numeric object keys (fastjson ``{0:"a"}``) outside string literals."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    expect_key = False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if ch == '"':
-                in_string = False
-            i += 1
-            continue
+# ---------------------------------------------------------------------------------------------
+# fastjson's non-standard map keys
+
+
+class ObjectKey(tuple[tuple[str, Any], ...]):
+    """A JSON object that appeared as a map key; hashable, items in source order.
+
+    ``dumps_fastjson`` writes it back as an object key. ``as_dict()`` gives the plain mapping.
+    """
+
+    __slots__ = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __repr__(self) -> str:
+        return f"ObjectKey({dict(self)!r})"
+
+
+# The C-accelerated string scanner json.decoder uses; typeshed does not declare it.
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")  # noqa: B009
+_MAX_DEPTH: Final = 128  # RocketMQ bodies nest about 6 deep; deeper input is rejected
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+class _LenientParser:
+    """Standard JSON plus number and object map keys; used only after the strict parser failed."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def _error(self, msg: str, pos: int) -> JSONDecodeError:
+        return JSONDecodeError(f"{msg} at char {pos}")
+
+    def _ws(self, pos: int) -> int:
+        match = _WS.match(self._text, pos)
+        return match.end() if match else pos
+
+    def parse(self) -> Any:
+        pos = self._ws(0)
+        value, pos = self._value(pos, False, 0)
+        pos = self._ws(pos)
+        if pos != len(self._text):
+            raise self._error("extra data after the JSON value", pos)
+        return value
+
+    def _value(self, pos: int, frozen: bool, depth: int) -> tuple[Any, int]:
+        text = self._text
+        if depth > _MAX_DEPTH:
+            raise self._error(f"nesting deeper than {_MAX_DEPTH}", pos)
+        ch = text[pos : pos + 1]
+        if ch == "{":
+            return self._object(pos + 1, frozen, depth + 1)
+        if ch == "[":
+            return self._array(pos + 1, frozen, depth + 1)
         if ch == '"':
-            in_string = True
-            expect_key = False
-        elif ch in "{,":
-            expect_key = True
-        elif ch in "-0123456789" and expect_key:
-            j = i + 1
-            while j < n and text[j] in "0123456789":
-                j += 1
-            k = j
-            while k < n and text[k] in " \t\r\n":
-                k += 1
-            if k < n and text[k] == ":":
-                out.append('"' + text[i:j] + '"')
-                i = j
-                expect_key = False
-                continue
-            expect_key = False
-        elif ch not in " \t\r\n":
-            expect_key = False
-        out.append(ch)
-        i += 1
-    return "".join(out)
+            return self._string(pos)
+        for word, value in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, pos):
+                return value, pos + len(word)
+        match = _NUMBER.match(text, pos)
+        if match is None:
+            raise self._error("expected a JSON value", pos)
+        if match.group(1) or match.group(2):
+            return float(match.group()), match.end()
+        return int(match.group()), match.end()
+
+    def _string(self, pos: int) -> tuple[str, int]:
+        try:
+            return _scanstring(self._text, pos + 1, True)
+        except ValueError as exc:
+            raise JSONDecodeError(str(exc)) from None
+
+    def _key(self, pos: int, depth: int) -> tuple[str | ObjectKey, int]:
+        ch = self._text[pos : pos + 1]
+        if ch == '"':
+            return self._string(pos)
+        if ch == "{":
+            key, pos = self._object(pos + 1, True, depth + 1)
+            return key, pos
+        match = _NUMBER.match(self._text, pos)
+        if match is None:
+            raise self._error("expected an object key", pos)
+        return match.group(), match.end()
+
+    def _object(self, pos: int, frozen: bool, depth: int) -> tuple[Any, int]:
+        text = self._text
+        items: list[tuple[Any, Any]] = []
+        pos = self._ws(pos)
+        if text[pos : pos + 1] == "}":
+            return (ObjectKey() if frozen else {}), pos + 1
+        while True:
+            key, pos = self._key(pos, depth)
+            pos = self._ws(pos)
+            if text[pos : pos + 1] != ":":
+                raise self._error("expected ':' after an object key", pos)
+            value, pos = self._value(self._ws(pos + 1), frozen, depth)
+            items.append((key, value))
+            pos = self._ws(pos)
+            ch = text[pos : pos + 1]
+            if ch == ",":
+                pos = self._ws(pos + 1)
+            elif ch == "}":
+                return (ObjectKey(items) if frozen else dict(items)), pos + 1
+            else:
+                raise self._error("expected ',' or '}' in an object", pos)
+
+    def _array(self, pos: int, frozen: bool, depth: int) -> tuple[Any, int]:
+        text = self._text
+        items: list[Any] = []
+        pos = self._ws(pos)
+        if text[pos : pos + 1] == "]":
+            return (() if frozen else []), pos + 1
+        while True:
+            value, pos = self._value(pos, frozen, depth)
+            items.append(value)
+            pos = self._ws(pos)
+            ch = text[pos : pos + 1]
+            if ch == ",":
+                pos = self._ws(pos + 1)
+            elif ch == "]":
+                return (tuple(items) if frozen else items), pos + 1
+            else:
+                raise self._error("expected ',' or ']' in an array", pos)
 
 
 def loads_lenient(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse JSON, also accepting fastjson's unquoted numeric map keys.
+    """Parse JSON, also accepting fastjson's number and object map keys.
 
-    The strict parser runs first; the rewrite only happens for bodies it rejects.
+    The strict parser runs first; the lenient parser only sees input it rejects.
+    Raises ``JSONDecodeError``.
     """
     try:
         return loads(data)
@@ -120,4 +231,51 @@ def loads_lenient(data: bytes | bytearray | memoryview | str) -> Any:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JSONDecodeError(f"body is not UTF-8: {exc}") from exc
-    return loads(_quote_numeric_keys(text))
+    try:
+        return _LenientParser(text).parse()
+    except RecursionError as exc:  # a caller already deep in the stack; never crash on input
+        raise JSONDecodeError("nesting too deep for the lenient parser") from exc
+
+
+def _scalar_text(value: Any) -> str:
+    return dumps(value).decode("utf-8")
+
+
+def _write_fastjson(obj: Any, out: list[str]) -> None:
+    if isinstance(obj, dict):
+        out.append("{")
+        first = True
+        for key, value in obj.items():
+            if not first:
+                out.append(",")
+            first = False
+            if isinstance(key, str):
+                out.append(_scalar_text(key))
+            elif isinstance(key, ObjectKey):
+                _write_fastjson(key.as_dict(), out)
+            elif isinstance(key, int) and not isinstance(key, bool):
+                out.append(str(int(key)))
+            else:
+                raise TypeError(f"unsupported map key {key!r}")
+            out.append(":")
+            _write_fastjson(value, out)
+        out.append("}")
+    elif isinstance(obj, list | tuple):
+        out.append("[")
+        for i, item in enumerate(obj):
+            if i:
+                out.append(",")
+            _write_fastjson(item, out)
+        out.append("]")
+    else:
+        out.append(_scalar_text(obj))
+
+
+def dumps_fastjson(obj: Any) -> bytes:
+    """Compact UTF-8 JSON in fastjson's default form: ``int`` map keys bare, ``ObjectKey`` keys as objects.
+
+    Other values are written as ``dumps`` writes them. Raises ``TypeError`` for other key types.
+    """
+    out: list[str] = []
+    _write_fastjson(obj, out)
+    return "".join(out).encode("utf-8")

@@ -48,7 +48,6 @@ _COMPACT_AFTER: Final = 256 * 1024  # drop consumed bytes from the buffer past t
 
 _LANGUAGE_BY_NAME: dict[str, LanguageCode] = {lc.name: lc for lc in LanguageCode}
 _LANGUAGE_BY_VALUE: dict[int, LanguageCode] = {lc.value: lc for lc in LanguageCode}
-_SERIALIZE_NAMES: dict[SerializeType, str] = {st: st.name for st in SerializeType}
 
 
 class Signal(enum.Enum):
@@ -133,36 +132,55 @@ def _normalize_ext_fields(raw: object) -> dict[str, str]:
     return fields
 
 
-def _decode_json_header(header: bytes) -> dict[str, Any]:
+_loads = _json.loads_raw
+_dumps = _json.dumps
+
+
+def _command_from_json(header: bytes | bytearray, body: bytes) -> RemotingCommand:
     try:
-        obj = _json.loads(header)
-    except _json.JSONDecodeError as exc:
+        obj = _loads(header)
+    except (ValueError, RecursionError) as exc:
         raise _remote(f"malformed header: not valid JSON ({exc})") from None
     if type(obj) is not dict:
         raise _remote(f"malformed header: JSON header must be an object, got {type(obj).__name__}")
-    return obj
-
-
-def _command_from_json(header: bytes, body: bytes) -> RemotingCommand:
-    obj = _decode_json_header(header)
-    language_raw = obj.get("language", "JAVA")
+    get = obj.get
+    code = get("code")
+    version = get("version", 0)
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    # Fast path: well-formed headers from Java, C++ and finchmq peers hold plain ints.
+    if not (
+        type(code) is int
+        and type(version) is int
+        and type(opaque) is int
+        and type(flag) is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    ):
+        code = _as_int(obj, "code", None)
+        version = _as_int(obj, "version", 0)
+        opaque = _as_int(obj, "opaque", 0)
+        flag = _as_int(obj, "flag", 0)
+    language_raw = get("language", "JAVA")
     if type(language_raw) is str:
         language = _LANGUAGE_BY_NAME.get(language_raw, LanguageCode.OTHER)
     elif type(language_raw) is int:
         language = _LANGUAGE_BY_VALUE.get(language_raw, LanguageCode.OTHER)
     else:
         language = LanguageCode.OTHER
-    remark = obj.get("remark")
+    remark = get("remark")
     if remark is not None and type(remark) is not str:
         raise _remote(f"malformed header: remark must be a string, got {remark!r}")
     return RemotingCommand(
-        code=_as_int(obj, "code", None),
+        code=code,
         language=language,
-        version=_as_int(obj, "version", 0),
-        opaque=_as_int(obj, "opaque", 0),
-        flag=_as_int(obj, "flag", 0),
+        version=version,
+        opaque=opaque,
+        flag=flag,
         remark=remark,
-        ext_fields=_normalize_ext_fields(obj.get("extFields")),
+        ext_fields=_normalize_ext_fields(get("extFields")),
         body=body,
         serialize_type=SerializeType.JSON,
     )
@@ -226,23 +244,7 @@ def _check_ext_fields(ext_fields: dict[str, str]) -> None:
             )
 
 
-def _encode_json_header(cmd: RemotingCommand) -> bytes:
-    # Alphabetical keys and no null fields, as fastjson writes RemotingCommand.
-    header: dict[str, object] = {
-        "code": cmd.code,
-        "extFields": cmd.ext_fields,
-        "flag": cmd.flag,
-        "language": cmd.language.name,
-        "opaque": cmd.opaque,
-    }
-    if cmd.remark is not None:
-        header["remark"] = cmd.remark
-    header["serializeTypeCurrentRPC"] = "JSON"
-    header["version"] = cmd.version
-    return _json.dumps(header)
-
-
-def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+def _encode_rocketmq_header(cmd: RemotingCommand, opaque: int) -> bytes:
     remark = cmd.remark.encode("utf-8") if cmd.remark else b""
     parts: list[bytes] = []
     for key, value in cmd.ext_fields.items():
@@ -252,30 +254,52 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     ext = b"".join(parts)
     try:
         fixed = _ROCKETMQ_FIXED.pack(
-            cmd.code, cmd.language.value, cmd.version, cmd.opaque, cmd.flag, len(remark)
+            cmd.code, cmd.language._value_, cmd.version, opaque, cmd.flag, len(remark)
         )
     except struct.error as exc:
         raise LocalProtocolError(f"cannot encode {cmd!r} in the ROCKETMQ header: {exc}") from exc
     return fixed + remark + _INT32.pack(len(ext)) + ext
 
 
-def _encode_header(cmd: RemotingCommand) -> bytes:
-    _check_ext_fields(cmd.ext_fields)
-    if cmd.serialize_type is SerializeType.JSON:
-        return _encode_json_header(cmd)
-    if cmd.serialize_type is SerializeType.ROCKETMQ:
-        return _encode_rocketmq_header(cmd)
-    raise LocalProtocolError(f"unknown serialize type {cmd.serialize_type!r}")
-
-
-def encode_command(cmd: RemotingCommand, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> bytes:
+def encode_command(
+    cmd: RemotingCommand, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, opaque: int | None = None
+) -> bytes:
     """One frame's bytes. Raises ``LocalProtocolError`` if it cannot be encoded or is too large."""
-    head, body = _encode_parts(cmd, max_frame_size)
+    head, body = _encode_parts(cmd, max_frame_size, opaque)
     return head + body if body else head
 
 
-def _encode_parts(cmd: RemotingCommand, max_frame_size: int) -> tuple[bytes, Body]:
-    header = _encode_header(cmd)
+def _encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None) -> tuple[bytes, Body]:
+    ext_fields = cmd.ext_fields
+    for value in ext_fields.values():
+        if type(value) is not str:
+            _check_ext_fields(ext_fields)
+    if opaque is None:
+        opaque = cmd.opaque
+    serialize_type = cmd.serialize_type
+    if serialize_type is SerializeType.JSON:
+        # Alphabetical keys and no null fields, as fastjson writes RemotingCommand.
+        fields: dict[str, object] = {
+            "code": cmd.code,
+            "extFields": ext_fields,
+            "flag": cmd.flag,
+            "language": cmd.language._name_,
+            "opaque": opaque,
+        }
+        if cmd.remark is not None:
+            fields["remark"] = cmd.remark
+        fields["serializeTypeCurrentRPC"] = "JSON"
+        fields["version"] = cmd.version
+        try:
+            header = _dumps(fields)
+        except (TypeError, ValueError) as exc:
+            raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
+        word = 0
+    elif serialize_type is SerializeType.ROCKETMQ:
+        header = _encode_rocketmq_header(cmd, opaque)
+        word = 0x1000000
+    else:
+        raise LocalProtocolError(f"unknown serialize type {serialize_type!r}")
     header_len = len(header)
     body = cmd.body
     frame_size = 8 + header_len + len(body)
@@ -285,8 +309,7 @@ def _encode_parts(cmd: RemotingCommand, max_frame_size: int) -> tuple[bytes, Bod
         )
     if header_len > 0xFFFFFF:
         raise LocalProtocolError(f"header of {header_len} bytes exceeds the 24-bit header length")
-    word = (cmd.serialize_type.value << 24) | header_len
-    return _PREFIX.pack(frame_size - 4, word) + header, body
+    return _PREFIX.pack(frame_size - 4, word | header_len) + header, body
 
 
 def decode_frame(frame: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> RemotingCommand:
@@ -384,12 +407,11 @@ class RemotingCodec:
             start = pos + 8
             body_start = start + header_len
             end = pos + 4 + length
-            header = bytes(buf[start:body_start])
-            body = bytes(buf[body_start:end])
+            body = bytes(buf[body_start:end]) if end > body_start else b""
             self._pos = end
             if serialize == 0:
-                return _command_from_json(header, body)
-            return _command_from_rocketmq(header, body)
+                return _command_from_json(buf[start:body_start], body)
+            return _command_from_rocketmq(bytes(buf[start:body_start]), body)
         except ProtocolError as exc:
             self._fail(exc)
             raise self._error from None  # type: ignore[misc]
@@ -413,10 +435,14 @@ class RemotingCodec:
         self._buf = bytearray()
         self._pos = 0
 
-    def send(self, cmd: RemotingCommand) -> bytes:
-        """The bytes of one frame. Raises ``LocalProtocolError`` for a command that cannot be sent."""
-        return encode_command(cmd, self.max_frame_size)
+    def send(self, cmd: RemotingCommand, *, opaque: int | None = None) -> bytes:
+        """The bytes of one frame, with ``opaque`` instead of ``cmd.opaque`` when given.
 
-    def send_parts(self, cmd: RemotingCommand) -> tuple[bytes, Body]:
+        Raises:
+            LocalProtocolError: the command cannot be encoded (bad extFields, too large).
+        """
+        return encode_command(cmd, self.max_frame_size, opaque=opaque)
+
+    def send_parts(self, cmd: RemotingCommand, *, opaque: int | None = None) -> tuple[bytes, Body]:
         """Length prefix + header, and the body, for ``transport.writelines`` without a copy."""
-        return _encode_parts(cmd, self.max_frame_size)
+        return _encode_parts(cmd, self.max_frame_size, opaque)

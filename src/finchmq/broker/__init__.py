@@ -1,0 +1,4 @@
+"""finchmq.broker: the broker (processors, long polling, offsets, flow control).
+
+Imports: ``finchmq.protocol``, ``finchmq.remoting`` and ``finchmq.store``.
+"""

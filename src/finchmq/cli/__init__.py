@@ -1,0 +1,1 @@
+"""finchmq.cli: the ``finchmq`` command. Imports everything; nothing imports it."""

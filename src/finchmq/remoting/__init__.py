@@ -1,0 +1,55 @@
+"""finchmq.remoting: the asyncio transport of the RocketMQ remoting protocol.
+
+Imports: ``finchmq.protocol`` only. Owns sockets, framing I/O, deadlines and in-flight bounds.
+"""
+
+from __future__ import annotations
+
+from .client import InvokeCallback, RemotingClient, parse_addr
+from .config import RemotingClientConfig, RemotingServerConfig
+from .connection import ChannelEventListener, CloseReason, RemotingConnection
+from .errors import (
+    RemotingConnectError,
+    RemotingError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+)
+from .loop import HAVE_UVLOOP, loop_factory, run
+from .processor import (
+    REMARK_OVERLOAD,
+    REMARK_REJECT_REQUEST,
+    QueuedRequest,
+    RemotingContext,
+    RequestDispatcher,
+    RequestExecutor,
+    RequestProcessor,
+)
+from .server import RemotingServer
+
+__all__ = [
+    "HAVE_UVLOOP",
+    "REMARK_OVERLOAD",
+    "REMARK_REJECT_REQUEST",
+    "ChannelEventListener",
+    "CloseReason",
+    "InvokeCallback",
+    "QueuedRequest",
+    "RemotingClient",
+    "RemotingClientConfig",
+    "RemotingConnectError",
+    "RemotingConnection",
+    "RemotingContext",
+    "RemotingError",
+    "RemotingSendRequestError",
+    "RemotingServer",
+    "RemotingServerConfig",
+    "RemotingTimeoutError",
+    "RemotingTooMuchRequestError",
+    "RequestDispatcher",
+    "RequestExecutor",
+    "RequestProcessor",
+    "loop_factory",
+    "parse_addr",
+    "run",
+]

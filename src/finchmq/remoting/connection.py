@@ -1,0 +1,324 @@
+"""``RemotingConnection``: one TCP stream carrying many requests at once, in both directions.
+
+Strategy:
+    An ``asyncio.Protocol`` (no streams: one callback per chunk, no reader task) around a
+    ``RemotingCodec``. Incoming responses complete the future registered under their opaque
+    (RocketMQ's ``responseTable``: answers may come in any order); incoming requests go to the
+    owner's ``RequestDispatcher``. Outgoing frames are gathered and written once per loop
+    iteration with ``writelines``. When the peer stops reading, the transport's high-water mark
+    pauses our reading (servers stop taking requests from a client that does not take answers)
+    and ``drain()`` waits. Bad bytes close this connection only. ``close()`` is idempotent and
+    fails every pending call with ``RemotingConnectError`` naming the address and the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import socket
+import time
+from typing import Protocol
+
+from finchmq.protocol.codec import NEED_DATA, RemotingCodec
+from finchmq.protocol.command import FLAG_RESPONSE, Body, RemotingCommand
+from finchmq.protocol.errors import RemoteProtocolError
+
+from .errors import RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
+from .processor import RemotingContext, RequestDispatcher
+
+__all__ = ["ChannelEventListener", "CloseReason", "RemotingConnection", "next_opaque"]
+
+log = logging.getLogger(__name__)
+
+_opaque = 0
+
+
+def next_opaque() -> int:
+    """Process-wide request ids (Java's static ``requestId``), kept within a Java int."""
+    global _opaque  # noqa: PLW0603 - one counter per process, like RocketMQ's
+    _opaque = (_opaque + 1) & 0x7FFFFFFF
+    return _opaque
+
+
+class CloseReason(enum.Enum):
+    PEER_CLOSED = "peer closed the connection"
+    CONNECTION_BROKEN = "connection broken"
+    PROTOCOL_ERROR = "protocol error"
+    IDLE = "idle"
+    SHUTDOWN = "shutdown"
+
+
+class ChannelEventListener(Protocol):
+    """Connection events (Java ``ChannelEventListener``); called on the loop, must not block."""
+
+    def on_channel_connect(self, conn: RemotingConnection) -> None: ...
+    def on_channel_close(self, conn: RemotingConnection) -> None: ...
+    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None: ...
+    def on_channel_idle(self, conn: RemotingConnection) -> None: ...
+
+
+def _format_addr(peer: object) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        if host.startswith("::ffff:"):
+            host = host[7:]
+        return f"{host}:{peer[1]}"
+    return str(peer)
+
+
+class RemotingConnection(asyncio.Protocol):
+    """Both ends of the protocol on one transport; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        dispatcher: RequestDispatcher,
+        listener: ChannelEventListener | None = None,
+        max_frame_size: int,
+        on_lost: _LostCallback | None = None,
+    ) -> None:
+        self._codec = RemotingCodec(max_frame_size=max_frame_size)
+        self._dispatcher = dispatcher
+        self._listener = listener
+        self._on_lost = on_lost
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._wbuf: list[Body] = []
+        self._flush_scheduled = False
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._closed = self._loop.create_future()
+        self._close_reason: CloseReason | None = None
+        self._close_exc: BaseException | None = None
+        self._ctx = RemotingContext(self)
+        self.remote_addr = "?"
+        self.local_addr = "?"
+        self.last_activity = time.monotonic()
+
+    # -- asyncio.Protocol -------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # a TCP transport (uvloop's is not a subclass)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.remote_addr = _format_addr(transport.get_extra_info("peername"))
+        self.local_addr = _format_addr(transport.get_extra_info("sockname"))
+        log.debug("connection %s <- %s open", self.local_addr, self.remote_addr)
+        if self._listener is not None:
+            self._notify("on_channel_connect")
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        codec = self._codec
+        codec.receive_data(data)
+        pending = self._pending
+        dispatch = self._dispatcher.dispatch
+        ctx = self._ctx
+        while True:
+            try:
+                cmd = codec.next_command()
+            except RemoteProtocolError as exc:
+                log.warning("closing connection from %s: %s", self.remote_addr, exc)
+                self._close_exc = exc
+                if self._listener is not None:
+                    self._notify("on_channel_exception", exc)
+                self.close(CloseReason.PROTOCOL_ERROR)
+                return
+            if cmd is NEED_DATA or not isinstance(cmd, RemotingCommand):
+                return
+            if cmd.flag & FLAG_RESPONSE:
+                future = pending.pop(cmd.opaque, None)
+                if future is None:
+                    log.debug(
+                        "response from %s for unknown opaque %d (timed out?)", self.remote_addr, cmd.opaque
+                    )
+                elif not future.done():
+                    future.set_result(cmd)
+            else:
+                dispatch(ctx, cmd)
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = self._close_reason or (CloseReason.CONNECTION_BROKEN if exc else CloseReason.PEER_CLOSED)
+        self._close_reason = reason
+        if exc is not None and self._close_exc is None:
+            self._close_exc = exc
+        error = RemotingConnectError(
+            f"connection {self.remote_addr} closed ({reason.value})", self.remote_addr
+        )
+        if self._close_exc is not None:
+            error.__cause__ = self._close_exc
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(error)
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
+        self._drain_waiters.clear()
+        self._wbuf.clear()
+        if not self._closed.done():
+            self._closed.set_result(None)
+        log.debug("connection %s closed: %s", self.remote_addr, reason.value)
+        if self._listener is not None:
+            self._notify("on_channel_close")
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and self._close_reason is None and not self._transport.is_closing()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def send_command(self, cmd: RemotingCommand, opaque: int | None = None) -> None:
+        """Queue one frame (with ``opaque`` if given) for writing at the end of this iteration.
+
+        Raises:
+            RemotingSendRequestError: the connection is closed.
+            LocalProtocolError: the command cannot be encoded (too large, bad extFields).
+        """
+        if not self.is_open:
+            raise RemotingSendRequestError(f"connection {self.remote_addr} is closed", self.remote_addr)
+        head, body = self._codec.send_parts(cmd, opaque=opaque)
+        if self._flush_scheduled:
+            wbuf = self._wbuf
+            wbuf.append(head)
+            if body:
+                wbuf.append(body)
+            return
+        # The first frame of a loop iteration goes out at once (latency); later ones are
+        # gathered and written together at the start of the next iteration (fewer syscalls).
+        self._flush_scheduled = True
+        self._loop.call_soon(self._flush)
+        transport = self._transport
+        assert transport is not None
+        if body:
+            transport.writelines((head, body))
+        else:
+            transport.write(head)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        wbuf = self._wbuf
+        if not wbuf:
+            return
+        self._wbuf = []
+        if self._transport is None or self._transport.is_closing():
+            return
+        self.last_activity = time.monotonic()
+        self._transport.writelines(wbuf)
+
+    async def drain(self) -> None:
+        """Wait until the transport's buffer is below its high-water mark."""
+        if not self._write_paused:
+            return
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send ``request`` and wait for its response.
+
+        Raises:
+            RemotingTimeoutError: no response within ``timeout`` seconds.
+            RemotingConnectError: the connection closed first.
+            RemotingSendRequestError: the connection was already closed.
+        """
+        opaque = next_opaque()
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = future
+        try:
+            self.send_command(request, opaque)
+        except BaseException:
+            self._pending.pop(opaque, None)
+            raise
+        timer = self._loop.call_later(timeout, self._expire, opaque, timeout)
+        try:
+            if self._write_paused:
+                await self.drain()
+            return await future
+        finally:
+            timer.cancel()
+            self._pending.pop(opaque, None)
+
+    def _expire(self, opaque: int, timeout: float) -> None:
+        future = self._pending.pop(opaque, None)
+        if future is not None and not future.done():
+            future.set_exception(
+                RemotingTimeoutError(
+                    f"wait response on the channel <{self.remote_addr}> timeout, {int(timeout * 1000)}(ms)",
+                    self.remote_addr,
+                )
+            )
+
+    async def send_oneway(self, request: RemotingCommand) -> None:
+        """Send ``request`` with the ONEWAY flag; returns once it is handed to the socket."""
+        self.send_command(request.with_opaque(next_opaque(), oneway=True))
+        if self._write_paused:
+            await self.drain()
+
+    # -- closing ----------------------------------------------------------------------------
+
+    def close(self, reason: CloseReason = CloseReason.SHUTDOWN) -> None:
+        """Close the connection (idempotent); pending calls fail with ``RemotingConnectError``."""
+        if self._close_reason is None:
+            self._close_reason = reason
+        if self._transport is not None and not self._transport.is_closing():
+            self._flush()
+            self._transport.close()
+        elif self._transport is None and not self._closed.done():
+            self._closed.set_result(None)
+
+    def abort(self) -> None:
+        """Close at once, dropping unsent data."""
+        if self._close_reason is None:
+            self._close_reason = CloseReason.SHUTDOWN
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+    @property
+    def close_reason(self) -> CloseReason | None:
+        return self._close_reason
+
+    def _notify(self, event: str, *args: object) -> None:
+        try:
+            getattr(self._listener, event)(self, *args)
+        except Exception:
+            log.exception("channel event listener %s(%s) failed", event, self.remote_addr)
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else f"closed:{self._close_reason}"
+        return (
+            f"<RemotingConnection {self.local_addr}->{self.remote_addr} {state} pending={len(self._pending)}>"
+        )
+
+
+class _LostCallback(Protocol):
+    def __call__(self, conn: RemotingConnection, /) -> None: ...

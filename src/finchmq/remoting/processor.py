@@ -1,0 +1,267 @@
+"""Request processors and the bounded executors that run them (Java ``NettyRequestProcessor`` +
+the processor's ``ExecutorService``).
+
+Strategy:
+    A request is routed by code to a ``(processor, executor)`` pair. Before queueing, the
+    processor may refuse all work (``reject_request()`` → SYSTEM_BUSY ``[REJECTREQUEST]``). The
+    executor is a bounded FIFO of ``QueuedRequest`` (each stamped with its creation time) drained
+    by a fixed number of worker coroutines, the analogue of a thread pool; a full queue answers
+    SYSTEM_BUSY ``[OVERLOAD]`` (nothing for oneway requests). The queue is exposed oldest-first so
+    the broker's fast-failure service can answer requests that waited too long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from finchmq.protocol.codes import RequestCode, ResponseCode
+from finchmq.protocol.command import RemotingCommand
+from finchmq.protocol.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from .connection import RemotingConnection
+
+__all__ = [
+    "REMARK_OVERLOAD",
+    "REMARK_REJECT_REQUEST",
+    "QueuedRequest",
+    "RemotingContext",
+    "RequestDispatcher",
+    "RequestExecutor",
+    "RequestProcessor",
+]
+
+log = logging.getLogger(__name__)
+
+# Java NettyRemotingAbstract.processRequestCommand
+REMARK_OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
+REMARK_REJECT_REQUEST = "[REJECTREQUEST]system busy, start flow control for a while"
+
+
+@dataclass(slots=True)
+class RemotingContext:
+    """Where a request came from; lets a processor answer later or call the peer back."""
+
+    connection: RemotingConnection
+
+    @property
+    def remote_addr(self) -> str:
+        return self.connection.remote_addr
+
+    def write_response(self, response: RemotingCommand) -> None:
+        """Send a response produced outside ``process_request`` (e.g. a held long poll)."""
+        self.connection.send_command(response)
+
+
+class RequestProcessor(Protocol):
+    """Handles requests of one or more codes."""
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        """The response, or ``None`` when there is none yet (or the request is oneway)."""
+        ...
+
+    def reject_request(self) -> bool:
+        """True while the processor refuses all requests (answered SYSTEM_BUSY)."""
+        ...
+
+
+class QueuedRequest:
+    """A request waiting in an executor, with the monotonic time it arrived.
+
+    ``done`` is set once it is taken by a worker or answered early (e.g. by fast failure).
+    """
+
+    __slots__ = ("created_at", "ctx", "done", "processor", "request")
+
+    def __init__(
+        self, ctx: RemotingContext, request: RemotingCommand, processor: RequestProcessor, created_at: float
+    ) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.processor = processor
+        self.created_at = created_at
+        self.done = False
+
+    def answer(self, code: ResponseCode, remark: str) -> None:
+        """Answer now (unless oneway) and mark the request so no worker runs it."""
+        self.done = True
+        if not self.request.is_oneway:
+            self.ctx.write_response(self.request.make_response(code, remark))
+
+
+class RequestExecutor:
+    """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue)."""
+
+    def __init__(self, name: str, *, workers: int, capacity: int) -> None:
+        if workers <= 0:
+            raise ValueError(f"executor {name}: workers must be > 0, got {workers}")
+        if capacity <= 0:
+            raise ValueError(f"executor {name}: capacity must be > 0, got {capacity}")
+        self.name = name
+        self.workers = workers
+        self.capacity = capacity
+        self._queue: deque[QueuedRequest] = deque()
+        self._idle_waiters: deque[asyncio.Future[None]] = deque()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def start(self) -> None:
+        if self._tasks or self._closed:
+            return
+        self._tasks = [
+            asyncio.get_running_loop().create_task(self._work(), name=f"finchmq-{self.name}-{i}")
+            for i in range(self.workers)
+        ]
+
+    def submit(self, item: QueuedRequest) -> bool:
+        """Queue ``item``; False when the queue is full (the caller answers OVERLOAD)."""
+        if len(self._queue) >= self.capacity or self._closed:
+            return False
+        self._queue.append(item)
+        waiters = self._idle_waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
+        return True
+
+    def oldest(self) -> QueuedRequest | None:
+        """The request that has waited longest, without removing it."""
+        queue = self._queue
+        while queue and queue[0].done:
+            queue.popleft()
+        return queue[0] if queue else None
+
+    def poll_oldest(self) -> QueuedRequest | None:
+        """Remove and return the request that has waited longest."""
+        queue = self._queue
+        while queue:
+            item = queue.popleft()
+            if not item.done:
+                return item
+        return None
+
+    def pending(self) -> Iterator[QueuedRequest]:
+        """The queued requests, oldest first."""
+        return (item for item in self._queue if not item.done)
+
+    async def _work(self) -> None:
+        queue = self._queue
+        loop = asyncio.get_running_loop()
+        while True:
+            if not queue:
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._idle_waiters.append(waiter)
+                await waiter
+                continue
+            item = queue.popleft()
+            if item.done:
+                continue
+            item.done = True
+            request = item.request
+            try:
+                response = await item.processor.process_request(item.ctx, request)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                response = _error_response(item, exc)
+            if response is not None and not request.is_oneway:
+                try:
+                    item.ctx.write_response(response)
+                except Exception as exc:
+                    log.warning("cannot answer code=%d to %s: %s", request.code, item.ctx.remote_addr, exc)
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._queue.clear()
+
+
+def _error_response(item: QueuedRequest, exc: BaseException) -> RemotingCommand:
+    request = item.request
+    if isinstance(exc, ProtocolError):
+        return request.make_response(exc.response_code, str(exc))
+    if not isinstance(exc, Exception):
+        raise exc
+    log.exception("process request code=%d from %s failed", request.code, item.ctx.remote_addr)
+    return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+class RequestDispatcher:
+    """The processor table of a server or client: code -> (processor, executor)."""
+
+    def __init__(self) -> None:
+        self._table: dict[int, tuple[RequestProcessor, RequestExecutor]] = {}
+        self._default: tuple[RequestProcessor, RequestExecutor] | None = None
+        self._executors: dict[str, RequestExecutor] = {}
+        self.on_overload: Callable[[RequestExecutor, RemotingCommand], None] | None = None
+        self.on_reject: Callable[[RemotingCommand], None] | None = None
+
+    def register(
+        self,
+        codes: RequestCode | int | list[RequestCode] | list[int],
+        processor: RequestProcessor,
+        executor: RequestExecutor,
+    ) -> None:
+        """Route ``codes`` to ``processor`` run by ``executor`` (executors may be shared)."""
+        for code in codes if isinstance(codes, list) else [codes]:
+            self._table[int(code)] = (processor, executor)
+        self._executors[executor.name] = executor
+
+    def register_default(self, processor: RequestProcessor, executor: RequestExecutor) -> None:
+        """Handle every code without a registered processor."""
+        self._default = (processor, executor)
+        self._executors[executor.name] = executor
+
+    @property
+    def executors(self) -> dict[str, RequestExecutor]:
+        return self._executors
+
+    def start(self) -> None:
+        for executor in self._executors.values():
+            executor.start()
+
+    async def close(self) -> None:
+        for executor in self._executors.values():
+            await executor.close()
+
+    def dispatch(self, ctx: RemotingContext, request: RemotingCommand) -> None:
+        """Queue ``request`` or answer it at once (unsupported, rejected, overloaded)."""
+        pair = self._table.get(request.code) or self._default
+        if pair is None:
+            if not request.is_oneway:
+                ctx.write_response(
+                    request.make_response(
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        f" request type {request.code} not supported",
+                    )
+                )
+            return
+        processor, executor = pair
+        if processor.reject_request():
+            if self.on_reject is not None:
+                self.on_reject(request)
+            if not request.is_oneway:
+                ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_REJECT_REQUEST))
+            return
+        if not executor.submit(QueuedRequest(ctx, request, processor, time.monotonic())):
+            if self.on_overload is not None:
+                self.on_overload(executor, request)
+            if not request.is_oneway:
+                ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_OVERLOAD))

@@ -1,0 +1,4 @@
+"""finchmq.spark: the PySpark data source, format ``rocketmq``.
+
+Imports: ``finchmq.client`` only.
+"""

@@ -1,0 +1,42 @@
+"""The command line: help, version, argument errors, and the demo really running."""
+
+from __future__ import annotations
+
+import pytest
+
+from finchmq import __version__
+from finchmq.cli.__main__ import main
+
+
+def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "RocketMQ" in out and "demo" in out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert __version__ in capsys.readouterr().out
+
+
+def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: finchmq" in capsys.readouterr().out
+
+
+def test_bad_argument_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--requests", "many"])
+    assert info.value.code == 2
+    assert "invalid int value" in capsys.readouterr().err
+
+
+def test_demo_runs_for_real(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--requests", "500", "--in-flight", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "HEART_BEAT answered SUCCESS" in out
+    assert "500 round trips with 8 in flight" in out
+    assert "Not built yet" in out

@@ -1,0 +1,405 @@
+"""The transport on real loopback sockets: every way to call, limits, failures, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+import struct
+
+import pytest
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.remoting import (
+    REMARK_OVERLOAD,
+    REMARK_REJECT_REQUEST,
+    CloseReason,
+    RemotingClient,
+    RemotingClientConfig,
+    RemotingConnectError,
+    RemotingConnection,
+    RemotingContext,
+    RemotingServer,
+    RemotingServerConfig,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+    RequestExecutor,
+)
+
+ECHO = 9001
+SLOW = 9002
+NEVER = 9003
+HOLD = 9004
+CALL_BACK = 9005
+FAIL = 9006
+
+
+class Echo:
+    """Answers with the request's extFields and body; counts what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[RemotingCommand] = []
+        self.rejecting = False
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        self.seen.append(request)
+        if request.code == SLOW:
+            await asyncio.sleep(float(request.ext_fields.get("sleep", "0.05")))
+        if request.code == NEVER:
+            return None
+        if request.code == FAIL:
+            raise ValueError("processor exploded")
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields=dict(request.ext_fields), body=request.body
+        )
+
+    def reject_request(self) -> bool:
+        return self.rejecting
+
+
+class Shuffler:
+    """Holds requests and answers them in a random order (tests opaque matching)."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+        self.held: list[tuple[RemotingContext, RemotingCommand]] = []
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        self.held.append((ctx, request))
+        if len(self.held) >= self.batch:
+            held, self.held = self.held, []
+            random.shuffle(held)
+            for held_ctx, held_request in held:
+                held_ctx.write_response(
+                    held_request.make_response(ResponseCode.SUCCESS, ext_fields=dict(held_request.ext_fields))
+                )
+        return None
+
+    def reject_request(self) -> bool:
+        return False
+
+
+class CallsBack:
+    """Server processor that calls the client back before answering (server -> client request)."""
+
+    def __init__(self, server: RemotingServer) -> None:
+        self.server = server
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        notify = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "G"})
+        answer = await self.server.invoke(ctx.connection, notify, 3000)
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields={"client_said": answer.ext_fields["info"]}
+        )
+
+    def reject_request(self) -> bool:
+        return False
+
+
+class ClientInfo:
+    def __init__(self) -> None:
+        self.notified: list[RemotingCommand] = []
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        self.notified.append(request)
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields={"info": "running:" + request.ext_fields["consumerGroup"]}
+        )
+
+    def reject_request(self) -> bool:
+        return False
+
+
+class Events:
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+
+    def on_channel_connect(self, conn: RemotingConnection) -> None:
+        self.log.append(("connect", conn.remote_addr))
+
+    def on_channel_close(self, conn: RemotingConnection) -> None:
+        self.log.append(("close", conn.remote_addr))
+
+    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self.log.append(("exception", conn.remote_addr))
+
+    def on_channel_idle(self, conn: RemotingConnection) -> None:
+        self.log.append(("idle", conn.remote_addr))
+
+
+def server_config(**kwargs: object) -> RemotingServerConfig:
+    kwargs.setdefault("listen_port", 0)
+    return RemotingServerConfig(bind_address="127.0.0.1", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def echo_server() -> tuple[RemotingServer, Echo]:
+    server = RemotingServer(server_config())
+    echo = Echo()
+    server.register_processor(
+        [ECHO, SLOW, NEVER, FAIL], echo, RequestExecutor("echo", workers=8, capacity=1000)
+    )
+    await server.start()
+    yield server, echo  # type: ignore[misc]
+    await server.close()
+
+
+def addr(server: RemotingServer) -> str:
+    return f"127.0.0.1:{server.port}"
+
+
+async def test_sync_invoke_round_trip(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, echo = echo_server
+    async with RemotingClient() as client:
+        response = await client.invoke(
+            addr(server), RemotingCommand.request(ECHO, {"k": "v"}, b"payload"), 3000
+        )
+    assert response.code == ResponseCode.SUCCESS and response.is_response
+    assert response.ext_fields == {"k": "v"} and response.body == b"payload"
+    assert echo.seen[0].opaque == response.opaque
+
+
+async def test_async_invoke_calls_back_and_resolves(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, _ = echo_server
+    results: list[tuple[RemotingCommand | None, BaseException | None]] = []
+    async with RemotingClient() as client:
+        future = await client.invoke_async(
+            addr(server), RemotingCommand.request(ECHO, {"n": "1"}), 3000, lambda r, e: results.append((r, e))
+        )
+        response = await future
+    assert response.ext_fields == {"n": "1"}
+    assert results == [(response, None)]
+
+
+async def test_oneway_is_processed_and_not_answered(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, echo = echo_server
+    async with RemotingClient() as client:
+        await client.invoke_oneway(addr(server), RemotingCommand.request(ECHO, {"one": "way"}), 3000)
+        for _ in range(100):
+            if echo.seen:
+                break
+            await asyncio.sleep(0.01)
+        conn = await client.get_connection(addr(server))
+        assert conn.pending_count == 0
+    assert echo.seen[0].is_oneway and echo.seen[0].ext_fields == {"one": "way"}
+
+
+async def test_timeout_raises_and_late_answer_is_dropped(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, _ = echo_server
+    async with RemotingClient() as client:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(RemotingTimeoutError, match=r"<127.0.0.1:\d+> timeout, \d+\(ms\)"):
+            await client.invoke(addr(server), RemotingCommand.request(SLOW, {"sleep": "0.4"}), 100)
+        assert 0.09 < loop.time() - began < 0.35
+        # The late answer arrives after the caller gave up: ignored, and the connection still works.
+        await asyncio.sleep(0.4)
+        response = await client.invoke(
+            addr(server), RemotingCommand.request(ECHO, {"after": "timeout"}), 3000
+        )
+        assert response.ext_fields == {"after": "timeout"}
+
+
+async def test_unanswered_async_call_times_out_through_its_callback(
+    echo_server: tuple[RemotingServer, Echo],
+) -> None:
+    server, _ = echo_server
+    errors: list[BaseException | None] = []
+    async with RemotingClient() as client:
+        future = await client.invoke_async(
+            addr(server), RemotingCommand.request(NEVER), 100, lambda r, e: errors.append(e)
+        )
+        with pytest.raises(RemotingTimeoutError):
+            await future
+    assert isinstance(errors[0], RemotingTimeoutError)
+
+
+async def test_ten_thousand_pipelined_requests_answered_out_of_order() -> None:
+    shuffler = Shuffler(batch=100)
+    server = RemotingServer(server_config())
+    server.register_processor(ECHO, shuffler, RequestExecutor("shuffle", workers=1, capacity=20_000))
+    await server.start()
+    try:
+        async with RemotingClient() as client:
+            responses = await asyncio.gather(
+                *(
+                    client.invoke(addr(server), RemotingCommand.request(ECHO, {"i": str(i)}), 10_000)
+                    for i in range(10_000)
+                )
+            )
+            assert len(client.connected_addrs) == 1  # all on one connection
+    finally:
+        await server.close()
+    assert [r.ext_fields["i"] for r in responses] == [str(i) for i in range(10_000)]
+
+
+async def test_server_calls_the_client_back() -> None:
+    server = RemotingServer(server_config())
+    server.register_processor(CALL_BACK, CallsBack(server), RequestExecutor("cb", workers=2, capacity=10))
+    await server.start()
+    info = ClientInfo()
+    client = RemotingClient()
+    client.register_processor(
+        RequestCode.GET_CONSUMER_RUNNING_INFO, info, RequestExecutor("client", workers=1, capacity=10)
+    )
+    try:
+        async with client:
+            response = await client.invoke(addr(server), RemotingCommand.request(CALL_BACK), 3000)
+    finally:
+        await server.close()
+    assert response.ext_fields == {"client_said": "running:G"}
+    assert info.notified[0].code == RequestCode.GET_CONSUMER_RUNNING_INFO and not info.notified[0].is_response
+
+
+async def test_full_queue_answers_overload_and_oneway_gets_nothing() -> None:
+    echo = Echo()
+    server = RemotingServer(server_config())
+    server.register_processor([SLOW, ECHO], echo, RequestExecutor("tiny", workers=1, capacity=2))
+    await server.start()
+    try:
+        async with RemotingClient() as client:
+            calls = [
+                client.invoke(addr(server), RemotingCommand.request(SLOW, {"sleep": "0.2"}), 3000)
+                for _ in range(6)
+            ]
+            responses = await asyncio.gather(*calls)
+            busy = [r for r in responses if r.code == ResponseCode.SYSTEM_BUSY]
+            ok = [r for r in responses if r.code == ResponseCode.SUCCESS]
+            # One runs, two wait in the queue, the other three are refused at once.
+            assert len(ok) == 3 and len(busy) == 3
+            assert {r.remark for r in busy} == {REMARK_OVERLOAD}
+            # Oneway requests over capacity are dropped silently: nothing comes back for them.
+            for _ in range(5):
+                await client.invoke_oneway(
+                    addr(server), RemotingCommand.request(SLOW, {"sleep": "0.2"}), 3000
+                )
+            conn = await client.get_connection(addr(server))
+            await asyncio.sleep(0.1)
+            assert conn.pending_count == 0
+    finally:
+        await server.close()
+
+
+async def test_reject_request_answers_system_busy(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, echo = echo_server
+    echo.rejecting = True
+    async with RemotingClient() as client:
+        response = await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+        assert (response.code, response.remark) == (ResponseCode.SYSTEM_BUSY, REMARK_REJECT_REQUEST)
+        echo.rejecting = False
+        assert (
+            await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+        ).code == ResponseCode.SUCCESS
+    assert len(echo.seen) == 1  # the rejected request never reached the processor
+
+
+async def test_unknown_code_and_processor_failure(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, _ = echo_server
+    async with RemotingClient() as client:
+        unknown = await client.invoke(addr(server), RemotingCommand.request(777), 3000)
+        failed = await client.invoke(addr(server), RemotingCommand.request(FAIL), 3000)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert unknown.remark == " request type 777 not supported"
+    assert failed.code == ResponseCode.SYSTEM_ERROR and failed.remark == "ValueError: processor exploded"
+
+
+async def test_garbage_closes_only_that_connection(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, _ = echo_server
+    async with RemotingClient() as client:
+        await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(struct.pack(">ii", 12, 99 << 24) + b"garbage!....")
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 3) == b""  # server closed it
+        writer.close()
+        await writer.wait_closed()
+        response = await client.invoke(addr(server), RemotingCommand.request(ECHO, {"still": "ok"}), 3000)
+        assert response.ext_fields == {"still": "ok"}
+
+
+async def test_connection_loss_fails_pending_calls_and_reconnects_on_demand() -> None:
+    echo = Echo()
+    server = RemotingServer(server_config())
+    server.register_processor([NEVER, ECHO], echo, RequestExecutor("e", workers=4, capacity=100))
+    await server.start()
+    port = server.port
+    async with RemotingClient() as client:
+        pending = asyncio.ensure_future(
+            client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(NEVER), 10_000)
+        )
+        await asyncio.sleep(0.1)
+        await server.close()
+        with pytest.raises(RemotingConnectError, match="closed"):
+            await pending
+        with pytest.raises(RemotingConnectError, match=r"connect to 127\.0\.0\.1"):
+            await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO), 3000)
+        server2 = RemotingServer(server_config(listen_port=port))
+        server2.register_processor(ECHO, Echo(), RequestExecutor("e2", workers=1, capacity=10))
+        await server2.start()
+        try:
+            assert (await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO), 3000)).code == 0
+        finally:
+            await server2.close()
+
+
+async def test_connect_refused_is_a_connect_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with RemotingClient() as client:
+        with pytest.raises(RemotingConnectError, match=rf"connect to 127\.0\.0\.1:{port} failed"):
+            await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO), 3000)
+
+
+async def test_async_semaphore_bounds_requests_in_flight(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, _ = echo_server
+    async with RemotingClient(RemotingClientConfig(client_async_semaphore_value=2)) as client:
+        futures = [
+            await client.invoke_async(addr(server), RemotingCommand.request(NEVER), 300) for _ in range(2)
+        ]
+        with pytest.raises(RemotingTooMuchRequestError, match="client_async_semaphore_value"):
+            await client.invoke_async(addr(server), RemotingCommand.request(ECHO), 50)
+        for future in futures:
+            with pytest.raises(RemotingTimeoutError):
+                await future
+        # Permits come back when calls finish.
+        response = await (await client.invoke_async(addr(server), RemotingCommand.request(ECHO), 3000))
+        assert response.code == 0
+
+
+async def test_idle_connections_are_closed_on_both_sides() -> None:
+    events = Events()
+    server = RemotingServer(server_config(server_channel_max_idle_time_seconds=0.3), listener=events)
+    server.register_processor(ECHO, Echo(), RequestExecutor("e", workers=1, capacity=10))
+    await server.start()
+    try:
+        async with RemotingClient() as client:
+            await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+            await asyncio.sleep(0.8)
+            assert client.connected_addrs == []
+            assert [kind for kind, _ in events.log] == ["connect", "idle", "close"]
+        client_events = Events()
+        async with RemotingClient(
+            RemotingClientConfig(client_channel_max_idle_time_seconds=0.2), listener=client_events
+        ) as client:
+            await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+            await asyncio.sleep(0.5)
+            assert client.connected_addrs == []
+            assert ("idle", addr(server)) in client_events.log
+    finally:
+        await server.close()
+
+
+async def test_close_is_idempotent_and_leaves_nothing_open(echo_server: tuple[RemotingServer, Echo]) -> None:
+    server, _ = echo_server
+    client = RemotingClient()
+    await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+    conn = await client.get_connection(addr(server))
+    await client.close()
+    await client.close()
+    assert conn.close_reason is CloseReason.SHUTDOWN and not conn.is_open
+    await server.close()
+    await server.close()
+    assert server.connections == frozenset()
+    with pytest.raises(RemotingConnectError):
+        await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)

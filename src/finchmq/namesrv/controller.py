@@ -1,0 +1,126 @@
+"""``NamesrvController``: a name server process's parts, wired and run.
+
+Owns the remoting server, the route table and the KV config. A broker's routes disappear when
+its connection closes, goes idle, or it has not registered for ``broker_channel_expired_time``
+(checked every ``scan_not_active_broker_interval``), as Java's BrokerHousekeepingService and
+``scanNotActiveBroker`` do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from types import TracebackType
+
+from finchmq.remoting import (
+    CloseReason,
+    RemotingConnection,
+    RemotingServer,
+    RemotingServerConfig,
+    RequestExecutor,
+)
+
+from .config import NamesrvConfig
+from .kvconfig import KVConfigManager
+from .processor import DefaultRequestProcessor
+from .route_info import RouteInfoManager
+
+__all__ = ["NamesrvController"]
+
+log = logging.getLogger(__name__)
+
+
+class _BrokerHousekeepingService:
+    """Drops a broker's routes as soon as its connection is gone."""
+
+    def __init__(self, routes: RouteInfoManager) -> None:
+        self.routes = routes
+
+    def on_channel_connect(self, conn: RemotingConnection) -> None:
+        pass
+
+    def on_channel_close(self, conn: RemotingConnection) -> None:
+        self._destroy(conn)
+
+    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self._destroy(conn)
+
+    def on_channel_idle(self, conn: RemotingConnection) -> None:
+        self._destroy(conn)
+
+    def _destroy(self, conn: RemotingConnection) -> None:
+        addr = self.routes.on_channel_destroy(conn)
+        if addr is not None:
+            log.info("broker %s removed: its connection %s closed", addr, conn.remote_addr)
+
+
+class NamesrvController:
+    """A running name server: ``await start()``, ``await close()``, or ``async with``."""
+
+    def __init__(self, config: NamesrvConfig | None = None) -> None:
+        self.config = config or NamesrvConfig()
+        self.routes = RouteInfoManager()
+        self.kv = KVConfigManager(self.config.kv_config_path)
+        self.processor = DefaultRequestProcessor(self.config, self.routes, self.kv)
+        self.server = RemotingServer(
+            RemotingServerConfig(
+                bind_address=self.config.bind_address,
+                listen_port=self.config.listen_port,
+                server_channel_max_idle_time_seconds=self.config.server_channel_max_idle_time_seconds,
+            ),
+            listener=_BrokerHousekeepingService(self.routes),
+            name="namesrv",
+        )
+        self.server.register_processor(
+            self.processor.codes,
+            self.processor,
+            RequestExecutor("namesrv", workers=self.config.server_worker_threads, capacity=10_000),
+        )
+        self._scan_task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def address(self) -> str:
+        host = self.config.bind_address
+        return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.port}"
+
+    async def start(self) -> None:
+        self.kv.load()
+        await self.server.start()
+        self._scan_task = asyncio.get_running_loop().create_task(
+            self._scan_loop(), name="finchmq-namesrv-scan"
+        )
+        log.info("name server started on %s", self.address)
+
+    async def _scan_loop(self) -> None:
+        interval = self.config.scan_not_active_broker_interval / 1000
+        while True:
+            await asyncio.sleep(interval)
+            for addr, channel in self.routes.scan_not_active_broker(
+                int(time.time() * 1000), self.config.broker_channel_expired_time
+            ):
+                if isinstance(channel, RemotingConnection):
+                    channel.close(CloseReason.IDLE)
+                log.info("scan removed inactive broker %s", addr)
+
+    async def close(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scan_task
+            self._scan_task = None
+        await self.server.close()
+
+    async def __aenter__(self) -> NamesrvController:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

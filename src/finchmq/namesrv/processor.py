@@ -1,0 +1,215 @@
+"""``DefaultRequestProcessor``: every request a name server answers (Java namesrv
+``DefaultRequestProcessor``), over a ``RouteInfoManager`` and a ``KVConfigManager``."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import replace
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import (
+    DataVersion,
+    KVTable,
+    RegisterBrokerBody,
+    TopicConfigSerializeWrapper,
+)
+from finchmq.protocol.codes import MQVersion
+from finchmq.protocol.headers import (
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
+from finchmq.remoting import RemotingContext
+
+from .config import NamesrvConfig
+from .kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
+from .route_info import RouteInfoManager
+
+__all__ = ["DefaultRequestProcessor"]
+
+_FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+_SUCCESS = ResponseCode.SUCCESS
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DefaultRequestProcessor:
+    """Answers name-server requests; all state lives in the two managers."""
+
+    def __init__(self, config: NamesrvConfig, routes: RouteInfoManager, kv: KVConfigManager) -> None:
+        self.config = config
+        self.routes = routes
+        self.kv = kv
+        self._handlers: dict[int, Callable[[RemotingContext, RemotingCommand], RemotingCommand]] = {
+            RequestCode.PUT_KV_CONFIG: self._put_kv_config,
+            RequestCode.GET_KV_CONFIG: self._get_kv_config,
+            RequestCode.DELETE_KV_CONFIG: self._delete_kv_config,
+            RequestCode.QUERY_DATA_VERSION: self._query_data_version,
+            RequestCode.REGISTER_BROKER: self._register_broker,
+            RequestCode.UNREGISTER_BROKER: self._unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self._get_route_info,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self._get_cluster_info,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self._get_all_topic_list,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self._delete_topic,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self._get_kv_list,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self._get_topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self._get_system_topics,
+        }
+
+    @property
+    def codes(self) -> list[int]:
+        return list(self._handlers)
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        handler = self._handlers.get(request.code)
+        if handler is None:
+            return request.make_response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+            )
+        return handler(ctx, request)
+
+    def reject_request(self) -> bool:
+        return False
+
+    # -- KV config --------------------------------------------------------------------------
+
+    def _put_kv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.put(header.namespace, header.key, header.value)
+        return request.make_response(_SUCCESS)
+
+    def _get_kv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        value = self.kv.get(header.namespace, header.key)
+        if value is None:
+            return request.make_response(
+                ResponseCode.QUERY_NOT_FOUND,
+                f"No config item, Namespace: {header.namespace} Key: {header.key}",
+            )
+        return request.make_response(
+            _SUCCESS, ext_fields=GetKVConfigResponseHeader(value=value).to_ext_fields()
+        )
+
+    def _delete_kv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.delete(header.namespace, header.key)
+        return request.make_response(_SUCCESS)
+
+    def _get_kv_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields)
+        table = self.kv.namespace(header.namespace)
+        if not table:
+            return request.make_response(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {header.namespace}"
+            )
+        return request.make_response(_SUCCESS, body=KVTable(table=table).to_json())
+
+    # -- brokers ----------------------------------------------------------------------------
+
+    def _register_broker(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        body = request.body
+        if header.body_crc32 and body and zlib.crc32(body) & 0x7FFFFFFF != header.body_crc32:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        wrapper: TopicConfigSerializeWrapper | None
+        filter_servers: tuple[str, ...] = ()
+        if request.version >= MQVersion.V3_0_11:
+            registration = (
+                RegisterBrokerBody.decode(body, header.compressed) if body else RegisterBrokerBody()
+            )
+            wrapper = registration.topic_config_serialize_wrapper
+            filter_servers = registration.filter_server_list
+        else:
+            wrapper = TopicConfigSerializeWrapper.from_json(body) if body else None
+        result = self.routes.register_broker(
+            cluster_name=header.cluster_name,
+            broker_addr=header.broker_addr,
+            broker_name=header.broker_name,
+            broker_id=header.broker_id,
+            ha_server_addr=header.ha_server_addr,
+            topic_config_wrapper=wrapper,
+            filter_server_list=filter_servers,
+            channel=ctx.connection,
+            now_ms=_now_ms(),
+        )
+        order_conf = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
+        return request.make_response(
+            _SUCCESS,
+            ext_fields=RegisterBrokerResponseHeader(
+                ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
+            ).to_ext_fields(),
+            body=KVTable(table=order_conf).to_json() if order_conf else b"",
+        )
+
+    def _unregister_broker(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.unregister_broker(
+            cluster_name=header.cluster_name,
+            broker_addr=header.broker_addr,
+            broker_name=header.broker_name,
+            broker_id=header.broker_id,
+        )
+        return request.make_response(_SUCCESS)
+
+    def _query_data_version(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
+        data_version = DataVersion.from_json(request.body) if request.body else DataVersion()
+        changed = self.routes.is_broker_topic_config_changed(header.broker_addr, data_version)
+        if not changed:
+            self.routes.update_broker_info_update_timestamp(header.broker_addr, _now_ms())
+        live = self.routes.broker_live_table.get(header.broker_addr)
+        return request.make_response(
+            _SUCCESS,
+            ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext_fields(),
+            body=live.data_version.to_json() if live is not None else b"",
+        )
+
+    # -- routes -----------------------------------------------------------------------------
+
+    def _get_route_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
+        route = self.routes.pickup_topic_route_data(header.topic)
+        if route is None:
+            return request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {header.topic}{_FAQ_APPLY_TOPIC}",
+            )
+        if self.config.order_message_enable:
+            order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
+            if order_conf:
+                route = replace(route, order_topic_conf=order_conf)
+        return request.make_response(_SUCCESS, body=route.to_json())
+
+    def _get_cluster_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(_SUCCESS, body=self.routes.get_all_cluster_info().to_json())
+
+    def _get_all_topic_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(_SUCCESS, body=self.routes.get_all_topic_list().to_json())
+
+    def _get_topics_by_cluster(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields)
+        return request.make_response(
+            _SUCCESS, body=self.routes.get_topics_by_cluster(header.cluster).to_json()
+        )
+
+    def _get_system_topics(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(_SUCCESS, body=self.routes.get_system_topic_list().to_json())
+
+    def _delete_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.delete_topic(header.topic)
+        return request.make_response(_SUCCESS)

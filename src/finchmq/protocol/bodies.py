@@ -1,0 +1,1032 @@
+"""JSON command bodies: RocketMQ's ``RemotingSerializable`` classes as frozen dataclasses.
+
+Owns: one frozen, slotted, keyword-only dataclass per Java body class (4.9.8 names, fields in
+snake_case; Java ``List``/``Set`` are tuples in wire order, ``Map`` is ``dict``), the enums they
+use, ``PermName`` and ``BodyError``. Imports: stdlib, ``._json``, ``.codes``, ``.errors`` and
+``MessageQueue`` from ``.message``.
+
+Strategy:
+    Each class's JSON codec is derived once, on first use, from its type hints: the JSON key is
+    the camelCase field name unless ``field(metadata={"key": ...})`` names it. ``from_json`` is
+    lenient like fastjson and jsoncpp: fastjson's unquoted number keys and object keys
+    (``_json.loads_lenient``), enums by name or ordinal (the C++ client writes ordinals), numbers
+    given as strings (cpp's ``subVersion``), absent arrays (cpp omits empty sets), unknown keys.
+    ``to_json()`` writes standard JSON with Java's field names in fastjson's (alphabetical) key
+    order; ``None`` fields are omitted, as fastjson omits nulls. Bodies are equal by value;
+    those holding a ``dict`` are, like any dataclass with a dict field, not hashable.
+
+Map keys that are not strings (Java ``Map<Long,..>``, ``Map<Integer,..>``, ``Map<MessageQueue,..>``):
+    * ``to_json()`` writes fastjson's ``BrowserCompatible``/``WriteNonStringKeyAsString`` form:
+      number keys quoted, a ``MessageQueue`` key as the string of its compact JSON.
+    * ``to_json(fastjson_compat=True)`` writes fastjson's default form, which Java's own tools
+      (mqadmin's ConsumeStats, TopicStatsTable, ResetOffsetBody, ConsumerRunningInfo readers) and
+      pre-4.9.4 route readers expect: number keys bare (``{0:"a"}``), ``MessageQueue`` keys as
+      objects (``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``). Not valid JSON.
+    ``from_json`` reads all of these forms.
+
+Errors: a body that is not JSON, not an object, or holds a value of the wrong type raises
+``BodyError``, a ``RemoteProtocolError``: bodies come from the peer and, unlike extFields, are
+decoded after the codec, so this is the only place the direction can be set. The message names
+the body class and the path of the bad value (``TopicRouteData: queueDatas[0].perm: ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import random
+import struct
+import time
+import types
+import typing
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Self
+
+from . import _json
+from .codes import LanguageCode
+from .errors import RemoteProtocolError
+from .message import MessageQueue
+
+__all__ = [
+    "MASTER_ID",
+    "BodyError",
+    "BrokerData",
+    "CMResult",
+    "ClusterInfo",
+    "Connection",
+    "ConsumeFromWhere",
+    "ConsumeMessageDirectlyResult",
+    "ConsumeStats",
+    "ConsumeStatus",
+    "ConsumeType",
+    "ConsumerConnection",
+    "ConsumerData",
+    "ConsumerListByGroupResponseBody",
+    "ConsumerOffsetSerializeWrapper",
+    "ConsumerRunningInfo",
+    "DataVersion",
+    "GetConsumerStatusBody",
+    "HeartbeatData",
+    "KVTable",
+    "LockBatchRequestBody",
+    "LockBatchResponseBody",
+    "MessageModel",
+    "OffsetWrapper",
+    "PermName",
+    "ProcessQueueInfo",
+    "ProducerConnection",
+    "ProducerData",
+    "QueryConsumeTimeSpanBody",
+    "QueueData",
+    "QueueTimeSpan",
+    "RegisterBrokerBody",
+    "RemotingSerializable",
+    "ResetOffsetBody",
+    "SubscriptionData",
+    "SubscriptionGroupConfig",
+    "SubscriptionGroupWrapper",
+    "TopicConfig",
+    "TopicConfigSerializeWrapper",
+    "TopicFilterType",
+    "TopicList",
+    "TopicOffset",
+    "TopicRouteData",
+    "TopicStatsTable",
+    "UnlockBatchRequestBody",
+]
+
+MASTER_ID: Final = 0  # Java MixAll.MASTER_ID: brokerId of a master in BrokerData.brokerAddrs
+
+# A compressed REGISTER_BROKER body inflates to at most this; a bomb is refused, not buffered.
+_MAX_INFLATED_REGISTER_BODY: Final = 64 * 1024 * 1024
+_INT32 = struct.Struct(">i")  # Java DataOutputStream.writeInt / RegisterBrokerBody.convertIntToByteArray
+
+
+class BodyError(RemoteProtocolError):
+    """A command body that is not the JSON (or compressed form) its class expects."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Enums and constants used in bodies
+
+
+class ConsumeType(enum.IntEnum):
+    """Java ``ConsumeType``; JSON carries the name (Java) or the ordinal (C++ client)."""
+
+    CONSUME_ACTIVELY = 0  # "PULL"
+    CONSUME_PASSIVELY = 1  # "PUSH"
+
+    @property
+    def type_cn(self) -> str:
+        return "PULL" if self is ConsumeType.CONSUME_ACTIVELY else "PUSH"
+
+
+class MessageModel(enum.IntEnum):
+    BROADCASTING = 0
+    CLUSTERING = 1
+
+
+class ConsumeFromWhere(enum.IntEnum):
+    CONSUME_FROM_LAST_OFFSET = 0
+    CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST = 1  # deprecated in Java
+    CONSUME_FROM_MIN_OFFSET = 2  # deprecated in Java
+    CONSUME_FROM_MAX_OFFSET = 3  # deprecated in Java
+    CONSUME_FROM_FIRST_OFFSET = 4
+    CONSUME_FROM_TIMESTAMP = 5
+
+
+class TopicFilterType(enum.IntEnum):
+    SINGLE_TAG = 0
+    MULTI_TAG = 1
+
+
+class CMResult(enum.IntEnum):
+    """Java ``CMResult``: the outcome of CONSUME_MESSAGE_DIRECTLY."""
+
+    CR_SUCCESS = 0
+    CR_LATER = 1
+    CR_ROLLBACK = 2
+    CR_COMMIT = 3
+    CR_THROW_EXCEPTION = 4
+    CR_RETURN_NULL = 5
+
+
+class PermName(enum.IntFlag):
+    """Topic and broker permission bits (Java ``PermName.PERM_*``)."""
+
+    PRIORITY = 8
+    READ = 4
+    WRITE = 2
+    INHERIT = 1
+
+    @staticmethod
+    def is_readable(perm: int) -> bool:
+        return bool(perm & PermName.READ)
+
+    @staticmethod
+    def is_writeable(perm: int) -> bool:
+        return bool(perm & PermName.WRITE)
+
+    @staticmethod
+    def is_inherited(perm: int) -> bool:
+        return bool(perm & PermName.INHERIT)
+
+    @staticmethod
+    def perm2string(perm: int) -> str:
+        """Java ``PermName.perm2String``: ``"RWX"`` with ``-`` for each missing bit."""
+        return (
+            ("R" if perm & PermName.READ else "-")
+            + ("W" if perm & PermName.WRITE else "-")
+            + ("X" if perm & PermName.INHERIT else "-")
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The codec machinery (private; public API is RemotingSerializable.to_json/from_json)
+
+
+class _Invalid(Exception):
+    """A decoding failure; containers prepend their key to ``path`` as it propagates."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str] = []
+
+    def describe(self) -> str:
+        where = "".join(self.path).lstrip(".")
+        return f"{where}: {self.problem}" if where else self.problem
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _show(value: object, limit: int = 80) -> str:
+    """A repr short enough for an error message (a bad value may be a whole subtree)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Codec:
+    def decode(self, value: object) -> object:
+        raise NotImplementedError
+
+    def encode(self, value: Any, compat: bool) -> object:
+        return value
+
+
+class _StrCodec(_Codec):
+    def decode(self, value: object) -> object:
+        if type(value) is str:
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int | float):  # fastjson and jsoncpp turn numbers into strings
+            return str(value)
+        raise _Invalid(f"expected a string, got {_type_name(value)} {_show(value)}")
+
+
+class _IntCodec(_Codec):
+    def decode(self, value: object) -> object:
+        if type(value) is int:
+            return value
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, str):  # cpp writes subVersion as a string
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        elif isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise _Invalid(f"expected an integer, got {_type_name(value)} {_show(value)}")
+
+
+class _FloatCodec(_Codec):
+    def decode(self, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise _Invalid(f"expected a number, got {_type_name(value)} {_show(value)}")
+
+
+class _BoolCodec(_Codec):
+    def decode(self, value: object) -> object:
+        if isinstance(value, bool):
+            return value
+        if type(value) is int:
+            return value != 0
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+            return value.lower() in ("true", "1")
+        raise _Invalid(f"expected a boolean, got {_type_name(value)} {_show(value)}")
+
+
+class _EnumCodec(_Codec):
+    def __init__(self, enum_type: type[enum.IntEnum], fallback: enum.IntEnum | None = None) -> None:
+        self.enum_type = enum_type
+        self.fallback = fallback
+        self.by_name = {m.name: m for m in enum_type}
+        self.by_value = {m.value: m for m in enum_type}
+
+    def decode(self, value: object) -> object:
+        member: enum.IntEnum | None = None
+        if isinstance(value, str):
+            member = self.by_name.get(value)
+            if member is None:
+                try:
+                    member = self.by_value.get(int(value))
+                except ValueError:
+                    member = None
+        elif type(value) is int:
+            member = self.by_value.get(value)
+        if member is None:
+            member = self.fallback
+        if member is None:
+            raise _Invalid(f"not a {self.enum_type.__name__} name or ordinal: {_show(value)}")
+        return member
+
+    def encode(self, value: Any, compat: bool) -> object:
+        return value.name  # fastjson writes enums by name
+
+
+_STR = _StrCodec()
+_INT = _IntCodec()
+
+
+def _mq_from(value: object) -> MessageQueue:
+    if isinstance(value, _json.ObjectKey):
+        value = value.as_dict()
+    elif isinstance(value, str) and value.lstrip().startswith("{"):
+        try:  # fastjson WriteNonStringKeyAsString: the key is the MessageQueue's JSON text
+            value = _json.loads(value)
+        except _json.JSONDecodeError as exc:
+            raise _Invalid(f"MessageQueue key is not JSON: {_show(value)}") from exc
+    if not isinstance(value, dict):
+        raise _Invalid(f"expected a MessageQueue object, got {_type_name(value)} {_show(value)}")
+    try:
+        return MessageQueue(
+            topic=typing.cast(str, _STR.decode(_or(value.get("topic"), ""))),
+            broker_name=typing.cast(str, _STR.decode(_or(value.get("brokerName"), ""))),
+            queue_id=typing.cast(int, _INT.decode(_or(value.get("queueId"), 0))),
+        )
+    except _Invalid as exc:
+        exc.problem = f"in MessageQueue {_show(value)}: {exc.problem}"
+        raise
+
+
+def _or(value: object, default: object) -> object:
+    return default if value is None else value
+
+
+def _mq_items(mq: MessageQueue) -> dict[str, object]:
+    return {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}
+
+
+class _MQCodec(_Codec):
+    def decode(self, value: object) -> object:
+        return _mq_from(value)
+
+    def encode(self, value: Any, compat: bool) -> object:
+        return _mq_items(value)
+
+
+class _KeyCodec:
+    """Map keys: decode what loads_lenient produced, encode per output form."""
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+
+    def decode(self, key: object) -> object:
+        if self.kind is str:
+            if isinstance(key, str):
+                return key
+        elif self.kind is int:
+            if isinstance(key, str):
+                try:
+                    return int(key)
+                except ValueError:
+                    pass
+            elif type(key) is int:
+                return key
+        else:
+            return _mq_from(key)
+        raise _Invalid(f"bad {self.kind.__name__} map key {_show(key)}")
+
+    def encode(self, key: Any, compat: bool) -> object:
+        if self.kind is str:
+            return key
+        if self.kind is int:
+            return key if compat else str(key)
+        items = _mq_items(key)
+        if compat:
+            return _json.ObjectKey(items.items())
+        return _json.dumps(items).decode("utf-8")
+
+
+class _ListCodec(_Codec):
+    def __init__(self, item: _Codec) -> None:
+        self.item = item
+
+    def decode(self, value: object) -> object:
+        if not isinstance(value, list | tuple):
+            raise _Invalid(f"expected an array, got {_type_name(value)} {_show(value)}")
+        decode = self.item.decode
+        out = []
+        for i, item in enumerate(value):
+            try:
+                out.append(decode(item))
+            except _Invalid as exc:
+                exc.path.insert(0, f"[{i}]")
+                raise
+        return tuple(out)
+
+    def encode(self, value: Any, compat: bool) -> object:
+        encode = self.item.encode
+        return [encode(item, compat) for item in value]
+
+
+class _MapCodec(_Codec):
+    def __init__(self, key: _KeyCodec, value: _Codec) -> None:
+        self.key = key
+        self.value = value
+
+    def decode(self, value: object) -> object:
+        if not isinstance(value, dict):
+            raise _Invalid(f"expected an object, got {_type_name(value)} {_show(value)}")
+        out = {}
+        for k, v in value.items():
+            try:
+                out[self.key.decode(k)] = self.value.decode(v)
+            except _Invalid as exc:
+                exc.path.insert(0, f"[{_show(k, 40)}]")
+                raise
+        return out
+
+    def encode(self, value: Any, compat: bool) -> object:
+        key, val = self.key.encode, self.value.encode
+        return {key(k, compat): val(v, compat) for k, v in value.items()}
+
+
+class _BodyRef(_Codec):
+    """A nested body; its codec is looked up at use, so classes may refer to later ones."""
+
+    def __init__(self, cls: type[RemotingSerializable]) -> None:
+        self.cls = cls
+
+    def decode(self, value: object) -> object:
+        return _codec_of(self.cls).decode(value)
+
+    def encode(self, value: Any, compat: bool) -> object:
+        return _codec_of(self.cls).encode(value, compat)
+
+
+@dataclass(frozen=True, slots=True)
+class _BodyField:
+    name: str
+    key: str
+    aliases: tuple[str, ...]
+    codec: _Codec
+    required: bool
+    write: bool
+
+
+class _BodyCodec:
+    def __init__(self, cls: type[RemotingSerializable]) -> None:
+        self.cls = cls
+        hints = typing.get_type_hints(cls)
+        fields = []
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            key = f.metadata.get("key") or _camel(f.name)
+            fields.append(
+                _BodyField(
+                    name=f.name,
+                    key=key,
+                    aliases=tuple(f.metadata.get("aliases", ())),
+                    codec=_codec_for(hints[f.name], f"{cls.__name__}.{f.name}"),
+                    required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                    write=f.metadata.get("write", True),
+                )
+            )
+        self.fields = tuple(fields)
+        # fastjson's default SortField: properties in alphabetical order of their JSON names.
+        self.out_fields = tuple(sorted((f for f in fields if f.write), key=lambda f: f.key))
+        self.prepare: Callable[[dict[str, Any]], dict[str, Any]] = cls._prepare_tree
+
+    def decode(self, value: object) -> RemotingSerializable:
+        if not isinstance(value, dict):
+            raise _Invalid(f"expected an object, got {_type_name(value)} {_show(value)}")
+        value = self.prepare(value)
+        kwargs = {}
+        for f in self.fields:
+            raw = value.get(f.key)
+            if raw is None:
+                for alias in f.aliases:
+                    raw = value.get(alias)
+                    if raw is not None:
+                        break
+            if raw is None:  # absent or null: Java leaves the field at its default
+                if f.required:
+                    raise _Invalid(f"required key {f.key!r} is missing")
+                continue
+            try:
+                kwargs[f.name] = f.codec.decode(raw)
+            except _Invalid as exc:
+                exc.path.insert(0, f".{f.key}")
+                raise
+        return self.cls(**kwargs)
+
+    def encode(self, obj: object, compat: bool) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for f in self.out_fields:
+            value = getattr(obj, f.name)
+            if value is not None:
+                out[f.key] = f.codec.encode(value, compat)
+        return out
+
+
+_CODECS: dict[type, _BodyCodec] = {}
+_SCALARS: Final[dict[object, _Codec]] = {str: _STR, int: _INT, float: _FloatCodec(), bool: _BoolCodec()}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _codec_of(cls: type[RemotingSerializable]) -> _BodyCodec:
+    codec = _CODECS.get(cls)
+    if codec is None:
+        codec = _CODECS[cls] = _BodyCodec(cls)
+    return codec
+
+
+def _codec_for(tp: object, where: str) -> _Codec:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _codec_for(inner[0], where)  # None is handled by the field (omitted)
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _ListCodec(_codec_for(args[0], where))
+    elif origin is dict and len(args) == 2 and args[0] in (str, int, MessageQueue):
+        return _MapCodec(_KeyCodec(args[0]), _codec_for(args[1], where))
+    elif tp in _SCALARS:
+        return _SCALARS[tp]
+    elif tp is MessageQueue:
+        return _MQCodec()
+    elif tp is LanguageCode:
+        return _EnumCodec(LanguageCode, fallback=LanguageCode.OTHER)
+    elif isinstance(tp, type) and issubclass(tp, enum.IntEnum):
+        return _EnumCodec(tp)
+    elif isinstance(tp, type) and issubclass(tp, RemotingSerializable):
+        return _BodyRef(tp)
+    raise TypeError(f"{where}: no JSON codec for type {tp!r}")
+
+
+def _key(key: str, **kwargs: Any) -> Any:
+    """A body field whose JSON key is not the camelCase of its name."""
+    return field(metadata={"key": key}, **kwargs)
+
+
+class RemotingSerializable:
+    """Base of JSON bodies (Java ``RemotingSerializable``)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _prepare_tree(cls, tree: dict[str, Any]) -> dict[str, Any]:
+        """Hook: rewrite a decoded JSON object before its fields are read (alternative forms)."""
+        return tree
+
+    def to_json(self, *, fastjson_compat: bool = False) -> bytes:
+        """The body as UTF-8 JSON; see the module docstring for ``fastjson_compat``."""
+        tree = _codec_of(type(self)).encode(self, fastjson_compat)
+        return _json.dumps_fastjson(tree) if fastjson_compat else _json.dumps(tree)
+
+    @classmethod
+    def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
+        """Parse a body leniently (fastjson and jsoncpp forms).
+
+        Raises:
+            BodyError: the body is empty, not JSON, or a value has the wrong type.
+        """
+        if not data:
+            raise BodyError(f"{cls.__name__}: body is empty")
+        try:
+            tree = _json.loads_lenient(data)
+        except _json.JSONDecodeError as exc:
+            raise BodyError(f"{cls.__name__}: body is not JSON ({exc})") from exc
+        return cls._from_tree(tree)
+
+    @classmethod
+    def _from_tree(cls, tree: object) -> Self:
+        try:
+            return typing.cast(Self, _codec_of(cls).decode(tree))
+        except _Invalid as exc:
+            raise BodyError(f"{cls.__name__}: {exc.describe()}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Routes (Java common/protocol/route/*)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueData(RemotingSerializable):
+    """One broker's queues of a topic. Reads the pre-4.9 key ``topicSynFlag`` too."""
+
+    broker_name: str = ""
+    read_queue_nums: int = 0
+    write_queue_nums: int = 0
+    perm: int = 0
+    topic_sys_flag: int = field(default=0, metadata={"aliases": ("topicSynFlag",)})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerData(RemotingSerializable):
+    cluster: str = ""
+    broker_name: str = ""
+    broker_addrs: dict[int, str] = field(default_factory=dict)  # brokerId -> "ip:port", 0 = master
+
+    @property
+    def master_addr(self) -> str | None:
+        return self.broker_addrs.get(MASTER_ID)
+
+    def select_broker_addr(self) -> str | None:
+        """Java ``BrokerData.selectBrokerAddr``: the master, else a random slave; None if empty."""
+        addr = self.broker_addrs.get(MASTER_ID)
+        if addr is None and self.broker_addrs:
+            addr = random.choice(list(self.broker_addrs.values()))
+        return addr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRouteData(RemotingSerializable):
+    """GET_ROUTEINFO_BY_TOPIC response body. ``queueDatas``/``brokerDatas`` are always written."""
+
+    order_topic_conf: str | None = None
+    queue_datas: tuple[QueueData, ...] = ()
+    broker_datas: tuple[BrokerData, ...] = ()
+    filter_server_table: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterInfo(RemotingSerializable):
+    """GET_BROKER_CLUSTER_INFO response body."""
+
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
+    cluster_addr_table: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicList(RemotingSerializable):
+    topic_list: tuple[str, ...] = ()
+    broker_addr: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KVTable(RemotingSerializable):
+    table: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Heartbeat (Java common/protocol/heartbeat/*)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionData(RemotingSerializable):
+    """One subscription. ``code_set`` is kept as sent (the C++ client fills it with atoi(tag)).
+
+    ``filterClassSource`` is read but never written (Java ``@JSONField(serialize=false)``).
+    """
+
+    class_filter_mode: bool = False
+    topic: str = ""
+    sub_string: str = ""
+    tags_set: tuple[str, ...] = ()
+    code_set: tuple[int, ...] = ()
+    sub_version: int = field(default_factory=_now_ms)
+    expression_type: str = "TAG"
+    filter_class_source: str | None = field(default=None, metadata={"write": False})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerData(RemotingSerializable):
+    group_name: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerData(RemotingSerializable):
+    group_name: str = ""
+    consume_type: ConsumeType
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
+    subscription_data_set: tuple[SubscriptionData, ...] = ()
+    unit_mode: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatData(RemotingSerializable):
+    """HEART_BEAT request body; the C++ client omits empty data sets."""
+
+    client_id: str = _key("clientID", default="")
+    producer_data_set: tuple[ProducerData, ...] = ()
+    consumer_data_set: tuple[ConsumerData, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerListByGroupResponseBody(RemotingSerializable):
+    """GET_CONSUMER_LIST_BY_GROUP response body (Java ``GetConsumerListByGroupResponseBody``)."""
+
+    consumer_id_list: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Orderly locks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockBatchRequestBody(RemotingSerializable):
+    consumer_group: str = ""
+    client_id: str = ""
+    only_this_broker: bool = False
+    mq_set: tuple[MessageQueue, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockBatchResponseBody(RemotingSerializable):
+    lock_ok_mq_set: tuple[MessageQueue, ...] = _key("lockOKMQSet", default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnlockBatchRequestBody(RemotingSerializable):
+    consumer_group: str = ""
+    client_id: str = ""
+    only_this_broker: bool = False
+    mq_set: tuple[MessageQueue, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Topic configs and broker registration
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicConfig(RemotingSerializable):
+    """Java ``TopicConfig`` with its defaults (16 queues, perm RW)."""
+
+    topic_name: str = ""
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = PermName.READ | PermName.WRITE
+    topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def encode(self) -> str:
+        """Java ``TopicConfig.encode``: ``"name read write perm filterType"``, space-separated."""
+        return (
+            f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} "
+            f"{self.perm} {self.topic_filter_type.name}"
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> TopicConfig:
+        """Java ``TopicConfig.decode``; ``topic_sys_flag``/``order`` keep their defaults.
+
+        Raises ``BodyError`` unless there are 5 fields (a 6th, 5.x's attributes, is ignored).
+        """
+        parts = text.split(" ")
+        try:
+            if len(parts) not in (5, 6):
+                raise ValueError(f"{len(parts)} fields")
+            return cls(
+                topic_name=parts[0],
+                read_queue_nums=int(parts[1]),
+                write_queue_nums=int(parts[2]),
+                perm=int(parts[3]),
+                topic_filter_type=TopicFilterType[parts[4]],
+            )
+        except (ValueError, KeyError) as exc:
+            raise BodyError(f"TopicConfig: bad encoded form {_show(text)} ({exc})") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataVersion(RemotingSerializable):
+    timestamp: int = field(default_factory=_now_ms)
+    counter: int = 0
+
+    def next_version(self) -> DataVersion:
+        """Java ``DataVersion.nextVersion``, as a new value: counter + 1, timestamp now."""
+        return DataVersion(timestamp=_now_ms(), counter=self.counter + 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicConfigSerializeWrapper(RemotingSerializable):
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerBody(RemotingSerializable):
+    """REGISTER_BROKER request body: plain JSON, or Java's compressed form (``compressed=true``)."""
+
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
+        default_factory=TopicConfigSerializeWrapper
+    )
+    filter_server_list: tuple[str, ...] = ()
+
+    def encode(self, compress: bool = False) -> bytes:
+        """Java ``RegisterBrokerBody.encode(compress)``.
+
+        Compressed: a zlib stream of int32-length-prefixed DataVersion JSON, an int32 topic
+        count, each topic's ``TopicConfig.encode()`` and the filterServerList JSON.
+        """
+        if not compress:
+            return self.to_json()
+        wrapper = self.topic_config_serialize_wrapper
+
+        def chunk(data: bytes) -> bytes:
+            return _INT32.pack(len(data)) + data
+
+        parts = [chunk(wrapper.data_version.to_json()), _INT32.pack(len(wrapper.topic_config_table))]
+        parts += [chunk(tc.encode().encode("utf-8")) for tc in wrapper.topic_config_table.values()]
+        parts.append(chunk(_json.dumps(list(self.filter_server_list))))
+        return zlib.compress(b"".join(parts), 9)  # Java Deflater.BEST_COMPRESSION
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview, compressed: bool) -> RegisterBrokerBody:
+        """Java ``RegisterBrokerBody.decode(data, compressed)``. Raises ``BodyError``."""
+        if not compressed:
+            return cls.from_json(data)
+        inflater = zlib.decompressobj()
+        try:
+            raw = inflater.decompress(bytes(data), _MAX_INFLATED_REGISTER_BODY + 1)
+        except zlib.error as exc:
+            raise BodyError(f"RegisterBrokerBody: compressed body does not inflate ({exc})") from exc
+        if len(raw) > _MAX_INFLATED_REGISTER_BODY:
+            raise BodyError(f"RegisterBrokerBody: inflates beyond {_MAX_INFLATED_REGISTER_BODY} bytes")
+        pos = 0
+
+        def take(n: int, what: str) -> bytes:
+            nonlocal pos
+            if n < 0 or pos + n > len(raw):
+                raise BodyError(f"RegisterBrokerBody: compressed body truncated in {what}")
+            pos += n
+            return raw[pos - n : pos]
+
+        def take_chunk(what: str) -> bytes:
+            (length,) = _INT32.unpack(take(4, what))
+            return take(length, what)
+
+        data_version = DataVersion.from_json(take_chunk("dataVersion"))
+        (count,) = _INT32.unpack(take(4, "topic count"))
+        table: dict[str, TopicConfig] = {}
+        for _ in range(max(count, 0)):
+            text = take_chunk("topic config").decode("utf-8", errors="replace")
+            topic_config = TopicConfig.decode(text)
+            table[topic_config.topic_name] = topic_config
+        servers = _json.loads_lenient(take_chunk("filterServerList"))
+        if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+            raise BodyError(
+                f"RegisterBrokerBody: filterServerList is not a list of strings: {_show(servers)}"
+            )
+        wrapper = TopicConfigSerializeWrapper(topic_config_table=table, data_version=data_version)
+        return cls(topic_config_serialize_wrapper=wrapper, filter_server_list=tuple(servers))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionGroupConfig(RemotingSerializable):
+    """Java ``SubscriptionGroupConfig`` with its defaults."""
+
+    group_name: str = ""
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = MASTER_ID
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionGroupWrapper(RemotingSerializable):
+    subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerOffsetSerializeWrapper(RemotingSerializable):
+    """GET_ALL_CONSUMER_OFFSET body: ``"topic@group"`` -> {queueId: offset}."""
+
+    offset_table: dict[str, dict[int, int]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Admin: stats, connections, offsets
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetWrapper(RemotingSerializable):
+    broker_offset: int = 0
+    consumer_offset: int = 0
+    last_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeStats(RemotingSerializable):
+    """GET_CONSUME_STATS body; mqadmin reads it with ``to_json(fastjson_compat=True)``."""
+
+    offset_table: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
+    consume_tps: float = 0.0
+
+    def compute_total_diff(self) -> int:
+        """Java ``ConsumeStats.computeTotalDiff``: the summed lag."""
+        return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicOffset(RemotingSerializable):
+    min_offset: int = 0
+    max_offset: int = 0
+    last_update_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicStatsTable(RemotingSerializable):
+    offset_table: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Connection(RemotingSerializable):
+    client_id: str = ""
+    client_addr: str = ""
+    language: LanguageCode = LanguageCode.JAVA  # unknown names read as OTHER
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerConnection(RemotingSerializable):
+    connection_set: tuple[Connection, ...] = ()
+    subscription_table: dict[str, SubscriptionData] = field(default_factory=dict)
+    consume_type: ConsumeType | None = None
+    message_model: MessageModel | None = None
+    consume_from_where: ConsumeFromWhere | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerConnection(RemotingSerializable):
+    connection_set: tuple[Connection, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessQueueInfo(RemotingSerializable):
+    commit_offset: int = 0
+    cached_msg_min_offset: int = 0
+    cached_msg_max_offset: int = 0
+    cached_msg_count: int = 0
+    cached_msg_size_in_mib: int = _key("cachedMsgSizeInMiB", default=0)
+    transaction_msg_min_offset: int = 0
+    transaction_msg_max_offset: int = 0
+    transaction_msg_count: int = 0
+    locked: bool = False
+    try_unlock_times: int = 0
+    last_lock_timestamp: int = 0
+    droped: bool = False  # sic, Java's spelling
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeStatus(RemotingSerializable):
+    pull_rt: float = _key("pullRT", default=0.0)
+    pull_tps: float = _key("pullTPS", default=0.0)
+    consume_rt: float = _key("consumeRT", default=0.0)
+    consume_ok_tps: float = _key("consumeOKTPS", default=0.0)
+    consume_failed_tps: float = _key("consumeFailedTPS", default=0.0)
+    consume_failed_msgs: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerRunningInfo(RemotingSerializable):
+    """GET_CONSUMER_RUNNING_INFO response body; ``mq_table`` has MessageQueue keys."""
+
+    properties: dict[str, str] = field(default_factory=dict)  # non-string values read as strings
+    subscription_set: tuple[SubscriptionData, ...] = ()
+    mq_table: dict[MessageQueue, ProcessQueueInfo] = field(default_factory=dict)
+    status_table: dict[str, ConsumeStatus] = field(default_factory=dict)
+    jstack: str | None = None
+
+
+def _reset_offset_array_form(tree: dict[str, Any]) -> dict[str, Any]:
+    """The C++ client's ``{"offsetTable":[{"topic",..,"offset":N}]}`` -> the map form."""
+    table = tree.get("offsetTable")
+    if not isinstance(table, list):
+        return tree
+    as_map: dict[object, object] = {}
+    for i, entry in enumerate(table):
+        if not isinstance(entry, dict):
+            raise _Invalid(f"offsetTable[{i}]: expected an object, got {_type_name(entry)} {_show(entry)}")
+        as_map[_json.ObjectKey(_mq_items(_mq_from(entry)).items())] = entry.get("offset")
+    return {**tree, "offsetTable": as_map}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResetOffsetBody(RemotingSerializable):
+    """RESET_CONSUMER_CLIENT_OFFSET / INVOKE_BROKER_TO_RESET_OFFSET body.
+
+    Reads Java's map form (any key form) and the C++ client's array form (spec section 3.3).
+    """
+
+    offset_table: dict[MessageQueue, int] = field(default_factory=dict)
+
+    @classmethod
+    def _prepare_tree(cls, tree: dict[str, Any]) -> dict[str, Any]:
+        return _reset_offset_array_form(tree)
+
+    def to_cpp_json(self) -> bytes:
+        """The array form the C++ client 1.2.4 parses (it cannot read fastjson's object keys)."""
+        entries = [{**_mq_items(mq), "offset": offset} for mq, offset in self.offset_table.items()]
+        return _json.dumps({"offsetTable": entries})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumerStatusBody(RemotingSerializable):
+    message_queue_table: dict[MessageQueue, int] = field(default_factory=dict)
+    consumer_table: dict[str, dict[MessageQueue, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeMessageDirectlyResult(RemotingSerializable):
+    order: bool = False
+    auto_commit: bool = True
+    consume_result: CMResult | None = None
+    remark: str | None = None
+    spent_time_mills: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueTimeSpan(RemotingSerializable):
+    """Java also writes ``*TimeStampStr`` getters; they are ignored on input, not written."""
+
+    message_queue: MessageQueue | None = None
+    min_time_stamp: int = 0
+    max_time_stamp: int = 0
+    consume_time_stamp: int = 0
+    delay_time: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryConsumeTimeSpanBody(RemotingSerializable):
+    consume_time_span_set: tuple[QueueTimeSpan, ...] = ()

@@ -1,0 +1,142 @@
+"""_json: the strict fast path, the lenient fallback parser and fastjson's key forms."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from finchmq.protocol import _json
+from finchmq.protocol._json import JSONDecodeError, ObjectKey, dumps, dumps_fastjson, loads, loads_lenient
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | TEXT
+SCALARS_F = SCALARS | st.floats(allow_nan=False, allow_infinity=False)
+JSON_TREES = st.recursive(
+    SCALARS_F,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def test_public_api_unchanged() -> None:
+    assert dumps({"b": 1, "a": [True, None, "é"]}) == '{"b":1,"a":[true,null,"é"]}'.encode()
+    assert loads(b'{"a":1}\n') == {"a": 1}
+    assert isinstance(_json.HAVE_ORJSON, bool)
+    with pytest.raises(JSONDecodeError):
+        loads(b"{0:1}")
+    assert issubclass(JSONDecodeError, ValueError)
+
+
+def test_lenient_accepts_standard_json_via_the_strict_path() -> None:
+    assert loads_lenient(b'{"a":[1,2.5,"x"]}\n') == {"a": [1, 2.5, "x"]}
+    assert loads_lenient('{"a":1}') == {"a": 1}
+    assert loads_lenient(memoryview(b"[1]")) == [1]
+
+
+def test_numeric_keys_become_strings_like_jsoncpp() -> None:
+    assert loads_lenient(b'{"brokerAddrs":{0:"127.0.0.1:10911", 1 : "b",-7:"c"}}') == {
+        "brokerAddrs": {"0": "127.0.0.1:10911", "1": "b", "-7": "c"}
+    }
+
+
+def test_object_keys_become_hashable_object_keys() -> None:
+    text = b'{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":5}}}'
+    tree = loads_lenient(text)
+    (key,) = tree["offsetTable"]
+    assert isinstance(key, ObjectKey)
+    assert key.as_dict() == {"brokerName": "b", "queueId": 0, "topic": "T"}
+    assert tree["offsetTable"][key] == {"brokerOffset": 5}
+    assert hash(key) == hash(ObjectKey([("brokerName", "b"), ("queueId", 0), ("topic", "T")]))
+
+
+def test_nested_values_inside_object_keys_are_frozen() -> None:
+    tree = loads_lenient(b'{{"a":{"b":[1,{"c":2}]},"e":{}}:1}')
+    (key,) = tree
+    inner = key.as_dict()
+    assert isinstance(inner["a"], ObjectKey)
+    assert inner["a"].as_dict()["b"] == (1, ObjectKey([("c", 2)]))
+    assert inner["e"] == ObjectKey()
+
+
+def test_string_contents_are_not_mistaken_for_keys() -> None:
+    text = b'{0:"{1:2}","k":"a\\"b:{3:4}\\u0001"}'
+    assert loads_lenient(text) == {"0": "{1:2}", "k": 'a"b:{3:4}\x01'}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"{0:1",  # unterminated
+        b"{0:1}}",  # extra data
+        b"{0 1}",  # no colon
+        b"{0:1,}",  # trailing comma
+        b"{0:tru}",  # bad literal
+        b'{0:"abc}',  # unterminated string
+        b"{x:1}",  # bare identifier keys are not a fastjson output form
+        b"\xff{0:1}",  # not UTF-8
+        b"",
+    ],
+)
+def test_lenient_rejects_garbage_with_json_decode_error(bad: bytes) -> None:
+    with pytest.raises(JSONDecodeError):
+        loads_lenient(bad)
+
+
+def test_deep_nesting_is_a_decode_error_not_a_crash() -> None:
+    with pytest.raises(JSONDecodeError, match="nesting"):
+        loads_lenient("{0:" + "[" * 5000 + "]" * 5000 + "}")
+
+
+def test_dumps_fastjson_writes_bare_int_keys_and_object_keys() -> None:
+    key = ObjectKey([("brokerName", "b"), ("queueId", 0), ("topic", "T")])
+    tree = {"m": {key: 5, "s": [1, {2: "x"}]}, "q": 'a"b'}
+    assert (
+        dumps_fastjson(tree)
+        == b'{"m":{{"brokerName":"b","queueId":0,"topic":"T"}:5,"s":[1,{2:"x"}]},"q":"a\\"b"}'
+    )
+
+
+def test_dumps_fastjson_rejects_other_key_types() -> None:
+    with pytest.raises(TypeError, match="map key"):
+        dumps_fastjson({True: 1})
+    with pytest.raises(TypeError, match="map key"):
+        dumps_fastjson({1.5: 1})
+
+
+@given(JSON_TREES)
+def test_fallback_parser_agrees_with_the_stdlib_on_standard_json(tree: Any) -> None:
+    # A trailing numeric key forces the lenient fallback over the whole document.
+    text = '{"payload":' + json.dumps(tree, ensure_ascii=False) + ",0:1}"
+    assert loads_lenient(text) == {"payload": json.loads(json.dumps(tree)), "0": 1}
+
+
+FASTJSON_KEYS = st.integers(-(2**31), 2**31) | TEXT
+FASTJSON_TREES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(FASTJSON_KEYS, inner, max_size=3),
+    max_leaves=15,
+)
+
+
+def _normalized(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {(str(k) if isinstance(k, int) else k): _normalized(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_normalized(v) for v in tree]
+    return tree
+
+
+@given(FASTJSON_TREES)
+def test_fastjson_form_round_trips(tree: Any) -> None:
+    # int keys come back as their digits (and an int key meeting an equal str key: last wins).
+    assert loads_lenient(dumps_fastjson(tree)) == _normalized(tree)
+
+
+@given(st.lists(st.tuples(TEXT, st.integers(0, 1000), TEXT), min_size=1, max_size=4))
+def test_object_keys_round_trip(mqs: list[tuple[str, int, str]]) -> None:
+    tree = {ObjectKey([("brokerName", b), ("queueId", q), ("topic", t)]): q for b, q, t in mqs}
+    assert loads_lenient(dumps_fastjson({"t": tree})) == {"t": tree}

@@ -1,0 +1,667 @@
+"""The commit log (RocketMQ ``CommitLog``): appends, the BLANK filler, queue offsets, recovery.
+
+Owns ``<root>/commitlog`` segments, the put lock, the topic-queue offset table and the
+recovery of the log. Imports: ``finchmq.protocol.message`` (layout), the store's segments.
+
+Strategy:
+    Encoding happens before the put lock (Java 4.9's pre-encode): a single message with
+    ``encode_stored``, a batch item by item into one buffer. Under the lock the commit log
+    picks the segment (writing the BLANK record and rolling when the record plus 8 bytes does
+    not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
+    timestamp, copies the bytes in, and queues a ``DispatchRequest``. Every record's 8-byte
+    head (TOTALSIZE + MAGICCODE) is written after the rest of it, and the first record of a
+    batch last of all, so a process killed mid-copy leaves a zero head that recovery reads as
+    the clean end of the log: no partial record is ever accepted.
+    ``begin_time_in_lock`` is the ms timestamp the current append took the lock (0 when free);
+    ``is_os_page_cache_busy`` reads it from any thread.
+    Recovery: with finchmq's clean-shutdown record in the checkpoint, the end of the log is
+    taken from it (after checking the bytes there); otherwise the last segments are scanned
+    (Java ``recoverNormally``) or, after a crash, everything from the last segment whose first
+    message is older than the checkpoint (``recoverAbnormally``), verifying magic, sizes,
+    physical offset and body CRC. A bad record ends the log there: it and everything after it
+    is truncated (the tail is re-zeroed) and reported as ``StoreCorruptedError(path, offset)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Mapping
+from typing import Final
+
+from finchmq.protocol.message import (
+    BLANK_MAGIC_CODE,
+    MAX_PROPERTIES_LENGTH,
+    MAX_TOPIC_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    MIN_STORED_SIZE,
+    MessageConst,
+    MessageDecodeError,
+    MessageEncodeError,
+    MessageSysFlag,
+    decode_stored,
+    encode_blank_into,
+    encode_stored,
+    fill_stored_offsets,
+    properties_to_string,
+)
+
+from .config import SCHEDULE_TOPIC, MessageStoreConfig
+from .dispatch import DispatchRequest, ReputMessageService, compute_tags_code
+from .mapped_file import MappedFile, TransientStorePool
+from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
+from .status import AppendMessageResult, AppendMessageStatus, PutMessageStatus, StoreCorruptedError
+
+__all__ = ["END_FILE_MIN_BLANK_LENGTH", "CommitLog", "EncodedBatch"]
+
+log = logging.getLogger(__name__)
+
+END_FILE_MIN_BLANK_LENGTH: Final = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
+_TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+_PREPARED: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+_ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+_HEAD: Final = struct.Struct(">ii")
+_BATCH_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH
+_I16: Final = struct.Struct(">h")
+# The stored header up to BODYLENGTH for IPv4 born and store hosts (spec §4.1).
+_STORED_HEAD_V4: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
+# QUEUEOFFSET PHYSICALOFFSET at 20, STORETIMESTAMP at 56 (68 with an IPv6 born host).
+_OFFSETS: Final = struct.Struct(">qq")
+_I64: Final = struct.Struct(">q")
+_TAGS: Final = (b"TAGS\x01", b"\x02TAGS\x01")
+_KEYS: Final = (b"KEYS\x01", b"\x02KEYS\x01")
+_UNIQ: Final = (b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01")
+_DELAY: Final = (b"DELAY\x01", b"\x02DELAY\x01")
+_WAIT_PROP: Final = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _prop(props: bytes, names: tuple[bytes, bytes]) -> str | None:
+    """The last value of a property in an encoded property string (Java keeps the last one)."""
+    i = props.rfind(names[1])
+    if i >= 0:
+        start = i + len(names[1])
+    elif props.startswith(names[0]):
+        start = len(names[0])
+    else:
+        return None
+    j = props.find(b"\x02", start)
+    value = props[start:] if j < 0 else props[start:j]
+    return value.decode("utf-8", "replace") if value else None
+
+
+class EncodedBatch:
+    """A batch turned into stored records (offsets still zero), ready to append."""
+
+    __slots__ = ("data", "keys", "props", "rel_offsets", "sizes", "tags", "total", "uniq", "v6_born")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.rel_offsets: list[int] = []
+        self.sizes: list[int] = []
+        self.tags: list[str | None] = []
+        self.keys: list[str | None] = []
+        self.uniq: list[str | None] = []
+        self.props: list[bytes] = []
+        self.total = 0
+        self.v6_born = False
+
+
+class CommitLog:
+    """Append-only log of stored records across fixed-size segments."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        reput: ReputMessageService,
+        allocate_service: AllocateMappedFileService | None,
+        pool: TransientStorePool | None,
+    ) -> None:
+        self.config = config
+        self.reput = reput
+        self.file_size = config.mapped_file_size_commit_log
+        self.mapped_file_queue = MappedFileQueue(
+            config.commit_log_dir, self.file_size, allocate_service, pool
+        )
+        self.put_lock = threading.Lock()
+        self.begin_time_in_lock = 0
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self._delay_levels = config.delay_levels_ms
+        self._max_message_size = config.max_message_size
+        self._inject_delay = config.inject_put_delay_millis / 1000
+        self._topic_cache: dict[str, bytes] = {}
+        self.on_roll: list[object] = []
+
+    # ------------------------------------------------------------------ offsets
+
+    def get_min_offset(self) -> int:
+        mf = self.mapped_file_queue.get_first_mapped_file()
+        return mf.file_from_offset if mf is not None else -1
+
+    def get_max_offset(self) -> int:
+        """End of the readable log (the committed position with the transient store pool)."""
+        return self.mapped_file_queue.get_max_offset()
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    def _topic_bytes(self, topic: str) -> bytes:
+        b = self._topic_cache.get(topic)
+        if b is None:
+            b = topic.encode("utf-8")
+            if len(self._topic_cache) > 10_000:
+                self._topic_cache.clear()
+            self._topic_cache[topic] = b
+        return b
+
+    # ------------------------------------------------------------------ append
+
+    def _writable_file(self, size: int) -> MappedFile | AppendMessageStatus | PutMessageStatus:
+        """The segment the next ``size``-byte record goes to, writing the BLANK filler and rolling
+        when it does not fit (caller holds the put lock)."""
+        mfq = self.mapped_file_queue
+        mf = mfq.get_last_mapped_file()
+        if mf is None or mf.is_full():
+            mf = mfq.get_last_mapped_file_create(0)
+            if mf is None:
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+        free = mf.file_size - mf.wrote_position
+        if size + END_FILE_MIN_BLANK_LENGTH > free:
+            encode_blank_into(mf.write_view, mf.wrote_position, free)
+            mf.wrote_position = mf.file_size
+            if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                return AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
+            mf = mfq.get_last_mapped_file_create(0)
+            if mf is None:
+                return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+            for hook in self.on_roll:
+                hook()  # type: ignore[operator]
+        return mf
+
+    def put_message(
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        flag: int,
+        properties: Mapping[str, str],
+        properties_string: str | None,
+        tags_code: int | None,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        store_host: bytes,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+    ) -> tuple[PutMessageStatus, AppendMessageResult | None]:
+        """Append one message. Returns the status and, when appended, the append result."""
+        topic_b = self._topic_bytes(topic)
+        if len(topic_b) > MAX_TOPIC_LENGTH:
+            log.warning("putMessage message topic length too long %d", len(topic_b))
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        try:
+            props_text = properties_to_string(properties) if properties_string is None else properties_string
+        except MessageEncodeError as exc:
+            log.warning("putMessage bad properties: %s", exc)
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        props_b = props_text.encode("utf-8")
+        if len(props_b) > MAX_PROPERTIES_LENGTH:
+            log.warning("putMessage message properties length too long %d", len(props_b))
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
+        size = (
+            MIN_STORED_SIZE
+            + len(body)
+            + len(topic_b)
+            + len(props_b)
+            + (12 if len(born_host) == 20 else 0)
+            + (12 if len(store_host) == 20 else 0)
+        )
+        if size > self._max_message_size:
+            log.warning(
+                "message size exceeded, msg total size: %d, maxMessageSize: %d", size, self._max_message_size
+            )
+            return PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(
+                status=AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
+            )
+        try:
+            record = encode_stored(
+                topic=topic_b,
+                body=body,
+                properties=props_b,
+                born_host=born_host,
+                store_host=store_host,
+                queue_id=queue_id,
+                flag=flag,
+                sys_flag=sys_flag,
+                born_timestamp=born_timestamp,
+                reconsume_times=reconsume_times,
+                prepared_transaction_offset=prepared_transaction_offset,
+            )
+        except MessageEncodeError as exc:
+            log.warning("putMessage cannot encode the message: %s", exc)
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        tags = properties.get(MessageConst.PROPERTY_TAGS)
+        delay = properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL) if topic == SCHEDULE_TOPIC else None
+        keys = properties.get(MessageConst.PROPERTY_KEYS)
+        uniq = properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        tran = sys_flag & _TRAN_MASK
+        key = (topic, queue_id)
+        rv = memoryview(record)
+        with self.put_lock:
+            now = _now_ms()
+            self.begin_time_in_lock = now
+            try:
+                if self._inject_delay:
+                    time.sleep(self._inject_delay)
+                mf = self._writable_file(size)
+                if not isinstance(mf, MappedFile):
+                    if isinstance(mf, AppendMessageStatus):
+                        return PutMessageStatus.UNKNOWN_ERROR, AppendMessageResult(status=mf)
+                    return mf, None
+                pos = mf.wrote_position
+                phy = mf.file_from_offset + pos
+                if tran in (_PREPARED, _ROLLBACK):
+                    queue_offset = 0
+                else:
+                    queue_offset = self.topic_queue_table.get(key, 0)
+                    self.topic_queue_table[key] = queue_offset + 1
+                fill_stored_offsets(
+                    record, 0, queue_offset=queue_offset, commit_log_offset=phy, store_timestamp=now
+                )
+                wv = mf.write_view
+                wv[pos + 8 : pos + size] = rv[8:]
+                wv[pos : pos + 8] = rv[:8]
+                mf.wrote_position = pos + size
+                mf.store_timestamp = now
+                if tags_code is None or delay:
+                    tags_code = compute_tags_code(topic, tags, delay, now, self._delay_levels)
+                self.reput.pending.append(
+                    DispatchRequest(
+                        topic,
+                        queue_id,
+                        phy,
+                        queue_offset,
+                        [0],
+                        [size],
+                        [tags_code],
+                        now,
+                        [keys] if keys else None,
+                        [uniq] if uniq else None,
+                        [properties],
+                        sys_flag,
+                        prepared_transaction_offset,
+                    )
+                )
+                elapsed = _now_ms() - now
+            finally:
+                self.begin_time_in_lock = 0
+        rv.release()
+        if elapsed > 500:
+            log.warning("[NOTIFYME]putMessage in lock cost time(ms)=%d, bodyLength=%d", elapsed, len(body))
+        return PutMessageStatus.PUT_OK, AppendMessageResult(
+            status=AppendMessageStatus.PUT_OK,
+            wrote_offset=phy,
+            wrote_bytes=size,
+            logics_offset=queue_offset,
+            store_timestamp=now,
+            msg_num=1,
+            page_cache_rt=elapsed,
+            store_host=store_host,
+            offsets=(phy,),
+        )
+
+    def encode_batch(
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        body: bytes | bytearray | memoryview,
+        properties: Mapping[str, str],
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        store_host: bytes,
+    ) -> EncodedBatch | PutMessageStatus:
+        """Turn a batch body into stored records (Java ``MessageExtEncoder.encode(MessageExtBatch)``)."""
+        topic_b = self._topic_bytes(topic)
+        topic_len = len(topic_b)
+        if topic_len > MAX_TOPIC_LENGTH:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        try:
+            batch_props = properties_to_string(properties).encode("utf-8") if properties else b""
+        except MessageEncodeError:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        v4 = len(born_host) == 8 and len(store_host) == 8
+        if not v4 and (len(born_host) not in (8, 20) or len(store_host) not in (8, 20)):
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        topic_tail = bytes((topic_len,)) + topic_b
+        fixed = (
+            MIN_STORED_SIZE
+            + topic_len
+            + (12 if len(born_host) == 20 else 0)
+            + (12 if len(store_host) == 20 else 0)
+        )
+        src = memoryview(body)
+        size_all = len(src)
+        out = EncodedBatch()
+        out.v6_born = len(born_host) == 20
+        parts: list[bytes | bytearray | memoryview] = []
+        rel = 0
+        pos = 0
+        max_size = self._max_message_size
+        crc32 = zlib.crc32
+        head_pack = _STORED_HEAD_V4.pack
+        sys_flag_stored = (
+            (sys_flag & ~0x30)
+            | (0x10 if len(born_host) == 20 else 0)
+            | (0x20 if len(store_host) == 20 else 0)
+        )
+        try:
+            while pos < size_all:
+                if size_all - pos < 22:
+                    return PutMessageStatus.MESSAGE_ILLEGAL
+                item_total, _, _, flag, body_len = _BATCH_HEAD.unpack_from(src, pos)
+                body_start = pos + 20
+                body_end = body_start + body_len
+                item_end = pos + item_total
+                if body_len < 0 or item_total < 22 or item_end > size_all or body_end + 2 > item_end:
+                    return PutMessageStatus.MESSAGE_ILLEGAL
+                props_len = _I16.unpack_from(src, body_end)[0]
+                if body_end + 2 + props_len != item_end:
+                    return PutMessageStatus.MESSAGE_ILLEGAL
+                item_props = bytes(src[body_end + 2 : item_end])
+                if batch_props:
+                    if props_len and item_props[-1] != 2:
+                        item_props = item_props + b"\x02" + batch_props
+                    else:
+                        item_props = item_props + batch_props
+                plen = len(item_props)
+                if plen > MAX_PROPERTIES_LENGTH:
+                    return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+                size = fixed + body_len + plen
+                if size > max_size:
+                    log.warning(
+                        "message size exceeded, msg total size: %d, maxMessageSize: %d", size, max_size
+                    )
+                    return PutMessageStatus.MESSAGE_ILLEGAL
+                item_body = src[body_start:body_end]
+                crc = crc32(item_body) & 0x7FFFFFFF
+                if v4:
+                    parts.append(
+                        head_pack(
+                            size,
+                            MESSAGE_MAGIC_CODE,
+                            crc,
+                            queue_id,
+                            flag,
+                            0,
+                            0,
+                            sys_flag_stored,
+                            born_timestamp,
+                            born_host,
+                            0,
+                            store_host,
+                            0,
+                            0,
+                            body_len,
+                        )
+                    )
+                    parts.append(item_body)
+                    parts.append(topic_tail + _I16.pack(plen) + item_props)
+                else:
+                    parts.append(
+                        encode_stored(
+                            topic=topic_b,
+                            body=item_body,
+                            properties=item_props,
+                            born_host=born_host,
+                            store_host=store_host,
+                            queue_id=queue_id,
+                            flag=flag,
+                            sys_flag=sys_flag,
+                            born_timestamp=born_timestamp,
+                            body_crc=crc,
+                        )
+                    )
+                out.rel_offsets.append(rel)
+                out.sizes.append(size)
+                out.props.append(item_props)
+                if plen:
+                    out.tags.append(_prop(item_props, _TAGS))
+                    out.keys.append(_prop(item_props, _KEYS))
+                    out.uniq.append(_prop(item_props, _UNIQ))
+                else:
+                    out.tags.append(None)
+                    out.keys.append(None)
+                    out.uniq.append(None)
+                rel += size
+                pos = item_end
+        except struct.error:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if not out.sizes:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        out.data = b"".join(parts)
+        out.total = rel
+        return out
+
+    def put_messages(
+        self, *, topic: str, queue_id: int, encoded: EncodedBatch, sys_flag: int, store_host: bytes
+    ) -> tuple[PutMessageStatus, AppendMessageResult | None]:
+        """Append an encoded batch as one contiguous write in one segment (Java ``putMessages``)."""
+        total = encoded.total
+        key = (topic, queue_id)
+        n = len(encoded.sizes)
+        data = memoryview(encoded.data)
+        rels = encoded.rel_offsets
+        ts_pos = 68 if encoded.v6_born else 56
+        delay_levels = self._delay_levels
+        tags_codes = [compute_tags_code(topic, t, None, 0, delay_levels) for t in encoded.tags]
+        keys = encoded.keys if any(encoded.keys) else None
+        uniq = encoded.uniq if any(encoded.uniq) else None
+        with self.put_lock:
+            now = _now_ms()
+            self.begin_time_in_lock = now
+            try:
+                if self._inject_delay:
+                    time.sleep(self._inject_delay)
+                mf = self._writable_file(total)
+                if not isinstance(mf, MappedFile):
+                    if isinstance(mf, AppendMessageStatus):
+                        return PutMessageStatus.UNKNOWN_ERROR, AppendMessageResult(status=mf)
+                    return mf, None
+                pos = mf.wrote_position
+                phy = mf.file_from_offset + pos
+                queue_offset = self.topic_queue_table.get(key, 0)
+                self.topic_queue_table[key] = queue_offset + n
+                wv = mf.write_view
+                wv[pos + 8 : pos + total] = data[8:]
+                offsets_pack = _OFFSETS.pack_into
+                ts_pack = _I64.pack_into
+                qo = queue_offset
+                for r in rels:
+                    at = pos + r
+                    offsets_pack(wv, at + 20, qo, phy + r)
+                    ts_pack(wv, at + ts_pos, now)
+                    qo += 1
+                wv[pos : pos + 8] = data[:8]
+                mf.wrote_position = pos + total
+                mf.store_timestamp = now
+                self.reput.pending.append(
+                    DispatchRequest(
+                        topic,
+                        queue_id,
+                        phy,
+                        queue_offset,
+                        rels,
+                        encoded.sizes,
+                        tags_codes,
+                        now,
+                        keys,
+                        uniq,
+                        encoded.props,
+                        sys_flag,
+                        0,
+                    )
+                )
+                elapsed = _now_ms() - now
+            finally:
+                self.begin_time_in_lock = 0
+        data.release()
+        return PutMessageStatus.PUT_OK, AppendMessageResult(
+            status=AppendMessageStatus.PUT_OK,
+            wrote_offset=phy,
+            wrote_bytes=total,
+            logics_offset=queue_offset,
+            store_timestamp=now,
+            msg_num=n,
+            page_cache_rt=elapsed,
+            store_host=store_host,
+            offsets=tuple(phy + r for r in rels),
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    def get_data(self, offset: int, size: int | None = None) -> memoryview | None:
+        """The stored bytes at ``offset`` (``size`` bytes, or the whole record), if readable."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset, offset == 0)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        if size is None:
+            head = mf.select(pos, 8)
+            if head is None:
+                return None
+            with head:
+                size, magic = _HEAD.unpack(head)
+            if magic != MESSAGE_MAGIC_CODE or size < MIN_STORED_SIZE:
+                return None
+        return mf.select(pos, size)
+
+    def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        buf = self.get_data(offset, size)
+        if buf is None:
+            return -1
+        with buf:
+            sys_flag = struct.unpack_from(">i", buf, 36)[0]
+            ts_pos = 68 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 56
+            if len(buf) < ts_pos + 8:
+                return -1
+            return int(_I64.unpack_from(buf, ts_pos)[0])
+
+    # ------------------------------------------------------------------ recovery
+
+    def check_record(self, mf: MappedFile, pos: int, check_crc: bool) -> tuple[int, str | None]:
+        """Validate the record at ``pos`` of ``mf``.
+
+        Returns ``(size, None)`` for a good message, ``(0, None)`` for the BLANK filler or the
+        segment's end, ``(-1, None)`` for the clean end of data (a zero head), and
+        ``(-1, reason)`` for a bad record.
+        """
+        view = mf.view
+        if pos + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+            return (
+                (0, None) if pos == mf.file_size else (-1, f"{mf.file_size - pos} stray bytes at segment end")
+            )
+        total, magic = _HEAD.unpack_from(view, pos)
+        if magic == BLANK_MAGIC_CODE:
+            if total != mf.file_size - pos:
+                return -1, f"BLANK record of TOTALSIZE {total} does not end the segment"
+            return 0, None
+        if magic != MESSAGE_MAGIC_CODE:
+            if total == 0 and magic == 0:
+                return -1, None
+            return -1, f"bad magic code 0x{magic & 0xFFFFFFFF:08X} (TOTALSIZE {total})"
+        if not MIN_STORED_SIZE <= total <= mf.file_size - pos:
+            return -1, f"TOTALSIZE {total} is outside {MIN_STORED_SIZE}..{mf.file_size - pos}"
+        try:
+            msg = decode_stored(view[: pos + total], pos, verify_crc=check_crc)
+        except MessageDecodeError as exc:
+            return -1, f"bad {exc.field or 'record'}: {exc}"
+        if msg.commit_log_offset != mf.file_from_offset + pos:
+            return -1, f"PHYSICALOFFSET {msg.commit_log_offset} != {mf.file_from_offset + pos}"
+        if msg.store_timestamp <= 0:
+            return -1, f"STORETIMESTAMP {msg.store_timestamp} is not set"
+        return total, None
+
+    def scan(self, start_index: int, check_crc: bool) -> tuple[int, StoreCorruptedError | None]:
+        """Scan forward from segment ``start_index``; returns the end of valid data and the
+        corruption that ended it (None for a clean end)."""
+        files = self.mapped_file_queue.files
+        if not files:
+            return 0, None
+        index = start_index
+        mf = files[index]
+        pos = 0
+        while True:
+            size, reason = self.check_record(mf, pos, check_crc)
+            if size > 0:
+                pos += size
+            elif size == 0:
+                index += 1
+                if index >= len(files):
+                    # The log ends with a full segment: keep the BLANK; the next put rolls over.
+                    return mf.file_from_offset + mf.file_size, None
+                mf = files[index]
+                pos = 0
+            else:
+                end = mf.file_from_offset + pos
+                if reason is not None:
+                    return end, StoreCorruptedError(str(mf.path), pos, reason)
+                return end, None
+
+    def find_abnormal_start(self, min_timestamp: int) -> int:
+        """Index of the last segment whose first message is stored at or before ``min_timestamp``
+        (Java ``isMappedFileMatchedRecover``), 0 if none."""
+        files = self.mapped_file_queue.files
+        for i in range(len(files) - 1, -1, -1):
+            view = files[i].view
+            _, magic = _HEAD.unpack_from(view, 0)
+            if magic != MESSAGE_MAGIC_CODE:
+                continue
+            sys_flag = struct.unpack_from(">i", view, 36)[0]
+            ts_pos = 68 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 56
+            ts = _I64.unpack_from(view, ts_pos)[0]
+            if ts != 0 and ts <= min_timestamp:
+                return i
+        return 0
+
+    def set_end(self, offset: int) -> None:
+        """Make ``offset`` the end of the log: later data is deleted, the tail re-zeroed."""
+        mfq = self.mapped_file_queue
+        mfq.truncate_dirty_files(offset)
+        for mf in mfq.files:
+            if mf.file_from_offset + mf.file_size <= offset:
+                mf.set_positions(mf.file_size)
+        mfq.flushed_where = mfq.committed_where = offset
+        if mfq.files:
+            last = mfq.files[-1]
+            last.flushed_position = last.committed_position = last.wrote_position = (
+                offset - last.file_from_offset
+            )
+
+    def is_clean_end(self, offset: int) -> bool:
+        """True if ``offset`` is a plausible end of the log: a zero head, a segment start or end."""
+        mfq = self.mapped_file_queue
+        files = mfq.files
+        if not files:
+            return offset == 0
+        if offset < files[0].file_from_offset or offset > files[-1].file_from_offset + self.file_size:
+            return False
+        mf = mfq.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return offset == files[-1].file_from_offset + self.file_size
+        pos = offset - mf.file_from_offset
+        if pos + 8 > mf.file_size:
+            return False
+        total, magic = _HEAD.unpack_from(mf.view, pos)
+        return bool((total == 0 and magic == 0) or magic == BLANK_MAGIC_CODE)
+
+    def shutdown(self) -> None:
+        self.mapped_file_queue.shutdown()

@@ -47,6 +47,7 @@ from finchmq.protocol.message import (
     encode_stored,
     fill_stored_offsets,
     properties_to_string,
+    tags_hash_code,
 )
 
 from .config import SCHEDULE_TOPIC, MessageStoreConfig
@@ -71,46 +72,61 @@ _STORED_HEAD_V4: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
 # QUEUEOFFSET PHYSICALOFFSET at 20, STORETIMESTAMP at 56 (68 with an IPv6 born host).
 _OFFSETS: Final = struct.Struct(">qq")
 _I64: Final = struct.Struct(">q")
-_TAGS: Final = (b"TAGS\x01", b"\x02TAGS\x01")
-_KEYS: Final = (b"KEYS\x01", b"\x02KEYS\x01")
-_UNIQ: Final = (b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01")
-_DELAY: Final = (b"DELAY\x01", b"\x02DELAY\x01")
-_WAIT_PROP: Final = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_PATCH_V4: Final = struct.Struct(">qqiq8sq")  # QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTS BORNHOST STORETS
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _prop(props: bytes, names: tuple[bytes, bytes]) -> str | None:
-    """The last value of a property in an encoded property string (Java keeps the last one)."""
-    i = props.rfind(names[1])
-    if i >= 0:
-        start = i + len(names[1])
-    elif props.startswith(names[0]):
-        start = len(names[0])
-    else:
-        return None
-    j = props.find(b"\x02", start)
-    value = props[start:] if j < 0 else props[start:j]
-    return value.decode("utf-8", "replace") if value else None
+_TAGS_CODES: dict[bytes, int] = {}
+
+
+def _tags_code_of(tags: bytes | None) -> int:
+    """``tags_hash_code`` of UTF-8 tag bytes, memoised (few distinct tags, many messages)."""
+    if not tags:
+        return 0
+    code = _TAGS_CODES.get(tags)
+    if code is None:
+        if len(_TAGS_CODES) > 4096:
+            _TAGS_CODES.clear()
+        code = _TAGS_CODES[tags] = tags_hash_code(tags.decode("utf-8", "replace"))
+    return code
 
 
 class EncodedBatch:
     """A batch turned into stored records (offsets still zero), ready to append."""
 
-    __slots__ = ("data", "keys", "props", "rel_offsets", "sizes", "tags", "total", "uniq", "v6_born")
+    __slots__ = (
+        "born_host",
+        "born_timestamp",
+        "data",
+        "has_keys",
+        "keys",
+        "props",
+        "rel_offsets",
+        "sizes",
+        "sys_flag",
+        "tags_codes",
+        "total",
+        "uniq",
+        "v6_born",
+    )
 
     def __init__(self) -> None:
         self.data = b""
         self.rel_offsets: list[int] = []
         self.sizes: list[int] = []
-        self.tags: list[str | None] = []
-        self.keys: list[str | None] = []
-        self.uniq: list[str | None] = []
+        self.tags_codes: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.uniq: list[bytes | None] = []
+        self.has_keys = False
         self.props: list[bytes] = []
         self.total = 0
         self.v6_born = False
+        self.sys_flag = 0
+        self.born_timestamp = 0
+        self.born_host = b""
 
 
 class CommitLog:
@@ -352,6 +368,12 @@ class CommitLog:
         size_all = len(src)
         out = EncodedBatch()
         out.v6_born = len(born_host) == 20
+        rel_offsets = out.rel_offsets
+        sizes = out.sizes
+        props_list = out.props
+        tags_codes = out.tags_codes
+        keys_list = out.keys
+        uniq_list = out.uniq
         parts: list[bytes | bytearray | memoryview] = []
         rel = 0
         pos = 0
@@ -430,17 +452,24 @@ class CommitLog:
                             body_crc=crc,
                         )
                     )
-                out.rel_offsets.append(rel)
-                out.sizes.append(size)
-                out.props.append(item_props)
+                rel_offsets.append(rel)
+                sizes.append(size)
+                props_list.append(item_props)
+                tags = keys = uniq = None
                 if plen:
-                    out.tags.append(_prop(item_props, _TAGS))
-                    out.keys.append(_prop(item_props, _KEYS))
-                    out.uniq.append(_prop(item_props, _UNIQ))
-                else:
-                    out.tags.append(None)
-                    out.keys.append(None)
-                    out.uniq.append(None)
+                    # one pass over the property string; Java keeps the last of repeated names
+                    for seg in item_props.split(b"\x02"):
+                        name, _, value = seg.partition(b"\x01")
+                        if value:
+                            if name == b"TAGS":
+                                tags = value
+                            elif name == b"UNIQ_KEY":
+                                uniq = value
+                            elif name == b"KEYS":
+                                keys = value
+                tags_codes.append(_tags_code_of(tags))
+                keys_list.append(keys)
+                uniq_list.append(uniq)
                 rel += size
                 pos = item_end
         except struct.error:
@@ -449,6 +478,10 @@ class CommitLog:
             return PutMessageStatus.MESSAGE_ILLEGAL
         out.data = b"".join(parts)
         out.total = rel
+        out.has_keys = any(keys_list) or any(uniq_list)
+        out.sys_flag = sys_flag_stored
+        out.born_timestamp = born_timestamp
+        out.born_host = born_host
         return out
 
     def put_messages(
@@ -460,11 +493,12 @@ class CommitLog:
         n = len(encoded.sizes)
         data = memoryview(encoded.data)
         rels = encoded.rel_offsets
-        ts_pos = 68 if encoded.v6_born else 56
-        delay_levels = self._delay_levels
-        tags_codes = [compute_tags_code(topic, t, None, 0, delay_levels) for t in encoded.tags]
-        keys = encoded.keys if any(encoded.keys) else None
-        uniq = encoded.uniq if any(encoded.uniq) else None
+        v6_born = encoded.v6_born
+        keys = encoded.keys if encoded.has_keys else None
+        uniq = encoded.uniq if encoded.has_keys else None
+        stored_flag = encoded.sys_flag
+        born_ts = encoded.born_timestamp
+        born_host = encoded.born_host
         with self.put_lock:
             now = _now_ms()
             self.begin_time_in_lock = now
@@ -482,14 +516,18 @@ class CommitLog:
                 self.topic_queue_table[key] = queue_offset + n
                 wv = mf.write_view
                 wv[pos + 8 : pos + total] = data[8:]
-                offsets_pack = _OFFSETS.pack_into
-                ts_pack = _I64.pack_into
                 qo = queue_offset
-                for r in rels:
-                    at = pos + r
-                    offsets_pack(wv, at + 20, qo, phy + r)
-                    ts_pack(wv, at + ts_pos, now)
-                    qo += 1
+                if not v6_born:
+                    # QUEUEOFFSET .. STORETIMESTAMP in one call
+                    patch = _PATCH_V4.pack_into
+                    for r in rels:
+                        patch(wv, pos + r + 20, qo, phy + r, stored_flag, born_ts, born_host, now)
+                        qo += 1
+                else:
+                    for r in rels:
+                        _OFFSETS.pack_into(wv, pos + r + 20, qo, phy + r)
+                        _I64.pack_into(wv, pos + r + 68, now)
+                        qo += 1
                 wv[pos : pos + 8] = data[:8]
                 mf.wrote_position = pos + total
                 mf.store_timestamp = now
@@ -501,7 +539,7 @@ class CommitLog:
                         queue_offset,
                         rels,
                         encoded.sizes,
-                        tags_codes,
+                        encoded.tags_codes,
                         now,
                         keys,
                         uniq,

@@ -130,7 +130,18 @@ class ConsumeQueue:
         """
         mfq = self.mapped_file_queue
         expect = cq_offset * _UNIT
-        if not mfq.files:
+        files = mfq.files
+        if files:
+            last = files[-1]
+            pos = last.wrote_position
+            end = pos + len(units)
+            if last.file_from_offset + pos == expect and end <= last.file_size:
+                # fast path: the next units, room in the last file
+                last.write_view[pos:end] = units
+                last.wrote_position = last.committed_position = end
+                self.max_physic_offset = max(self.max_physic_offset, last_physic_end)
+                return True
+        else:
             # The first file of a queue that may start past 0 (its earlier files expired or it is
             # rebuilt from a later point): blank units up to the first one (Java fillPreBlank).
             mf = mfq.get_last_mapped_file_create(expect)

@@ -24,6 +24,7 @@ import itertools
 import logging
 import struct
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -134,8 +135,8 @@ class DispatchRequest:
         sizes: list[int],
         tags_codes: list[int],
         store_timestamp: int,
-        keys: list[str | None] | None,
-        uniq_keys: list[str | None] | None,
+        keys: Sequence[str | bytes | None] | None,
+        uniq_keys: Sequence[str | bytes | None] | None,
         properties: Sequence[Mapping[str, str] | bytes],
         sys_flag: int,
         prepared_transaction_offset: int = 0,
@@ -186,6 +187,8 @@ class ReputMessageService:
         self.lock = threading.Lock()
         self.listener: MessageArrivingListener | None = None
         self.dispatched_offset = 0  # commit-log offset up to which everything is dispatched
+        self.last_store_timestamp = 0  # store time of the last dispatched message
+        self._seeds: dict[str, int] = {}
         self.failed = False  # a consume queue or index file could not be written
 
     def dispatch_pending(self, readable_offset: int) -> None:
@@ -241,26 +244,38 @@ class ReputMessageService:
                 except Exception:
                     log.exception("message arriving listener failed for %s@%d", topic, queue_id)
         self.dispatched_offset = req.end_offset
+        self.last_store_timestamp = req.store_timestamp
 
     def _build_index(self, req: DispatchRequest) -> None:
         assert self._index is not None
         topic = req.topic
+        seed = self._seeds.get(topic)
+        if seed is None:
+            if len(self._seeds) > 10_000:
+                self._seeds.clear()
+            seed = self._seeds[topic] = zlib.crc32(f"{topic}#".encode())
         base = req.commit_log_offset
-        ts = req.store_timestamp
-        entries: list[tuple[str, int, int]] = []
+        hashes: list[int] = []
+        phys: list[int] = []
         keys = req.keys
         uniq = req.uniq_keys
+        crc32 = zlib.crc32
         for i, rel in enumerate(req.rel_offsets):
             phy = base + rel
             if uniq is not None:
                 u = uniq[i]
                 if u:
-                    entries.append((f"{topic}#{u}", phy, ts))
+                    # crc32(key, crc32(prefix)) == crc32(prefix + key): index_key_hash(f"{topic}#{u}")
+                    hashes.append(crc32(u if isinstance(u, bytes) else u.encode(), seed) & 0x7FFFFFFF)
+                    phys.append(phy)
             if keys is not None:
                 k = keys[i]
                 if k:
-                    entries.extend((f"{topic}#{key}", phy, ts) for key in k.split(" ") if key)
-        if entries and not self._index.put_keys(entries):
+                    for key in (k if isinstance(k, bytes) else k.encode()).split(b" "):
+                        if key:
+                            hashes.append(crc32(key, seed) & 0x7FFFFFFF)
+                            phys.append(phy)
+        if hashes and not self._index.put_hashes(hashes, phys, req.store_timestamp):
             self.failed = True
 
     # ------------------------------------------------------------------ recovery

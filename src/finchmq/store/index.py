@@ -253,16 +253,23 @@ class IndexService:
         return new
 
     def put_keys(self, keys: list[tuple[str, int, int]]) -> bool:
-        """Index ``(topic#key, phy_offset, store_timestamp)`` triples in order; skips ones
-        already indexed (offset below the last file's end). False if a file cannot be created."""
+        """Index ``(topic#key, phy_offset, store_timestamp)`` triples (same rules as ``put_hashes``)."""
+        ok = True
+        for key, phy, ts in keys:
+            ok = self.put_hashes([index_key_hash(key)], [phy], ts) and ok
+        return ok
+
+    def put_hashes(self, hashes: list[int], phys: list[int], ts: int) -> bool:
+        """Index key hashes (``index_key_hash``) at their physical offsets, in order. Offsets at
+        or below the last file's end are skipped (already indexed: rebuilding is idempotent).
+        False if a file cannot be created."""
         f = self.files[-1] if self.files else self._writable_file()
         if f is None:
             return False
         end = f.end_phy_offset if f.index_count > 1 else -1
-        for key, phy, ts in keys:
+        for h, phy in zip(hashes, phys, strict=True):
             if phy <= end:
                 continue
-            h = zlib.crc32(key.encode("utf-8")) & _INT_MAX
             while not f.put_key(h, phy, ts):
                 log.warning("index file %s is full, rolling to a new one", f.path)
                 nf = self._writable_file()

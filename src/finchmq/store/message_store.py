@@ -135,7 +135,6 @@ class DefaultMessageStore:
         self.commit_log.on_roll.append(self._on_roll)
         self.checkpoint: StoreCheckpoint
         self.recovery_report: list[StoreCorruptedError] = []
-        self.last_dispatched_timestamp = 0
         self._disk_full = False
         self._write_error = False
         self._lock_fd = -1
@@ -434,9 +433,28 @@ class DefaultMessageStore:
         commit thread completes it with PUT_OK once flushed, or FLUSH_DISK_TIMEOUT after
         ``sync_flush_timeout`` ms. Callbacks run on that thread (or the caller's, if done).
         """
+        r = self._put_one(msg)
+        return r if isinstance(r, Future) else _done(r)
+
+    def async_put_messages(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
+        """Append a batch (one contiguous write in one segment); future as ``async_put_message``."""
+        r = self._put_batch(batch)
+        return r if isinstance(r, Future) else _done(r)
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """Append one message; for a SYNC_FLUSH put with WAIT, block until flushed (or timed out)."""
+        r = self._put_one(msg)
+        return self._wait(r) if isinstance(r, Future) else r
+
+    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """Append a batch; blocking as ``put_message``."""
+        r = self._put_batch(batch)
+        return self._wait(r) if isinstance(r, Future) else r
+
+    def _put_one(self, msg: MessageExtBrokerInner) -> PutMessageResult | Future[PutMessageResult]:
         bad = self._check_store_status()
         if bad is not None:
-            return _done(PutMessageResult(bad))
+            return PutMessageResult(bad)
         props = msg.properties
         if msg.properties_string is not None and not props:
             props = string_to_properties(msg.properties_string)
@@ -457,11 +475,12 @@ class DefaultMessageStore:
         )
         return self._after_put(status, ar, props.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK))
 
-    def async_put_messages(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
-        """Append a batch (one contiguous write in one segment); future as ``async_put_message``."""
+    def _put_batch(self, batch: MessageExtBatch) -> PutMessageResult | Future[PutMessageResult]:
         bad = self._check_store_status()
         if bad is not None:
-            return _done(PutMessageResult(bad))
+            return PutMessageResult(bad)
+        if batch.sys_flag & 0xC or MessageConst.PROPERTY_DELAY_TIME_LEVEL in batch.properties:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)  # Java refuses both for batches
         encoded = self.commit_log.encode_batch(
             topic=batch.topic,
             queue_id=batch.queue_id,
@@ -473,9 +492,7 @@ class DefaultMessageStore:
             store_host=batch.store_host,
         )
         if not isinstance(encoded, EncodedBatch):
-            return _done(PutMessageResult(encoded))
-        if batch.sys_flag & 0xC or MessageConst.PROPERTY_DELAY_TIME_LEVEL in batch.properties:
-            return _done(PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL))
+            return PutMessageResult(encoded)
         status, ar = self.commit_log.put_messages(
             topic=batch.topic,
             queue_id=batch.queue_id,
@@ -487,33 +504,24 @@ class DefaultMessageStore:
 
     def _after_put(
         self, status: PutMessageStatus, append: AppendMessageResult | None, wait: str | None
-    ) -> Future[PutMessageResult]:
-        self.dispatch_pending()
+    ) -> PutMessageResult | Future[PutMessageResult]:
+        if self.reput.pending:
+            self.reput.dispatch_pending(self.commit_log.get_max_offset())
         if status is not PutMessageStatus.PUT_OK or append is None:
             if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
                 self._check_disk()
-            return _done(PutMessageResult(status, append))
+            return PutMessageResult(status, append)
         if self.reput.failed and not self._write_error:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
-        if self._group_commit is not None:
+        gc = self._group_commit
+        if gc is not None:
             if wait is None or wait.lower() == "true":
-                return self._group_commit.put_request(append.wrote_offset + append.wrote_bytes, append)
-            self._group_commit.wakeup()
-        return _done(PutMessageResult(PutMessageStatus.PUT_OK, append))
-
-    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        """Blocking ``async_put_message``: for SYNC_FLUSH waits for the group commit."""
-        fut = self.async_put_message(msg)
-        return self._wait(fut)
-
-    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """Blocking ``async_put_messages``."""
-        return self._wait(self.async_put_messages(batch))
+                return gc.put_request(append.wrote_offset + append.wrote_bytes, append)
+            gc.wakeup()
+        return PutMessageResult(PutMessageStatus.PUT_OK, append)
 
     def _wait(self, fut: Future[PutMessageResult]) -> PutMessageResult:
-        if fut.done():
-            return fut.result()
         try:
             return fut.result(self.config.sync_flush_timeout / 1000 + 1)
         except TimeoutError:
@@ -524,9 +532,6 @@ class DefaultMessageStore:
         reput = self.reput
         if reput.pending:
             reput.dispatch_pending(self.commit_log.get_max_offset())
-            self.last_dispatched_timestamp = self.commit_log.mapped_file_queue.store_timestamp or int(
-                time.time() * 1000
-            )
 
     # ================================================================== flow-control probes
 

@@ -305,7 +305,7 @@ class FlushConsumeQueueService(ServiceThread):
 
     def flush(self, least: int) -> None:
         store = self.store
-        logics_ts = store.last_dispatched_timestamp
+        logics_ts = store.reput.last_store_timestamp
         for cq in store.consume_queues_snapshot():
             cq.flush(least)
             cq.drop_pages()

@@ -15,9 +15,8 @@ Strategy:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Final
+from typing import NamedTuple
 
 from finchmq.protocol.message import offset_msg_id_from_packed
 
@@ -87,12 +86,12 @@ class StoreCorruptedError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AppendMessageResult:
+class AppendMessageResult(NamedTuple):
     """What the commit log did with one message or batch (Java ``AppendMessageResult``).
 
     ``wrote_offset`` is the physical offset of the first record, ``logics_offset`` its queue
-    offset, ``offsets`` the physical offset of every record (one per batch item).
+    offset, ``offsets`` the physical offset of every record (one per batch item). A NamedTuple
+    rather than a frozen dataclass: it is built on every put and is 3x cheaper to construct.
     """
 
     status: AppendMessageStatus
@@ -116,8 +115,7 @@ class AppendMessageResult:
         return self.status is AppendMessageStatus.PUT_OK
 
 
-@dataclass(frozen=True, slots=True)
-class PutMessageResult:
+class PutMessageResult(NamedTuple):
     """Java ``PutMessageResult``: the status and, when something was appended, the append result."""
 
     status: PutMessageStatus
@@ -126,9 +124,6 @@ class PutMessageResult:
     def is_ok(self) -> bool:
         """True when the message is stored and, for a SYNC_FLUSH put that waited, flushed."""
         return self.status is PutMessageStatus.PUT_OK
-
-
-_EMPTY: Final[tuple[memoryview, ...]] = ()
 
 
 class GetMessageResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -124,15 +125,15 @@ def test_batch_that_does_not_fit_goes_whole_to_next_segment(store: DefaultMessag
 
 
 def test_oversized_messages_are_refused_and_never_written(cfg: MessageStoreConfig) -> None:
-    import dataclasses
-
     with DefaultMessageStore(dataclasses.replace(cfg, max_message_size=1000)) as store:
         r = store.put_message(msg("T", b"x" * 1000))
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
         assert r.append_message_result is not None
         assert r.append_message_result.status is AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
         big_props = {f"p{i}": "v" * 100 for i in range(400)}
-        assert store.put_message(msg("T", b"x", **big_props)).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        assert (
+            store.put_message(msg("T", b"x", **big_props)).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        )
         assert store.put_message(msg("T" * 128, b"x")).status is PutMessageStatus.MESSAGE_ILLEGAL
         assert store.put_messages(batch("T", [b"ok", b"x" * 2000])).status is PutMessageStatus.MESSAGE_ILLEGAL
         bad = MessageExtBatch(topic="T", body=b"\x00\x00\x00\x05garbage")
@@ -159,8 +160,6 @@ def test_get_message_statuses(store: DefaultMessageStore) -> None:
 
 
 def test_transfer_limits_count_and_bytes(cfg: MessageStoreConfig) -> None:
-    import dataclasses
-
     with DefaultMessageStore(dataclasses.replace(cfg, mapped_file_size_commit_log=1024 * 1024)) as store:
         for i in range(100):
             store.put_message(msg("T", b"%03d" % i + b"." * 10_000))
@@ -169,7 +168,7 @@ def test_transfer_limits_count_and_bytes(cfg: MessageStoreConfig) -> None:
             assert r.message_count == 25
             assert r.buffer_total_size <= 256 * 1024
             assert r.next_begin_offset == 25
-        for i in range(100):
+        for _ in range(100):
             store.put_message(msg("S", b"s"))
         with store.get_message("g", "S", 0, 0, 64) as r:
             assert r.message_count == 32 and r.next_begin_offset == 32  # maxTransferCountOnMessageInMemory
@@ -249,7 +248,10 @@ def test_schedule_topic_tags_code_is_deliver_time(store: DefaultMessageStore) ->
 def test_prepared_transaction_messages_are_not_in_consume_queue(store: DefaultMessageStore) -> None:
     r = store.put_message(
         MessageExtBrokerInner(
-            topic="T", body=b"half", sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE, properties={"KEYS": "tx"}
+            topic="T",
+            body=b"half",
+            sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+            properties={"KEYS": "tx"},
         )
     )
     assert r.is_ok() and r.append_message_result is not None and r.append_message_result.logics_offset == 0
@@ -279,8 +281,6 @@ def test_arrival_listener_is_called_per_message(store: DefaultMessageStore) -> N
 
 
 def test_views_survive_segment_deletion(cfg: MessageStoreConfig) -> None:
-    import dataclasses
-
     with DefaultMessageStore(dataclasses.replace(cfg, file_reserved_time=0)) as store:
         for _ in range(40):
             store.put_message(msg("T", b"z" * 5000))
@@ -309,7 +309,9 @@ def test_puts_are_refused_when_not_running(cfg: MessageStoreConfig) -> None:
         s.start()
 
 
-def test_second_process_cannot_open_a_locked_store(store: DefaultMessageStore, cfg: MessageStoreConfig) -> None:
+def test_second_process_cannot_open_a_locked_store(
+    store: DefaultMessageStore, cfg: MessageStoreConfig
+) -> None:
     other = DefaultMessageStore(cfg)
     with pytest.raises(RuntimeError, match="locked"):
         other.load()

@@ -68,6 +68,8 @@ from .status import (
 
 __all__ = ["DefaultMessageStore", "DiskUsage", "StoreState"]
 
+_PutOutcome = tuple[PutMessageResult, Future[PutMessageResult] | None]
+
 log = logging.getLogger(__name__)
 
 DiskUsage = Callable[[Path], float]
@@ -433,28 +435,28 @@ class DefaultMessageStore:
         commit thread completes it with PUT_OK once flushed, or FLUSH_DISK_TIMEOUT after
         ``sync_flush_timeout`` ms. Callbacks run on that thread (or the caller's, if done).
         """
-        r = self._put_one(msg)
-        return r if isinstance(r, Future) else _done(r)
+        r, fut = self._put_one(msg)
+        return fut if fut is not None else _done(r)
 
     def async_put_messages(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
         """Append a batch (one contiguous write in one segment); future as ``async_put_message``."""
-        r = self._put_batch(batch)
-        return r if isinstance(r, Future) else _done(r)
+        r, fut = self._put_batch(batch)
+        return fut if fut is not None else _done(r)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message; for a SYNC_FLUSH put with WAIT, block until flushed (or timed out)."""
-        r = self._put_one(msg)
-        return self._wait(r) if isinstance(r, Future) else r
+        r, fut = self._put_one(msg)
+        return self._wait(r, fut) if fut is not None else r
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append a batch; blocking as ``put_message``."""
-        r = self._put_batch(batch)
-        return self._wait(r) if isinstance(r, Future) else r
+        r, fut = self._put_batch(batch)
+        return self._wait(r, fut) if fut is not None else r
 
-    def _put_one(self, msg: MessageExtBrokerInner) -> PutMessageResult | Future[PutMessageResult]:
+    def _put_one(self, msg: MessageExtBrokerInner) -> _PutOutcome:
         bad = self._check_store_status()
         if bad is not None:
-            return PutMessageResult(bad)
+            return PutMessageResult(bad), None
         props = msg.properties
         if msg.properties_string is not None and not props:
             props = string_to_properties(msg.properties_string)
@@ -475,12 +477,12 @@ class DefaultMessageStore:
         )
         return self._after_put(status, ar, props.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK))
 
-    def _put_batch(self, batch: MessageExtBatch) -> PutMessageResult | Future[PutMessageResult]:
+    def _put_batch(self, batch: MessageExtBatch) -> _PutOutcome:
         bad = self._check_store_status()
         if bad is not None:
-            return PutMessageResult(bad)
+            return PutMessageResult(bad), None
         if batch.sys_flag & 0xC or MessageConst.PROPERTY_DELAY_TIME_LEVEL in batch.properties:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)  # Java refuses both for batches
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), None  # Java refuses both for batches
         encoded = self.commit_log.encode_batch(
             topic=batch.topic,
             queue_id=batch.queue_id,
@@ -492,7 +494,7 @@ class DefaultMessageStore:
             store_host=batch.store_host,
         )
         if not isinstance(encoded, EncodedBatch):
-            return PutMessageResult(encoded)
+            return PutMessageResult(encoded), None
         status, ar = self.commit_log.put_messages(
             topic=batch.topic,
             queue_id=batch.queue_id,
@@ -504,28 +506,29 @@ class DefaultMessageStore:
 
     def _after_put(
         self, status: PutMessageStatus, append: AppendMessageResult | None, wait: str | None
-    ) -> PutMessageResult | Future[PutMessageResult]:
+    ) -> _PutOutcome:
         if self.reput.pending:
             self.reput.dispatch_pending(self.commit_log.get_max_offset())
         if status is not PutMessageStatus.PUT_OK or append is None:
             if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
                 self._check_disk()
-            return PutMessageResult(status, append)
+            return PutMessageResult(status, append), None
         if self.reput.failed and not self._write_error:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
+        ok = PutMessageResult(PutMessageStatus.PUT_OK, append)
         gc = self._group_commit
         if gc is not None:
             if wait is None or wait.lower() == "true":
-                return gc.put_request(append.wrote_offset + append.wrote_bytes, append)
+                return ok, gc.put_request(append.wrote_offset + append.wrote_bytes, append)
             gc.wakeup()
-        return PutMessageResult(PutMessageStatus.PUT_OK, append)
+        return ok, None
 
-    def _wait(self, fut: Future[PutMessageResult]) -> PutMessageResult:
+    def _wait(self, appended: PutMessageResult, fut: Future[PutMessageResult]) -> PutMessageResult:
         try:
-            return fut.result(self.config.sync_flush_timeout / 1000 + 1)
-        except TimeoutError:
-            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+            return fut.result(self.config.sync_flush_timeout / 1000 + 0.05)
+        except TimeoutError:  # Java: flushOkFuture.get(syncFlushTimeout) timed out
+            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, appended.append_message_result)
 
     def dispatch_pending(self) -> None:
         """Dispatch appended records that are readable (called after each put, and by the commit thread)."""

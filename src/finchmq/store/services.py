@@ -217,9 +217,9 @@ class GroupCommitService:
             now = time.monotonic()
             keep: list[_GroupCommitRequest] = []
             for r in batch:
-                if flushed >= r.next_offset:
+                if flushed >= r.next_offset and now <= r.deadline:
                     r.future.set_result(PutMessageResult(PutMessageStatus.PUT_OK, r.result))
-                elif failed or now >= r.deadline or stopped:
+                elif failed or now > r.deadline or stopped:
                     log.warning("sync flush of offset %d timed out (flushed %d)", r.next_offset, flushed)
                     r.future.set_result(PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result))
                 else:

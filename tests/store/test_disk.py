@@ -1,0 +1,109 @@
+"""Disk space: expiry, the disk-full flag, and a real full filesystem."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from finchmq.store import DefaultMessageStore, MessageStoreConfig, PutMessageStatus
+
+from .conftest import SEGMENT, msg, read_queue, small_config
+
+
+def test_disk_full_refuses_puts_until_cleanup(cfg: MessageStoreConfig) -> None:
+    usage = [0.5]
+    c = dataclasses.replace(cfg, file_reserved_time=72)
+    with DefaultMessageStore(c, disk_usage=lambda p: usage[0]) as store:
+        for _ in range(30):
+            assert store.put_message(msg("T", b"d" * 5000)).is_ok()
+        usage[0] = 0.95
+        store.clean_once()
+        assert store.is_disk_full() and not store.is_writeable()
+        assert store.put_message(msg("T", b"no")).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        # above the clean-forcibly ratio even young files go, oldest first, the active one stays
+        segments = len(store.commit_log.mapped_file_queue.files)
+        deleted = store.clean_once()
+        assert deleted == segments - 1
+        usage[0] = 0.87  # between clean-forcibly and warning: still full (Java's hysteresis)
+        store.clean_once()
+        assert store.is_disk_full()
+        usage[0] = 0.60
+        store.clean_once()
+        assert not store.is_disk_full()
+        assert store.put_message(msg("T", b"yes")).is_ok()
+        assert read_queue(store, "T", 0, store.get_min_offset_in_queue("T", 0))[-1] == b"yes"
+
+
+def test_expired_files_deleted_only_when_due(cfg: MessageStoreConfig) -> None:
+    usage = [0.5]
+    c = dataclasses.replace(cfg, file_reserved_time=0, delete_when="23" if os.environ.get("TZ") else "00")
+    with DefaultMessageStore(c, disk_usage=lambda p: usage[0]) as store:
+        for _ in range(30):
+            store.put_message(msg("T", b"e" * 5000))
+        before = len(store.commit_log.mapped_file_queue.files)
+        hour = time.localtime().tm_hour
+        c2 = dataclasses.replace(c, delete_when=f"{(hour + 1) % 24:02d}")
+        store.config = c2
+        assert store.clean_once() == 0  # not the hour, disk not full
+        usage[0] = 0.80  # above disk_max_used_space_ratio (75 %): expired files go now
+        assert store.clean_once() == before - 1
+        cq = store.get_consume_queue("T", 0)
+        assert cq is not None
+        assert store.get_min_offset_in_queue("T", 0) > 0  # consume queue trimmed to match
+        first = cq.get_unit(store.get_min_offset_in_queue("T", 0))
+        assert first is not None and first[0] >= store.get_min_phy_offset()
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, check=False
+    )
+    return r.returncode == 0
+
+
+@pytest.mark.slow
+def test_real_full_filesystem_refuses_cleanly_and_loses_nothing(tmp_path: Path) -> None:
+    mnt = tmp_path / "mnt"
+    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "8m"):
+        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
+    try:
+        # no forced deletion while we check that everything acknowledged is still there
+        c = small_config(
+            mnt / "store", mapped_file_size_commit_log=SEGMENT * 4, clean_file_forcibly_enable=False
+        )
+        acked: list[bytes] = []
+        refused: set[PutMessageStatus] = set()
+        with DefaultMessageStore(c) as store:
+            for i in range(6000):
+                body = b"%05d" % i + os.urandom(2000)
+                r = store.put_message(msg("T", body))
+                if r.is_ok():
+                    acked.append(body)
+                else:
+                    refused.add(r.status)
+                    if i > len(acked) + 20:
+                        break
+            assert refused and refused <= {
+                PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                PutMessageStatus.CREATE_MAPEDFILE_FAILED,
+            }
+            assert len(acked) > 1000  # most of the 8 MiB was used
+            assert read_queue(store, "T", 0) == acked
+            # cleanup frees space and puts are accepted again
+            store.config = dataclasses.replace(c, file_reserved_time=0)
+            assert store.clean_once(manual=True) > 0
+            assert not store.is_disk_full()
+            r = store.put_message(msg("T", b"again"))
+            assert r.is_ok(), r.status
+        with DefaultMessageStore(c) as store:  # and everything still acknowledged survives a restart
+            tail = read_queue(store, "T", 0, store.get_min_offset_in_queue("T", 0))
+            assert tail[-1] == b"again"
+            assert tail[:-1] == acked[len(acked) - len(tail) + 1 :]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

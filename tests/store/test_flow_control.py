@@ -1,0 +1,141 @@
+"""Put-lock timing (page cache busy), the transient store pool, SYNC_FLUSH group commit."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from concurrent.futures import Future
+
+import pytest
+
+from finchmq.store import (
+    DefaultMessageStore,
+    FlushDiskType,
+    GetMessageStatus,
+    MessageStoreConfig,
+    PutMessageResult,
+    PutMessageStatus,
+)
+
+from .conftest import SEGMENT, msg, read_queue
+
+
+def test_inject_put_delay_makes_page_cache_busy(cfg: MessageStoreConfig) -> None:
+    c = dataclasses.replace(cfg, inject_put_delay_millis=400, os_page_cache_busy_time_out_mills=100)
+    with DefaultMessageStore(c) as store:
+        assert not store.is_os_page_cache_busy() and store.lock_time_mills() == 0
+        results: list[PutMessageResult] = []
+        t = threading.Thread(target=lambda: results.append(store.put_message(msg("T", b"slow"))))
+        t.start()
+        deadline = time.monotonic() + 2
+        while not store.is_os_page_cache_busy() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.is_os_page_cache_busy()
+        assert store.lock_time_mills() > 100
+        assert store.commit_log.begin_time_in_lock > 0
+        # a put arriving while the lock is held too long is refused at once, never queued
+        t0 = time.monotonic()
+        assert store.put_message(msg("T", b"other")).status is PutMessageStatus.OS_PAGECACHE_BUSY
+        assert time.monotonic() - t0 < 0.2
+        t.join()
+        assert results[0].is_ok()
+        assert results[0].append_message_result is not None
+        assert results[0].append_message_result.page_cache_rt >= 400
+        assert not store.is_os_page_cache_busy() and store.commit_log.begin_time_in_lock == 0
+
+
+def test_transient_store_pool_commits_then_serves(cfg: MessageStoreConfig) -> None:
+    c = dataclasses.replace(cfg, transient_store_pool_enable=True, transient_store_pool_size=3)
+    with DefaultMessageStore(c) as store:
+        assert store.transient_store_pool is not None
+        assert store.remain_transient_store_buffer_numbs() <= 3
+        for i in range(40):
+            assert store.put_message(msg("T", b"%d" % i + b"p" * 4000)).is_ok()
+        deadline = time.monotonic() + 3
+        while store.get_max_offset_in_queue("T", 0) < 40 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [b[: len(b) - 4000] for b in read_queue(store, "T", 0)] == [b"%d" % i for i in range(40)]
+        files = store.commit_log.mapped_file_queue.files
+        assert all(not f.uses_pool_buffer for f in files[:-1])  # full segments gave their buffer back
+    with DefaultMessageStore(c) as store:  # the data reached the files
+        assert len(read_queue(store, "T", 0)) == 40
+
+
+def test_transient_store_pool_deficient_and_fast_fail(cfg: MessageStoreConfig) -> None:
+    c = dataclasses.replace(
+        cfg,
+        transient_store_pool_enable=True,
+        transient_store_pool_size=1,
+        fast_fail_if_no_buffer_in_store_pool=True,
+        commit_interval_commit_log=60_000,
+        commit_commit_log_thorough_interval=60_000,
+    )
+    with DefaultMessageStore(c) as store:
+        assert store.put_message(msg("T", b"a" * 30_000)).is_ok()
+        assert store.is_transient_store_pool_deficient()
+        statuses = {store.put_message(msg("T", b"b" * 30_000)).status for _ in range(3)}
+        assert PutMessageStatus.CREATE_MAPEDFILE_FAILED in statuses
+        # not committed yet: the consumer does not see it
+        assert store.get_message("g", "T", 0, 0, 32).status is not GetMessageStatus.FOUND
+
+
+def test_sync_flush_waits_for_group_commit(cfg: MessageStoreConfig) -> None:
+    c = dataclasses.replace(cfg, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    with DefaultMessageStore(c) as store:
+        for _ in range(20):
+            r = store.put_message(msg("T", b"s" * 5000))
+            assert r.is_ok() and r.append_message_result is not None
+            end = r.append_message_result.wrote_offset + r.append_message_result.wrote_bytes
+            assert store.commit_log.mapped_file_queue.flushed_where >= end
+        futs: list[Future[PutMessageResult]] = [
+            store.async_put_message(msg("T", b"%d" % i)) for i in range(64)
+        ]
+        done = threading.Event()
+        seen: list[PutMessageStatus] = []
+
+        def cb(f: Future[PutMessageResult]) -> None:
+            seen.append(f.result().status)
+            if len(seen) == 64:
+                done.set()
+
+        for f in futs:
+            f.add_done_callback(cb)
+        assert done.wait(5)
+        assert set(seen) == {PutMessageStatus.PUT_OK}
+        nowait = store.async_put_message(msg("T", b"nowait", WAIT="false"))
+        assert nowait.done() and nowait.result().is_ok()
+
+
+def test_sync_flush_timeout(cfg: MessageStoreConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = dataclasses.replace(cfg, flush_disk_type=FlushDiskType.SYNC_FLUSH, sync_flush_timeout=200)
+    with DefaultMessageStore(c) as store:
+        real = os.fdatasync
+        monkeypatch.setattr(os, "fdatasync", lambda fd: time.sleep(0.5))  # a disk that hangs
+        t0 = time.monotonic()
+        r = store.put_message(msg("T", b"late"))
+        assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        assert 0.15 < time.monotonic() - t0 < 2
+        assert r.append_message_result is not None  # stored, just not known flushed
+        monkeypatch.setattr(os, "fdatasync", real)
+        time.sleep(0.6)  # let a flush still inside the slow fdatasync finish
+        assert store.put_message(msg("T", b"ok")).is_ok()
+        assert read_queue(store, "T", 0) == [b"late", b"ok"]
+
+
+def test_async_put_future_is_done_for_async_flush(store: DefaultMessageStore) -> None:
+    f = store.async_put_message(msg("T", b"x"))
+    assert f.done() and f.result().is_ok()
+    assert store.dispatch_behind_bytes() == 0
+    assert store.get_max_phy_offset() > 0 and store.flush() == store.get_max_phy_offset()
+
+
+def test_segment_preallocation_keeps_next_file_ready(store: DefaultMessageStore) -> None:
+    for _ in range(14):
+        store.put_message(msg("T", b"q" * 5000))  # > one 64 KiB segment
+    deadline = time.monotonic() + 2
+    nxt = store.config.commit_log_dir / f"{2 * SEGMENT:020d}"
+    while not nxt.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert nxt.exists()  # created ahead, off the put path

@@ -9,6 +9,10 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The official C++ client (PyPI rocketmq==0.4.4 bundles librocketmq) lives in its own venv:
+# compatibility tests drive it as a separate process against a real finchmq server.
+CPP_VENV := .venv-cpp
+CPP_STAMP := $(CPP_VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint typecheck imports pytest bench clean
@@ -19,6 +23,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
+
+$(CPP_STAMP):
+	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
+	$(PYTHON) -m venv $(CPP_VENV)
+	$(CPP_VENV)/bin/python -m pip install --quiet --disable-pip-version-check rocketmq==0.4.4
+	$(CPP_VENV)/bin/python -c "from rocketmq.client import Producer, PushConsumer, PullConsumer"
+	touch $(CPP_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/finchmq demo
@@ -33,7 +44,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(CPP_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest
@@ -42,4 +53,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.remoting_rtt
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(CPP_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist src/*.egg-info

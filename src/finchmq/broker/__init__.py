@@ -1,4 +1,11 @@
-"""finchmq.broker: the broker (processors, long polling, offsets, flow control).
+"""finchmq.broker: the broker (processors, long polling, offsets, flow control, delay levels).
 
-Imports: ``finchmq.protocol``, ``finchmq.remoting`` and ``finchmq.store``.
+Imports: ``finchmq.common``, ``finchmq.protocol``, ``finchmq.remoting`` and ``finchmq.store``.
 """
+
+from __future__ import annotations
+
+from .config import BrokerConfig
+from .controller import BrokerController
+
+__all__ = ["BrokerConfig", "BrokerController"]

@@ -186,7 +186,7 @@ class RouteInfoManager:
             queues = self.topic_queue_table[topic]
             if queues.pop(broker_name, None) is not None and not queues:
                 del self.topic_queue_table[topic]
-                log.info("topic %s removed: its last broker %s is gone", topic, broker_name)
+                log.debug("topic %s removed: its last broker %s is gone", topic, broker_name)
 
     def on_channel_destroy(self, channel: Hashable) -> str | None:
         """Forget the broker whose connection closed; returns its address if there was one."""

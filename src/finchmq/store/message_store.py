@@ -23,7 +23,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
@@ -385,6 +385,35 @@ class DefaultMessageStore:
                     )
                     self._cq_table[key] = cq
         return cq
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Delete the consume queues of ``topics`` (Java ``deleteTopics``); returns how many.
+
+        Their records stay in the commit log until the segment expires; a later send to the
+        same topic starts again at queue offset 0.
+        """
+        wanted = set(topics)
+        deleted = 0
+        with self.commit_log.put_lock, self.reput.lock:
+            for key in [k for k in self._cq_table if k[0] in wanted]:
+                cq = self._cq_table.pop(key)
+                self.commit_log.topic_queue_table.pop(key, None)
+                cq.destroy()
+                deleted += 1
+            for topic in wanted:
+                topic_dir = self.config.consume_queue_dir / topic
+                if topic_dir.is_dir():
+                    shutil.rmtree(topic_dir, ignore_errors=True)
+        if deleted:
+            log.info("deleted %d consume queue(s) of %s", deleted, sorted(wanted))
+        return deleted
+
+    def update_runtime_config(self, config: MessageStoreConfig) -> None:
+        """Apply settings that may change while running (UPDATE_BROKER_CONFIG): flow-control
+        thresholds, the chaos knob, flush and cleanup intervals. Paths and sizes stay as loaded."""
+        self.config = config
+        self.commit_log.config = config
+        self.commit_log._inject_delay = config.inject_put_delay_millis / 1000
 
     def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self._cq_table.get((topic, queue_id))

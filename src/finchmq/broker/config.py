@@ -1,0 +1,146 @@
+"""Broker settings with RocketMQ 4.9.8's names (``BrokerConfig`` + the remoting server's) and
+defaults. The store has its own ``MessageStoreConfig``; ``broker.conf`` feeds both."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["BrokerConfig"]
+
+_CPUS = os.cpu_count() or 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    # identity and cluster
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = "broker-a"
+    broker_id: int = 0  # 0 = master
+    broker_ip1: str = "127.0.0.1"  # the address clients reach; the cli defaults it to the host's
+    broker_ip2: str = ""  # HA address; defaults to broker_ip1
+    namesrv_addr: str | None = None  # "host:port;host:port"
+    listen_port: int = 10911
+    bind_address: str = "0.0.0.0"
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    broker_permission: int = 6  # PermName READ | WRITE
+
+    # topics and groups
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    auto_create_subscription_group: bool = True
+    notify_consumer_ids_changed_enable: bool = True
+
+    # registration with name servers
+    register_name_server_period: int = 30_000  # ms, clamped to 10..60 s as Java does
+    register_broker_timeout_mills: int = 6000  # ms
+    force_register: bool = True
+    compressed_register: bool = False
+
+    # request executors (Java thread pools) and their queues
+    send_message_thread_pool_nums: int = min(_CPUS, 4)
+    pull_message_thread_pool_nums: int = 16 + _CPUS * 2
+    query_message_thread_pool_nums: int = 8 + _CPUS
+    admin_broker_thread_pool_nums: int = 16
+    client_manage_thread_pool_nums: int = 32
+    consumer_manage_thread_pool_nums: int = 32
+    heartbeat_thread_pool_nums: int = min(32, _CPUS)
+    end_transaction_thread_pool_nums: int = max(8 + _CPUS * 2, 16)
+    send_thread_pool_queue_capacity: int = 10_000
+    pull_thread_pool_queue_capacity: int = 100_000
+    query_thread_pool_queue_capacity: int = 20_000
+    client_manager_thread_pool_queue_capacity: int = 1_000_000
+    consumer_manager_thread_pool_queue_capacity: int = 1_000_000
+    heartbeat_thread_pool_queue_capacity: int = 50_000
+    end_transaction_pool_queue_capacity: int = 100_000
+
+    # fast failure (seed 000/001)
+    broker_fast_failure_enable: bool = True
+    wait_time_mills_in_send_queue: int = 200  # ms
+    wait_time_mills_in_pull_queue: int = 5000  # ms
+    wait_time_mills_in_heartbeat_queue: int = 31_000  # ms
+    wait_time_mills_in_transaction_queue: int = 3000  # ms
+    start_accept_send_request_time_stamp: int = 0  # ms epoch
+
+    # consumption
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000  # ms
+    flush_consumer_offset_interval: int = 5000  # ms
+    slave_read_enable: bool = False
+    transfer_msg_by_heap: bool = True
+    rebalance_lock_max_live_time: int = (
+        60_000  # ms (Java system property rocketmq.broker.rebalance.lockMaxLiveTime)
+    )
+    channel_expired_timeout: int = 120_000  # ms without a heartbeat before a client is dropped
+    server_channel_max_idle_time_seconds: float = 120  # s
+    max_error_rate_of_bloom_filter: int = 20  # unused (no SQL92 filter); kept for broker.conf compatibility
+    enable_property_filter: bool = False
+
+    # transactions (no transactional producer in scope; kept for broker.conf compatibility)
+    reject_transaction_message: bool = False
+    transaction_timeout: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.listen_port <= 65535:
+            raise ValueError(f"listen_port must be in 0..65535, got {self.listen_port!r}")
+        if self.broker_id < 0:
+            raise ValueError(f"broker_id must be >= 0, got {self.broker_id!r}")
+        if not self.broker_name or not self.broker_cluster_name:
+            raise ValueError("broker_name and broker_cluster_name must not be empty")
+        if not 1 <= self.default_topic_queue_nums <= 1024:
+            raise ValueError(
+                f"default_topic_queue_nums must be in 1..1024, got {self.default_topic_queue_nums!r}"
+            )
+        for name in (
+            "send_message_thread_pool_nums",
+            "pull_message_thread_pool_nums",
+            "query_message_thread_pool_nums",
+            "admin_broker_thread_pool_nums",
+            "client_manage_thread_pool_nums",
+            "consumer_manage_thread_pool_nums",
+            "heartbeat_thread_pool_nums",
+            "end_transaction_thread_pool_nums",
+            "send_thread_pool_queue_capacity",
+            "pull_thread_pool_queue_capacity",
+            "query_thread_pool_queue_capacity",
+            "client_manager_thread_pool_queue_capacity",
+            "consumer_manager_thread_pool_queue_capacity",
+            "heartbeat_thread_pool_queue_capacity",
+            "end_transaction_pool_queue_capacity",
+            "wait_time_mills_in_send_queue",
+            "wait_time_mills_in_pull_queue",
+            "wait_time_mills_in_heartbeat_queue",
+            "wait_time_mills_in_transaction_queue",
+            "short_polling_time_mills",
+            "flush_consumer_offset_interval",
+            "rebalance_lock_max_live_time",
+            "channel_expired_timeout",
+            "register_broker_timeout_mills",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+
+    @property
+    def broker_addr(self) -> str:
+        """The address published in routes and stored as STOREHOST."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.listen_port + 1}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        if not self.namesrv_addr:
+            return []
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def register_period_ms(self) -> int:
+        return max(10_000, min(self.register_name_server_period, 60_000))

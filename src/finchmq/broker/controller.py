@@ -1,0 +1,528 @@
+"""``BrokerController``: a broker process's parts, wired and run (Java ``BrokerController``).
+
+Start: load the JSON state and recover the store (in a thread), start the store's services and
+the writer thread, listen, register with every name server and keep registering every
+``registerNameServerPeriod``; persist consumer offsets every ``flushConsumerOffsetInterval`` and
+other state when it changes; drop clients silent for two minutes. Close, in order: stop the
+periodic work, unregister, stop listening (clients' connections close), finish queued puts,
+shut the store down (flush), persist every state file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Coroutine, Hashable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
+from finchmq.protocol import RemotingCommand, RequestCode
+from finchmq.protocol.bodies import DataVersion, PermName, ResetOffsetBody, TopicConfigSerializeWrapper
+from finchmq.protocol.codes import LanguageCode
+from finchmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader
+from finchmq.protocol.message import MessageQueue, pack_host
+from finchmq.remoting import (
+    RemotingClient,
+    RemotingConnection,
+    RemotingError,
+    RemotingServer,
+    RemotingServerConfig,
+    RequestExecutor,
+)
+from finchmq.store import DefaultMessageStore, MessageStoreConfig
+
+from .client_manager import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .flow_control import BrokerFastFailure, FlowControlCounters
+from .long_polling import PullRequestHoldService
+from .offset import ConsumerOffsetManager
+from .outer_api import BrokerOuterAPI
+from .processor.admin import AdminBrokerProcessor
+from .processor.client_manage import ClientManageProcessor
+from .processor.consumer_manage import ConsumerManageProcessor
+from .processor.pull import PullMessageProcessor
+from .processor.query import QueryMessageProcessor
+from .processor.send import SendMessageProcessor
+from .put_service import StorePutService
+from .rebalance_lock import RebalanceLockManager
+from .schedule import ScheduleMessageService
+from .stats import BrokerStats
+from .subscription_group import SubscriptionGroupManager
+from .topic_config import TopicConfigManager
+
+__all__ = ["VERSION_DESC", "BrokerController"]
+
+log = logging.getLogger(__name__)
+
+VERSION_DESC = "V4_9_8"
+_CLIENT_SCAN_INTERVAL = 10.0  # s, Java ClientHousekeepingService
+
+
+class _ClientHousekeepingService:
+    """Forgets a client as soon as its connection is gone (Java ``ClientHousekeepingService``)."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    def on_channel_connect(self, conn: RemotingConnection) -> None:
+        pass
+
+    def on_channel_close(self, conn: RemotingConnection) -> None:
+        self.controller.forget_channel(conn)
+
+    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self.controller.forget_channel(conn)
+
+    def on_channel_idle(self, conn: RemotingConnection) -> None:
+        self.controller.forget_channel(conn)
+
+
+class Broker2Client:
+    """Requests the broker sends to its clients (Java ``Broker2Client``)."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    def notify_consumer_ids_changed(self, group: str, channels: list[Hashable]) -> None:
+        header = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
+        for channel in channels:
+            if isinstance(channel, RemotingConnection) and channel.is_open:
+                request = RemotingCommand.request(
+                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                    dict(header),
+                    oneway=True,
+                    language=LanguageCode.JAVA,
+                )
+                self.controller.spawn(self._oneway(channel, request), f"notify-{group}")
+
+    def reset_offset_on_clients(
+        self, header: ResetOffsetRequestHeader, offsets: Mapping[MessageQueue, int]
+    ) -> None:
+        group = self.controller.consumer_manager.get(header.group)
+        if group is None:
+            return
+        body = ResetOffsetBody(offset_table=dict(offsets))
+        for info in group.channels.values():
+            channel = info.channel
+            if not isinstance(channel, RemotingConnection) or not channel.is_open:
+                continue
+            payload = (
+                body.to_cpp_json()
+                if info.language is LanguageCode.CPP
+                else body.to_json(fastjson_compat=True)
+            )
+            request = RemotingCommand.request(
+                RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+                header.to_ext_fields(),
+                payload,
+                oneway=True,
+                language=LanguageCode.JAVA,
+            )
+            self.controller.spawn(self._oneway(channel, request), f"reset-offset-{header.group}")
+
+    async def _oneway(self, channel: RemotingConnection, request: RemotingCommand) -> None:
+        try:
+            await self.controller.server.invoke_oneway(channel, request, 3000)
+        except (RemotingError, RuntimeError) as exc:
+            log.debug("oneway code %d to %s failed: %s", request.code, channel.remote_addr, exc)
+
+
+class BrokerController:
+    """A running broker: ``await start()``, ``await close()``, or ``async with``."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store_config: MessageStoreConfig,
+        *,
+        config_file: Path | None = None,
+        extra_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.config_file = config_file
+        self._extra_properties = dict(extra_properties or {})
+        self.config_data_version = DataVersion()
+        self.broker_permission = config.broker_permission
+        config_dir = store_config.store_path_root_dir / "config"
+
+        self.topic_config_manager = TopicConfigManager(
+            config_dir / "topics.json", config, on_change=self.schedule_register
+        )
+        self.subscription_group_manager = SubscriptionGroupManager(
+            config_dir / "subscriptionGroup.json", config
+        )
+        self.consumer_offset_manager = ConsumerOffsetManager(config_dir / "consumerOffset.json")
+        self.broker2client = Broker2Client(self)
+        self.consumer_manager = ConsumerManager(
+            on_consumer_ids_changed=self.broker2client.notify_consumer_ids_changed
+        )
+        self.producer_manager = ProducerManager()
+        self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
+        self.stats = BrokerStats()
+        self.flow_control = FlowControlCounters()
+        self.store = DefaultMessageStore(store_config)
+        self.put_service = StorePutService()
+
+        self.server = RemotingServer(
+            RemotingServerConfig(
+                bind_address=config.bind_address,
+                listen_port=config.listen_port,
+                server_channel_max_idle_time_seconds=config.server_channel_max_idle_time_seconds,
+            ),
+            listener=_ClientHousekeepingService(self),
+            name="broker",
+        )
+        self.namesrv_client = RemotingClient(name="broker-outer")
+        self.outer_api = BrokerOuterAPI(self.namesrv_client)
+
+        self.send_executor = RequestExecutor(
+            "send",
+            workers=config.send_message_thread_pool_nums,
+            capacity=config.send_thread_pool_queue_capacity,
+        )
+        self.pull_executor = RequestExecutor(
+            "pull",
+            workers=config.pull_message_thread_pool_nums,
+            capacity=config.pull_thread_pool_queue_capacity,
+        )
+        self.query_executor = RequestExecutor(
+            "query",
+            workers=config.query_message_thread_pool_nums,
+            capacity=config.query_thread_pool_queue_capacity,
+        )
+        self.admin_executor = RequestExecutor(
+            "admin", workers=config.admin_broker_thread_pool_nums, capacity=10_000
+        )
+        self.heartbeat_executor = RequestExecutor(
+            "heartbeat",
+            workers=config.heartbeat_thread_pool_nums,
+            capacity=config.heartbeat_thread_pool_queue_capacity,
+        )
+        self.client_manage_executor = RequestExecutor(
+            "client-manage",
+            workers=config.client_manage_thread_pool_nums,
+            capacity=config.client_manager_thread_pool_queue_capacity,
+        )
+        self.consumer_manage_executor = RequestExecutor(
+            "consumer-manage",
+            workers=config.consumer_manage_thread_pool_nums,
+            capacity=config.consumer_manager_thread_pool_queue_capacity,
+        )
+
+        self.send_processor = SendMessageProcessor(self)
+        self.pull_processor = PullMessageProcessor(self)
+        self.query_processor = QueryMessageProcessor(self)
+        self.client_manage_processor = ClientManageProcessor(self)
+        self.consumer_manage_processor = ConsumerManageProcessor(self)
+        self.admin_processor = AdminBrokerProcessor(self)
+        register = self.server.register_processor
+        register(list(SendMessageProcessor.codes), self.send_processor, self.send_executor)
+        register(list(PullMessageProcessor.codes), self.pull_processor, self.pull_executor)
+        register(list(QueryMessageProcessor.codes), self.query_processor, self.query_executor)
+        register([RequestCode.HEART_BEAT], self.client_manage_processor, self.heartbeat_executor)
+        register(
+            [RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG],
+            self.client_manage_processor,
+            self.client_manage_executor,
+        )
+        register(
+            list(ConsumerManageProcessor.codes), self.consumer_manage_processor, self.consumer_manage_executor
+        )
+        self.server.dispatcher.register_default(self.admin_processor, self.admin_executor)
+        self.server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
+            f"OVERLOAD:{executor.name}"
+        )
+        self.server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
+
+        self.pull_hold_service = PullRequestHoldService(
+            max_offset=self.store.get_max_offset_in_queue,
+            wakeup=self.pull_processor.execute_request_when_wakeup,
+            long_polling_enable=config.long_polling_enable,
+            short_polling_time_mills=config.short_polling_time_mills,
+        )
+        self.schedule_message_service = ScheduleMessageService(self, config_dir / "delayOffset.json")
+        self.fast_failure = BrokerFastFailure(
+            counters=self.flow_control,
+            is_page_cache_busy=self.store.is_os_page_cache_busy,
+            enabled=lambda: self.config.broker_fast_failure_enable,
+            send_executor=self.send_executor,
+            watched=[
+                ("send", self.send_executor, lambda: self.config.wait_time_mills_in_send_queue),
+                ("pull", self.pull_executor, lambda: self.config.wait_time_mills_in_pull_queue),
+                (
+                    "heartbeat",
+                    self.heartbeat_executor,
+                    lambda: self.config.wait_time_mills_in_heartbeat_queue,
+                ),
+            ],
+        )
+
+        self.broker_addr = config.broker_addr
+        self.store_host = pack_host(config.broker_ip1, config.listen_port)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._periodic: list[asyncio.Task[None]] = []
+        self._register_pending = False
+        self._started = False
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        began = time.monotonic()
+        await asyncio.to_thread(self._load)
+        self.store.register_message_arriving_listener(self.pull_hold_service.arrival_listener)
+        self.store.start()
+        self.put_service.start()
+        await self.server.start()
+        port = self.server.port
+        self.broker_addr = f"{self.config.broker_ip1}:{port}"
+        self.store_host = pack_host(self.config.broker_ip1, port)
+        self.pull_hold_service.start()
+        self.schedule_message_service.start()
+        self.fast_failure.start()
+        self._every(self.config.register_period_ms / 1000, self.register_broker_all, "register")
+        self._every(
+            self.config.flush_consumer_offset_interval / 1000, self.consumer_offset_manager.persist, "offsets"
+        )
+        self._every(1.0, self._persist_dirty_state, "persist")
+        self._every(_CLIENT_SCAN_INTERVAL, self._scan_clients, "client-scan")
+        self._every(1.0, self._sample_stats, "stats")
+        await self.register_broker_all()
+        log.info(
+            "broker %s (%s) started at %s in %.0f ms, name servers %s",
+            self.config.broker_name,
+            self.config.broker_cluster_name,
+            self.broker_addr,
+            (time.monotonic() - began) * 1000,
+            self.config.namesrv_addrs or "none",
+        )
+
+    def _load(self) -> None:
+        self.topic_config_manager.load()
+        self.subscription_group_manager.load()
+        self.consumer_offset_manager.load()
+        self.schedule_message_service.load()
+        self.store.load()
+        for problem in self.store.recovery_report:
+            log.warning("store recovery: %s", problem)
+
+    async def close(self) -> None:
+        """Stop serving and persist everything (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._periodic:
+            task.cancel()
+        for task in self._periodic:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._periodic.clear()
+        if self._started and self.config.namesrv_addrs:
+            await self.outer_api.unregister_broker_all(
+                self.config.namesrv_addrs,
+                cluster_name=self.config.broker_cluster_name,
+                broker_addr=self.broker_addr,
+                broker_name=self.config.broker_name,
+                broker_id=self.config.broker_id,
+            )
+        await self.server.close()
+        await self.pull_hold_service.close()
+        await self.schedule_message_service.close()
+        await self.fast_failure.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await asyncio.to_thread(self._shutdown_blocking)
+        await self.namesrv_client.close()
+        log.info("broker %s stopped", self.config.broker_name)
+
+    def _shutdown_blocking(self) -> None:
+        self.put_service.close()
+        if self._started:
+            self.store.shutdown()
+            for manager in (
+                self.consumer_offset_manager,
+                self.topic_config_manager,
+                self.subscription_group_manager,
+                self.schedule_message_service.offsets,
+            ):
+                manager.persist_blocking()
+
+    async def __aenter__(self) -> BrokerController:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- background work --------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        """Run a fire-and-forget coroutine that ``close()`` will cancel; failures are logged."""
+        task = asyncio.get_running_loop().create_task(coro, name=f"finchmq-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    def _every(
+        self, seconds: float, action: Callable[[], Coroutine[Any, Any, Any] | None], name: str
+    ) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(seconds)
+                try:
+                    result = action()
+                    if asyncio.iscoroutine(result):
+                        await result
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("periodic task %s failed", name)
+
+        self._periodic.append(asyncio.get_running_loop().create_task(loop(), name=f"finchmq-broker-{name}"))
+
+    async def _persist_dirty_state(self) -> None:
+        await self.topic_config_manager.persist_if_dirty()
+        await self.subscription_group_manager.persist_if_dirty()
+        await self.schedule_message_service.offsets.persist_if_dirty()
+
+    def _scan_clients(self) -> None:
+        now = int(time.time() * 1000)
+        expired = self.config.channel_expired_timeout
+        for channel in self.consumer_manager.scan_not_active_channel(
+            now, expired
+        ) + self.producer_manager.scan_not_active_channel(now, expired):
+            if isinstance(channel, RemotingConnection) and channel.is_open:
+                log.info("closing %s: no heartbeat for %d ms", channel.remote_addr, expired)
+                channel.close()
+
+    def _sample_stats(self) -> None:
+        self.stats.sample()
+
+    def forget_channel(self, conn: RemotingConnection) -> None:
+        """A client's connection is gone: drop it from groups and its held pulls."""
+        groups = self.consumer_manager.do_channel_close_event(conn)
+        self.producer_manager.do_channel_close_event(conn)
+        held = self.pull_hold_service.drop_connection(conn)
+        if groups or held:
+            log.info("client %s left (groups %s, %d held pulls dropped)", conn.remote_addr, groups, held)
+
+    # -- name servers -----------------------------------------------------------------------
+
+    def schedule_register(self) -> None:
+        """Re-register soon (topics changed); several changes in a row cost one registration."""
+        if self._register_pending or not self._started or self._closed:
+            return
+        self._register_pending = True
+
+        async def register_soon() -> None:
+            await asyncio.sleep(0)
+            self._register_pending = False
+            await self.register_broker_all()
+
+        self.spawn(register_soon(), "register-now")
+
+    async def register_broker_all(self) -> None:
+        addrs = self.config.namesrv_addrs
+        if not addrs:
+            return
+        wrapper = self.topic_config_manager.wrapper()
+        if not (
+            PermName.is_writeable(self.broker_permission) and PermName.is_readable(self.broker_permission)
+        ):
+            wrapper = TopicConfigSerializeWrapper(
+                topic_config_table={
+                    name: replace(tc, perm=tc.perm & self.broker_permission)
+                    for name, tc in wrapper.topic_config_table.items()
+                },
+                data_version=wrapper.data_version,
+            )
+        await self.outer_api.register_broker_all(
+            addrs,
+            cluster_name=self.config.broker_cluster_name,
+            broker_addr=self.broker_addr,
+            broker_name=self.config.broker_name,
+            broker_id=self.config.broker_id,
+            ha_server_addr=self.config.ha_server_addr,
+            topic_config_wrapper=wrapper,
+            timeout_millis=self.config.register_broker_timeout_mills,
+            compressed=self.config.compressed_register,
+        )
+
+    # -- configuration ----------------------------------------------------------------------
+
+    def update_config(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """UPDATE_BROKER_CONFIG: apply broker and store settings now; returns unknown keys.
+
+        Raises ``ValueError`` (naming the key and value) for a bad value; nothing changes then.
+        """
+        broker_config, rest = config_from_properties(self.config, properties)
+        store_config, unknown = config_from_properties(self.store.config, rest)
+        self.config = broker_config
+        self.broker_permission = broker_config.broker_permission
+        self.store.update_runtime_config(store_config)
+        self.pull_hold_service.long_polling_enable = broker_config.long_polling_enable
+        self.pull_hold_service.short_polling_time_mills = broker_config.short_polling_time_mills
+        self.rebalance_lock_manager.lock_max_live_time = broker_config.rebalance_lock_max_live_time / 1000
+        self.config_data_version = self.config_data_version.next_version()
+        log.info("broker config updated: %s", dict(properties))
+        if self.config_file is not None:
+            merged = {
+                **self._extra_properties,
+                **config_to_properties(store_config),
+                **config_to_properties(broker_config),
+            }
+            write_atomically(self.config_file, format_properties(merged).encode())
+        if "brokerPermission" in properties:
+            self.schedule_register()
+        return unknown
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: Java's keys plus finchmq's flow-control counters."""
+        store = self.store
+        put_tps, get_tps = self.stats.tps()
+        info = {
+            "brokerVersionDesc": VERSION_DESC,
+            "brokerVersion": "409",
+            "bootTimestamp": str(self.stats.boot_timestamp),
+            "msgPutTotalTodayNow": str(self.stats.put.times),
+            "msgGetTotalTodayNow": str(self.stats.get.times),
+            "putTps": f"{put_tps:.2f}",
+            "getTransferedTps": f"{get_tps:.2f}",
+            "sendThreadPoolQueueSize": str(len(self.send_executor)),
+            "sendThreadPoolQueueCapacity": str(self.send_executor.capacity),
+            "pullThreadPoolQueueSize": str(len(self.pull_executor)),
+            "pullThreadPoolQueueCapacity": str(self.pull_executor.capacity),
+            "queryThreadPoolQueueSize": str(len(self.query_executor)),
+            "queryThreadPoolQueueCapacity": str(self.query_executor.capacity),
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": str(store.lock_time_mills()),
+            "earliestMessageTimeStamp": str(max(store.get_earliest_message_time(), 0)),
+            "startAcceptSendRequestTimeStamp": str(self.config.start_accept_send_request_time_stamp),
+            "remainTransientStoreBufferNumbs": str(store.remain_transient_store_buffer_numbs()),
+            "commitLogMinOffset": str(store.get_min_phy_offset()),
+            "commitLogMaxOffset": str(store.get_max_phy_offset()),
+            "putMessageFailedTimes": str(self.stats.put_failed),
+            "heldPullRequests": str(self.pull_hold_service.held_count),
+            "pid": str(os.getpid()),
+        }
+        for kind, count in sorted(self.flow_control.snapshot().items()):
+            info[f"flowControl.{kind}"] = str(count)
+        return info

@@ -1,0 +1,123 @@
+"""Broker flow control (seeds 000 and 001): why producers see "broker busy".
+
+``BrokerFastFailure`` (Java ``BrokerFastFailure``): every 10 ms, once the broker has run for 1 s,
+(1) while the page cache is busy, answer every queued send with SYSTEM_BUSY
+``[PCBUSY_CLEAN_QUEUE]``; (2) answer every request that has waited longer than its queue's limit
+(``waitTimeMillsInSendQueue`` 200 ms, pull 5 s, heartbeat 31 s, end-transaction 3 s) with
+``[TIMEOUT_CLEAN_QUEUE]``. ``FlowControlCounters`` counts every flow-control event by kind and
+logs them at most once every 5 s per kind, so an operator can see which mechanism fired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from finchmq.protocol import ResponseCode
+from finchmq.remoting import RequestExecutor
+
+__all__ = ["BrokerFastFailure", "FlowControlCounters"]
+
+log = logging.getLogger(__name__)
+
+_BUSY = "broker busy, start flow control for a while, period in queue: {}ms, size of queue: {}"
+PCBUSY_REMARK = "[PCBUSY_CLEAN_QUEUE]" + _BUSY
+TIMEOUT_REMARK = "[TIMEOUT_CLEAN_QUEUE]" + _BUSY
+
+_LOG_EVERY = 5.0  # s
+
+
+@dataclass(slots=True)
+class FlowControlCounters:
+    """Flow-control events by kind: OVERLOAD, REJECTREQUEST, PCBUSY_CLEAN_QUEUE,
+    TIMEOUT_CLEAN_QUEUE (per queue), PC_SYNCHRONIZED."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    _logged_at: dict[str, float] = field(default_factory=dict)
+    _since_log: dict[str, int] = field(default_factory=dict)
+
+    def record(self, kind: str, n: int = 1) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + n
+        self._since_log[kind] = self._since_log.get(kind, 0) + n
+        now = time.monotonic()
+        if now - self._logged_at.get(kind, 0.0) >= _LOG_EVERY:
+            log.warning(
+                "flow control %s: %d request(s) answered SYSTEM_BUSY in the last %.0fs (%d in total)",
+                kind,
+                self._since_log[kind],
+                _LOG_EVERY,
+                self.counts[kind],
+            )
+            self._logged_at[kind] = now
+            self._since_log[kind] = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return dict(self.counts)
+
+
+@dataclass(slots=True)
+class _WatchedQueue:
+    name: str
+    executor: RequestExecutor
+    max_wait_ms: Callable[[], int]
+
+
+class BrokerFastFailure:
+    def __init__(
+        self,
+        *,
+        counters: FlowControlCounters,
+        is_page_cache_busy: Callable[[], bool],
+        enabled: Callable[[], bool],
+        send_executor: RequestExecutor,
+        watched: list[tuple[str, RequestExecutor, Callable[[], int]]],
+    ) -> None:
+        self.counters = counters
+        self.is_page_cache_busy = is_page_cache_busy
+        self.enabled = enabled
+        self.send_executor = send_executor
+        self.watched = [_WatchedQueue(name, executor, wait) for name, executor, wait in watched]
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="finchmq-fast-failure")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        await asyncio.sleep(1.0)
+        while True:
+            if self.enabled():
+                self.clean_expired_requests()
+            await asyncio.sleep(0.01)
+
+    def clean_expired_requests(self) -> None:
+        now = time.monotonic()
+        while self.is_page_cache_busy():
+            item = self.send_executor.poll_oldest()
+            if item is None:
+                break
+            waited = int((now - item.created_at) * 1000)
+            item.answer(ResponseCode.SYSTEM_BUSY, PCBUSY_REMARK.format(waited, len(self.send_executor)))
+            self.counters.record("PCBUSY_CLEAN_QUEUE")
+        for queue in self.watched:
+            limit = queue.max_wait_ms()
+            while True:
+                item = queue.executor.oldest()
+                if item is None:
+                    break
+                waited = int((now - item.created_at) * 1000)
+                if waited < limit:
+                    break
+                queue.executor.poll_oldest()
+                item.answer(ResponseCode.SYSTEM_BUSY, TIMEOUT_REMARK.format(waited, len(queue.executor)))
+                self.counters.record(f"TIMEOUT_CLEAN_QUEUE:{queue.name}")

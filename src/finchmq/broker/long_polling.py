@@ -1,0 +1,211 @@
+"""Long polling (seed 003): ``PullRequestHoldService`` holds pulls that found nothing.
+
+A PULL_MESSAGE that finds no message and allows suspension is parked under ``topic@queueId``
+for its ``suspendTimeoutMillis`` (15 s from push consumers), or ``shortPollingTimeMills`` when
+``longPollingEnable`` is false. It is re-executed, with suspension disallowed, as soon as
+a message that passes its filter arrives (the store's arrival listener, through
+``notify_message_arriving``), or when its time is up (checked every 5 s, or every
+``shortPollingTimeMills`` with short polling, as Java's service does).
+
+Threading: the store reports arrivals from its dispatch thread; ``arrival_listener`` coalesces
+them per queue and hands them to the event loop in one ``call_soon_threadsafe``. Everything
+else runs on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from finchmq.protocol import RemotingCommand
+from finchmq.remoting import RemotingConnection, RemotingContext
+
+__all__ = ["MessageFilter", "PullRequest", "PullRequestHoldService"]
+
+log = logging.getLogger(__name__)
+
+_MAX_TRACKED_TAGS = 64
+
+
+class MessageFilter(Protocol):
+    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool: ...
+
+
+@dataclass(slots=True)
+class PullRequest:
+    """A held pull (Java ``PullRequest``)."""
+
+    ctx: RemotingContext
+    request: RemotingCommand
+    suspend_timestamp: int  # ms
+    timeout_millis: int
+    pull_from_this_offset: int
+    message_filter: MessageFilter
+
+    @property
+    def deadline(self) -> int:
+        return self.suspend_timestamp + self.timeout_millis
+
+
+def _key(topic: str, queue_id: int) -> str:
+    return f"{topic}@{queue_id}"
+
+
+class PullRequestHoldService:
+    """Suspended pulls by queue, woken by arrivals or their timeout."""
+
+    def __init__(
+        self,
+        *,
+        max_offset: Callable[[str, int], int],
+        wakeup: Callable[[RemotingContext, RemotingCommand], None],
+        long_polling_enable: bool,
+        short_polling_time_mills: int,
+    ) -> None:
+        self._max_offset = max_offset
+        self._wakeup = wakeup
+        self.long_polling_enable = long_polling_enable
+        self.short_polling_time_mills = short_polling_time_mills
+        self._table: dict[str, list[PullRequest]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        # arrivals reported from the store's thread, drained on the loop
+        self._arrivals: dict[tuple[str, int], tuple[int, set[int] | None]] = {}
+        self._arrivals_lock = threading.Lock()
+        self._drain_scheduled = False
+
+    @property
+    def held_count(self) -> int:
+        return sum(len(requests) for requests in self._table.values())
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name="finchmq-pull-hold")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._table.clear()
+
+    def suspend_pull_request(self, topic: str, queue_id: int, pull_request: PullRequest) -> None:
+        self._table.setdefault(_key(topic, queue_id), []).append(pull_request)
+        # A message may have landed between the empty read and this call; the store makes it
+        # visible in the consume queue before it calls the arrival listener, so looking at the
+        # queue's end now closes the gap (Java leaves it to the 5 s check).
+        if self._max_offset(topic, queue_id) > pull_request.pull_from_this_offset:
+            self.notify_message_arriving(topic, queue_id, self._max_offset(topic, queue_id))
+
+    async def _run(self) -> None:
+        while True:
+            interval = 5.0 if self.long_polling_enable else self.short_polling_time_mills / 1000
+            await asyncio.sleep(interval)
+            began = time.monotonic()
+            self.check_hold_requests()
+            cost = time.monotonic() - began
+            if cost > 5:
+                log.info("[NOTIFYME] check hold request cost %.0f ms", cost * 1000)
+
+    def check_hold_requests(self) -> None:
+        """Wake requests whose queue has grown or whose time is up (the periodic check)."""
+        for key in list(self._table):
+            topic, _, queue_id = key.rpartition("@")
+            self.notify_message_arriving(topic, int(queue_id), self._max_offset(topic, int(queue_id)))
+
+    def notify_message_arriving(
+        self, topic: str, queue_id: int, max_offset: int, tags_codes: set[int] | None = None
+    ) -> None:
+        """Re-execute held pulls of the queue that can now be answered (Java semantics)."""
+        key = _key(topic, queue_id)
+        requests = self._table.get(key)
+        if not requests:
+            return
+        now = int(time.time() * 1000)
+        keep: list[PullRequest] = []
+        for pull in requests:
+            if not pull.ctx.connection.is_open:
+                continue  # the consumer is gone: nothing to answer
+            newest = max_offset
+            if newest <= pull.pull_from_this_offset:
+                newest = self._max_offset(topic, queue_id)
+            if newest > pull.pull_from_this_offset and (
+                tags_codes is None
+                or any(pull.message_filter.is_matched_by_consume_queue(c) for c in tags_codes)
+            ):
+                self._execute(pull)
+                continue
+            if now >= pull.deadline:
+                self._execute(pull)
+                continue
+            keep.append(pull)
+        if keep:
+            self._table[key] = keep
+        else:
+            self._table.pop(key, None)
+
+    def _execute(self, pull: PullRequest) -> None:
+        try:
+            self._wakeup(pull.ctx, pull.request)
+        except Exception:
+            log.exception("execute held pull from %s failed", pull.ctx.remote_addr)
+
+    def drop_connection(self, connection: RemotingConnection) -> int:
+        """Forget the held pulls of a closed connection; returns how many."""
+        dropped = 0
+        for key in list(self._table):
+            requests = self._table[key]
+            kept = [p for p in requests if p.ctx.connection is not connection]
+            dropped += len(requests) - len(kept)
+            if kept:
+                self._table[key] = kept
+            else:
+                del self._table[key]
+        return dropped
+
+    # -- arrivals from the store's thread ---------------------------------------------------
+
+    def arrival_listener(
+        self,
+        topic: str,
+        queue_id: int,
+        logic_offset: int,
+        tags_code: int,
+        store_timestamp: int,
+        properties: Mapping[str, str] | None,
+    ) -> None:
+        """The store's message-arrival hook; safe to call from any thread."""
+        if _key(topic, queue_id) not in self._table or self._loop is None:
+            return  # nobody waits on this queue
+        with self._arrivals_lock:
+            queue_key = (topic, queue_id)
+            previous = self._arrivals.get(queue_key)
+            codes: set[int] | None
+            if previous is None:
+                codes = {tags_code}
+            else:
+                codes = previous[1]
+                if codes is not None:
+                    codes.add(tags_code)
+                    if len(codes) > _MAX_TRACKED_TAGS:
+                        codes = None
+            self._arrivals[queue_key] = (logic_offset + 1, codes)
+            if self._drain_scheduled:
+                return
+            self._drain_scheduled = True
+        with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
+            self._loop.call_soon_threadsafe(self._drain_arrivals)
+
+    def _drain_arrivals(self) -> None:
+        with self._arrivals_lock:
+            arrivals, self._arrivals = self._arrivals, {}
+            self._drain_scheduled = False
+        for (topic, queue_id), (max_offset, codes) in arrivals.items():
+            self.notify_message_arriving(topic, queue_id, max_offset, codes)

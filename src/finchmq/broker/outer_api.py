@@ -1,0 +1,96 @@
+"""``BrokerOuterAPI``: the broker's calls to name servers (register, unregister), to all of them
+at once, as Java's ``BrokerOuterAPI.registerBrokerAll`` does with its thread pool."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
+from finchmq.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from finchmq.remoting import RemotingClient, RemotingError
+
+__all__ = ["BrokerOuterAPI"]
+
+log = logging.getLogger(__name__)
+
+
+class BrokerOuterAPI:
+    def __init__(self, client: RemotingClient) -> None:
+        self.client = client
+
+    async def register_broker_all(
+        self,
+        namesrv_addrs: list[str],
+        *,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topic_config_wrapper: TopicConfigSerializeWrapper,
+        timeout_millis: int,
+        compressed: bool,
+    ) -> dict[str, KVTable | None]:
+        """Register with every name server concurrently; returns each one's ORDER_TOPIC_CONFIG
+        table (None where registration failed, which is logged and retried next period)."""
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=topic_config_wrapper).encode(
+            compress=compressed
+        )
+        header = RegisterBrokerRequestHeader(
+            broker_name=broker_name,
+            broker_addr=broker_addr,
+            cluster_name=cluster_name,
+            ha_server_addr=ha_server_addr,
+            broker_id=broker_id,
+            compressed=compressed,
+            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+        )
+        request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+
+        async def one(addr: str) -> KVTable | None:
+            try:
+                response = await self.client.invoke(addr, request, timeout_millis)
+            except RemotingError as exc:
+                log.warning("register broker %s to name server %s failed: %s", broker_name, addr, exc)
+                return None
+            if response.code != ResponseCode.SUCCESS:
+                log.warning(
+                    "register broker %s to name server %s refused: code %d %s",
+                    broker_name,
+                    addr,
+                    response.code,
+                    response.remark,
+                )
+                return None
+            log.debug("registered broker %s to name server %s", broker_name, addr)
+            return KVTable.from_json(response.body) if response.body else KVTable()
+
+        results = await asyncio.gather(*(one(addr) for addr in namesrv_addrs))
+        return dict(zip(namesrv_addrs, results, strict=True))
+
+    async def unregister_broker_all(
+        self,
+        namesrv_addrs: list[str],
+        *,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        timeout_millis: int = 3000,
+    ) -> None:
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=broker_name, broker_addr=broker_addr, cluster_name=cluster_name, broker_id=broker_id
+        )
+        request = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields())
+
+        async def one(addr: str) -> None:
+            try:
+                await self.client.invoke(addr, request, timeout_millis)
+                log.info("unregistered broker %s from name server %s", broker_name, addr)
+            except RemotingError as exc:
+                log.warning("unregister broker %s from name server %s failed: %s", broker_name, addr, exc)
+
+        await asyncio.gather(*(one(addr) for addr in namesrv_addrs))

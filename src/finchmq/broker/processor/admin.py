@@ -1,0 +1,475 @@
+"""Operator and client admin requests (Java ``AdminBrokerProcessor``): topics, groups, offsets,
+statistics, broker config, queue locks, and the calls the broker forwards to a consumer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from finchmq.common import config_to_properties, format_properties, parse_properties
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode, _json
+from finchmq.protocol.bodies import (
+    Connection,
+    ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
+    ConsumeStats,
+    KVTable,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    OffsetWrapper,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicFilterType,
+    TopicList,
+    TopicOffset,
+    TopicStatsTable,
+    UnlockBatchRequestBody,
+)
+from finchmq.protocol.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+)
+from finchmq.protocol.message import MessageQueue, decode_offset_msg_id
+from finchmq.protocol.topics import is_system_topic, validate_topic
+from finchmq.remoting import RemotingContext, RemotingError
+
+from ._base import BrokerProcessor
+
+__all__ = ["AdminBrokerProcessor"]
+
+log = logging.getLogger(__name__)
+
+_Handler = Callable[[RemotingContext, RemotingCommand], "RemotingCommand"]
+
+
+class AdminBrokerProcessor(BrokerProcessor):
+    """The broker's default processor: every code not routed elsewhere lands here."""
+
+    codes: ClassVar[tuple[int, ...]] = (
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        RequestCode.DELETE_TOPIC_IN_BROKER,
+        RequestCode.GET_ALL_TOPIC_CONFIG,
+        RequestCode.UPDATE_BROKER_CONFIG,
+        RequestCode.GET_BROKER_CONFIG,
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+        RequestCode.GET_MAX_OFFSET,
+        RequestCode.GET_MIN_OFFSET,
+        RequestCode.GET_EARLIEST_MSG_STORETIME,
+        RequestCode.GET_BROKER_RUNTIME_INFO,
+        RequestCode.LOCK_BATCH_MQ,
+        RequestCode.UNLOCK_BATCH_MQ,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        RequestCode.DELETE_SUBSCRIPTIONGROUP,
+        RequestCode.GET_TOPIC_STATS_INFO,
+        RequestCode.GET_CONSUMER_CONNECTION_LIST,
+        RequestCode.GET_PRODUCER_CONNECTION_LIST,
+        RequestCode.GET_CONSUME_STATS,
+        RequestCode.GET_ALL_CONSUMER_OFFSET,
+        RequestCode.GET_ALL_DELAY_OFFSET,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+        RequestCode.TRIGGER_DELETE_FILES,
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
+        RequestCode.GET_CONSUMER_RUNNING_INFO,
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
+    )
+
+    def __init__(self, controller: object) -> None:
+        super().__init__(controller)  # type: ignore[arg-type]
+        self._sync: dict[int, _Handler] = {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
+            RequestCode.GET_MAX_OFFSET: self.get_max_offset,
+            RequestCode.GET_MIN_OFFSET: self.get_min_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
+            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
+            RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list,
+            RequestCode.TRIGGER_DELETE_FILES: self.trigger_delete_files,
+            RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.trigger_delete_files,
+        }
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            return await self.get_consumer_running_info(request)
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            return await self.consume_message_directly(request)
+        handler = self._sync.get(request.code)
+        if handler is None:
+            return self.not_supported(request)
+        return handler(ctx, request)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def update_and_create_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        problem = validate_topic(header.topic)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, problem)
+        if header.topic == c.config.broker_cluster_name:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"the topic[{header.topic}] is conflict with system reserved words.",
+            )
+        try:
+            filter_type = TopicFilterType[header.topic_filter_type]
+        except KeyError:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"unknown topicFilterType {header.topic_filter_type!r}"
+            )
+        if header.read_queue_nums <= 0 or header.write_queue_nums <= 0:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be > 0"
+            )
+        c.topic_config_manager.update_topic_config(
+            TopicConfig(
+                topic_name=header.topic,
+                read_queue_nums=header.read_queue_nums,
+                write_queue_nums=header.write_queue_nums,
+                perm=header.perm,
+                topic_filter_type=filter_type,
+                topic_sys_flag=header.topic_sys_flag or 0,
+                order=header.order,
+            )
+        )
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def delete_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        c.topic_config_manager.delete_topic_config(header.topic)
+        c.consumer_offset_manager.remove_topic(header.topic)
+        c.store.delete_topics([header.topic])
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_topic_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=self.controller.topic_config_manager.encode())
+
+    def get_system_topic_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        topics = [t for t in self.controller.topic_config_manager.topic_names() if is_system_topic(t)]
+        return request.make_response(ResponseCode.SUCCESS, body=TopicList(topic_list=tuple(topics)).to_json())
+
+    def get_topic_stats_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
+        topic_config = c.topic_config_manager.select_topic_config(header.topic)
+        if topic_config is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        table: dict[MessageQueue, TopicOffset] = {}
+        for queue_id in range(topic_config.write_queue_nums):
+            max_offset = max(c.store.get_max_offset_in_queue(header.topic, queue_id), 0)
+            min_offset = max(c.store.get_min_offset_in_queue(header.topic, queue_id), 0)
+            last = (
+                c.store.get_message_store_timestamp(header.topic, queue_id, max_offset - 1)
+                if max_offset > 0
+                else 0
+            )
+            table[MessageQueue(header.topic, c.config.broker_name, queue_id)] = TopicOffset(
+                min_offset=min_offset, max_offset=max_offset, last_update_timestamp=max(last, 0)
+            )
+        return request.make_response(
+            ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).to_json(fastjson_compat=True)
+        )
+
+    # -- offsets and times ------------------------------------------------------------------
+
+    def get_max_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.controller.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields=GetMaxOffsetResponseHeader(offset=max(offset, 0)).to_ext_fields()
+        )
+
+    def get_min_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.controller.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields=GetMinOffsetResponseHeader(offset=max(offset, 0)).to_ext_fields()
+        )
+
+    def search_offset_by_timestamp(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.controller.store.get_offset_in_queue_by_time(
+            header.topic, header.queue_id, header.timestamp
+        )
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields=SearchOffsetResponseHeader(offset=offset).to_ext_fields()
+        )
+
+    def get_earliest_msg_storetime(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
+        timestamp = self.controller.store.get_earliest_message_time(header.topic, header.queue_id)
+        return request.make_response(
+            ResponseCode.SUCCESS,
+            ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp=max(timestamp, 0)).to_ext_fields(),
+        )
+
+    def get_all_consumer_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        table = self.controller.consumer_offset_manager.offset_table
+        body = ConsumerOffsetSerializeWrapper(offset_table={k: dict(v) for k, v in table.items()}).to_json()
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    def get_all_delay_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(
+            ResponseCode.SUCCESS, body=self.controller.schedule_message_service.offsets.encode()
+        )
+
+    # -- consumer groups --------------------------------------------------------------------
+
+    def update_and_create_subscription_group(
+        self, ctx: RemotingContext, request: RemotingCommand
+    ) -> RemotingCommand:
+        config = SubscriptionGroupConfig.from_json(request.body)
+        if not config.group_name:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, "subscription group config has no groupName"
+            )
+        self.controller.subscription_group_manager.update_subscription_group_config(config)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_subscription_group(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(
+            ResponseCode.SUCCESS, body=self.controller.subscription_group_manager.encode()
+        )
+
+    def delete_subscription_group(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.controller
+        c.subscription_group_manager.delete_subscription_group_config(header.group_name)
+        if request.ext_fields.get("cleanOffset", "").lower() == "true":
+            c.consumer_offset_manager.remove_offsets(header.group_name)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_consumer_connection_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        group = self.controller.consumer_manager.get(header.consumer_group)
+        if group is None:
+            return request.make_response(
+                ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
+            )
+        body = ConsumerConnection(
+            connection_set=tuple(
+                Connection(
+                    client_id=i.client_id, client_addr=i.client_addr, language=i.language, version=i.version
+                )
+                for i in group.channels.values()
+            ),
+            subscription_table=dict(group.subscriptions),
+            consume_type=group.consume_type,
+            message_model=group.message_model,
+            consume_from_where=group.consume_from_where,
+        )
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
+
+    def get_producer_connection_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        members = self.controller.producer_manager.groups.get(header.producer_group)
+        if not members:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist"
+            )
+        body = ProducerConnection(
+            connection_set=tuple(
+                Connection(
+                    client_id=i.client_id, client_addr=i.client_addr, language=i.language, version=i.version
+                )
+                for i in members.values()
+            )
+        )
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
+
+    def get_consume_stats(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
+        topics = (
+            [header.topic]
+            if header.topic
+            else sorted(c.consumer_offset_manager.which_topics_by_consumer(header.consumer_group))
+        )
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        for topic in topics:
+            topic_config = c.topic_config_manager.select_topic_config(topic)
+            if topic_config is None:
+                continue
+            for queue_id in range(topic_config.read_queue_nums):
+                broker_offset = max(c.store.get_max_offset_in_queue(topic, queue_id), 0)
+                consumer_offset = max(
+                    c.consumer_offset_manager.query_offset(header.consumer_group, topic, queue_id), 0
+                )
+                last = (
+                    c.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+                    if consumer_offset > 0
+                    else 0
+                )
+                table[MessageQueue(topic, c.config.broker_name, queue_id)] = OffsetWrapper(
+                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=max(last, 0)
+                )
+        _, get_tps = c.stats.tps()
+        body = ConsumeStats(offset_table=table, consume_tps=get_tps)
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json(fastjson_compat=True))
+
+    def query_topic_consume_by_who(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.controller
+        groups = c.consumer_manager.query_topic_consume_by_who(
+            header.topic
+        ) | c.consumer_offset_manager.which_groups_by_topic(header.topic)
+        return request.make_response(ResponseCode.SUCCESS, body=_json.dumps({"groupList": sorted(groups)}))
+
+    def reset_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """INVOKE_BROKER_TO_RESET_OFFSET: compute the offsets for a time, tell the group's clients."""
+        header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.controller
+        topic_config = c.topic_config_manager.select_topic_config(header.topic)
+        if topic_config is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"[reset-offset] topic {header.topic} not exist"
+            )
+        offsets: dict[MessageQueue, int] = {}
+        for queue_id in range(topic_config.write_queue_nums):
+            if header.timestamp == -1:
+                offset = c.store.get_max_offset_in_queue(header.topic, queue_id)
+            else:
+                offset = c.store.get_offset_in_queue_by_time(header.topic, queue_id, header.timestamp)
+            current = c.consumer_offset_manager.query_offset(header.group, header.topic, queue_id)
+            if header.is_force or current < 0 or offset < current:
+                offsets[MessageQueue(header.topic, c.config.broker_name, queue_id)] = offset
+        for mq, offset in offsets.items():
+            c.consumer_offset_manager.commit_offset(
+                ctx.remote_addr, header.group, mq.topic, mq.queue_id, offset
+            )
+        c.broker2client.reset_offset_on_clients(header, offsets)
+        return request.make_response(
+            ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=offsets).to_json(fastjson_compat=True)
+        )
+
+    def lock_batch_mq(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        body = LockBatchRequestBody.from_json(request.body)
+        locked = self.controller.rebalance_lock_manager.try_lock_batch(
+            body.consumer_group, body.mq_set, body.client_id
+        )
+        return request.make_response(
+            ResponseCode.SUCCESS, body=LockBatchResponseBody(lock_ok_mq_set=tuple(sorted(locked))).to_json()
+        )
+
+    def unlock_batch_mq(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        body = UnlockBatchRequestBody.from_json(request.body)
+        self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    # -- broker -----------------------------------------------------------------------------
+
+    def get_broker_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        values = {**config_to_properties(c.store.config), **config_to_properties(c.config)}
+        header = GetBrokerConfigResponseHeader(version=c.config_data_version.to_json().decode())
+        return request.make_response(
+            ResponseCode.SUCCESS, ext_fields=header.to_ext_fields(), body=format_properties(values).encode()
+        )
+
+    def update_broker_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        try:
+            props = parse_properties(bytes(request.body).decode("utf-8"))
+            unknown = self.controller.update_config(props)
+        except (UnicodeDecodeError, ValueError) as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"update broker config failed: {exc}")
+        if unknown:
+            return request.make_response(
+                ResponseCode.SUCCESS, f"ignored unknown keys: {', '.join(sorted(unknown))}"
+            )
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_broker_runtime_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(
+            ResponseCode.SUCCESS, body=KVTable(table=self.controller.runtime_info()).to_json()
+        )
+
+    def trigger_delete_files(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        deleted = self.controller.store.clean_once(manual=True)
+        log.info("manual clean-up deleted %d file(s)", deleted)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    # -- forwarded to a consumer ------------------------------------------------------------
+
+    async def get_consumer_running_info(self, request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+        return await self._call_consumer(request, header.consumer_group, header.client_id)
+
+    async def consume_message_directly(self, request: RemotingCommand) -> RemotingCommand:
+        header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
+        if not header.msg_id or not header.client_id:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "msgId and clientId are required")
+        try:
+            offset = decode_offset_msg_id(header.msg_id).commit_log_offset
+        except ValueError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad msgId {header.msg_id!r}: {exc}")
+        view = self.controller.store.select_one_message_by_offset(offset)
+        if view is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"no message with msgId {header.msg_id}")
+        with view:
+            body = bytes(view)
+        forwarded = RemotingCommand.request(request.code, dict(request.ext_fields), body)
+        return await self._call_consumer(forwarded, header.consumer_group, header.client_id, original=request)
+
+    async def _call_consumer(
+        self, request: RemotingCommand, group: str, client_id: str, original: RemotingCommand | None = None
+    ) -> RemotingCommand:
+        original = original or request
+        c = self.controller
+        group_info = c.consumer_manager.get(group)
+        info = group_info.find_channel(client_id) if group_info is not None else None
+        if info is None:
+            return original.make_response(
+                ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online"
+            )
+        forwarded = RemotingCommand.request(request.code, dict(request.ext_fields), request.body)
+        began = time.monotonic()
+        try:
+            answer = await c.server.invoke(info.channel, forwarded, 5000)  # type: ignore[arg-type]
+        except RemotingError as exc:
+            return original.make_response(
+                ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> failed: {exc}"
+            )
+        log.debug("called consumer %s of %s in %.1f ms", client_id, group, (time.monotonic() - began) * 1000)
+        return original.make_response(answer.code, answer.remark, dict(answer.ext_fields), answer.body)

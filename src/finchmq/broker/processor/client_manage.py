@@ -1,0 +1,103 @@
+"""HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (Java ``ClientManageProcessor``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+from finchmq.broker.client_manager import ClientChannelInfo
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import HeartbeatData, PermName, SubscriptionData
+from finchmq.protocol.filter import EXPRESSION_TYPE_TAG, build_subscription_data
+from finchmq.protocol.headers import UnregisterClientRequestHeader
+from finchmq.protocol.topics import retry_topic
+from finchmq.remoting import RemotingContext
+
+from ._base import BrokerProcessor, now_ms
+
+__all__ = ["ClientManageProcessor"]
+
+log = logging.getLogger(__name__)
+
+_UNIT_SUB_FLAG = 0b10  # Java TopicSysFlag.buildSysFlag(false, true)
+
+
+def _normalised(sub: SubscriptionData) -> SubscriptionData:
+    """Recompute tag hash codes from the expression: the C++ client sends atoi(tag) in codeSet."""
+    if (sub.expression_type or EXPRESSION_TYPE_TAG).upper() != EXPRESSION_TYPE_TAG or sub.class_filter_mode:
+        return sub
+    return build_subscription_data(sub.topic, sub.sub_string, sub.expression_type, sub.sub_version)
+
+
+class ClientManageProcessor(BrokerProcessor):
+    codes: ClassVar[tuple[int, ...]] = (
+        RequestCode.HEART_BEAT,
+        RequestCode.UNREGISTER_CLIENT,
+        RequestCode.CHECK_CLIENT_CONFIG,
+    )
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.HEART_BEAT:
+            return self.heart_beat(ctx, request)
+        if request.code == RequestCode.UNREGISTER_CLIENT:
+            return self.unregister_client(ctx, request)
+        if request.code == RequestCode.CHECK_CLIENT_CONFIG:
+            return request.make_response(ResponseCode.SUCCESS)
+        return self.not_supported(request)
+
+    def heart_beat(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        data = HeartbeatData.from_json(request.body)
+        info = ClientChannelInfo(
+            channel=ctx.connection,
+            client_id=data.client_id,
+            language=request.language,
+            version=request.version,
+            client_addr=ctx.remote_addr,
+            last_update_timestamp=now_ms(),
+        )
+        for consumer in data.consumer_data_set:
+            group_config = c.subscription_group_manager.find_subscription_group_config(consumer.group_name)
+            notify = True
+            if group_config is not None:
+                notify = group_config.notify_consumer_ids_changed_enable
+                c.topic_config_manager.create_topic_in_send_message_back_method(
+                    retry_topic(consumer.group_name),
+                    group_config.retry_queue_nums,
+                    PermName.READ | PermName.WRITE,
+                    _UNIT_SUB_FLAG if consumer.unit_mode else 0,
+                )
+            changed = c.consumer_manager.register_consumer(
+                consumer.group_name,
+                info,
+                consumer.consume_type,
+                consumer.message_model,
+                consumer.consume_from_where,
+                [_normalised(s) for s in consumer.subscription_data_set],
+                notify=notify and c.config.notify_consumer_ids_changed_enable,
+            )
+            if changed:
+                log.info(
+                    "registerConsumer info changed: group %s client %s from %s",
+                    consumer.group_name,
+                    data.client_id,
+                    ctx.remote_addr,
+                )
+        for producer in data.producer_data_set:
+            c.producer_manager.register_producer(producer.group_name, info)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def unregister_client(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        if header.producer_group:
+            c.producer_manager.unregister_producer(header.producer_group, ctx.connection)
+        if header.consumer_group:
+            group_config = c.subscription_group_manager.find_subscription_group_config(header.consumer_group)
+            notify = group_config.notify_consumer_ids_changed_enable if group_config is not None else True
+            c.consumer_manager.unregister_consumer(
+                header.consumer_group,
+                ctx.connection,
+                notify=notify and c.config.notify_consumer_ids_changed_enable,
+            )
+        return request.make_response(ResponseCode.SUCCESS)

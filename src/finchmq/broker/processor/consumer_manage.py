@@ -1,0 +1,77 @@
+"""GET_CONSUMER_LIST_BY_GROUP, UPDATE_CONSUMER_OFFSET, QUERY_CONSUMER_OFFSET (Java
+``ConsumerManageProcessor``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import ConsumerListByGroupResponseBody
+from finchmq.protocol.headers import (
+    GetConsumerListByGroupRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from finchmq.remoting import RemotingContext
+
+from ._base import BrokerProcessor
+
+__all__ = ["ConsumerManageProcessor"]
+
+
+class ConsumerManageProcessor(BrokerProcessor):
+    codes: ClassVar[tuple[int, ...]] = (
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+        RequestCode.UPDATE_CONSUMER_OFFSET,
+        RequestCode.QUERY_CONSUMER_OFFSET,
+    )
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
+            return self.get_consumer_list_by_group(request)
+        if request.code == RequestCode.UPDATE_CONSUMER_OFFSET:
+            return self.update_consumer_offset(ctx, request)
+        if request.code == RequestCode.QUERY_CONSUMER_OFFSET:
+            return self.query_consumer_offset(request)
+        return self.not_supported(request)
+
+    def get_consumer_list_by_group(self, request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
+        group_info = self.controller.consumer_manager.get(header.consumer_group)
+        client_ids = group_info.client_ids() if group_info is not None else []
+        if not client_ids:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}"
+            )
+        return request.make_response(
+            ResponseCode.SUCCESS,
+            body=ConsumerListByGroupResponseBody(consumer_id_list=tuple(client_ids)).to_json(),
+        )
+
+    def update_consumer_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        self.controller.consumer_offset_manager.commit_offset(
+            ctx.remote_addr, header.consumer_group, header.topic, header.queue_id, header.commit_offset
+        )
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def query_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
+        header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.controller
+        offset = c.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)
+        if offset >= 0:
+            return request.make_response(
+                ResponseCode.SUCCESS,
+                ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext_fields(),
+            )
+        # Java: a group with no offset starts at 0 while the queue's first message is still
+        # there (and in memory), so a new group sees messages sent before it existed.
+        min_offset = c.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        if min_offset <= 0 and not c.store.check_in_disk_by_consume_offset(header.topic, header.queue_id, 0):
+            return request.make_response(
+                ResponseCode.SUCCESS, ext_fields=QueryConsumerOffsetResponseHeader(offset=0).to_ext_fields()
+            )
+        return request.make_response(
+            ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+        )

@@ -1,0 +1,453 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK (Java
+``SendMessageProcessor`` + ``AbstractSendMessageProcessor``).
+
+Strategy: validate in Java's order (``msgCheck``: broker and topic permissions, topic name,
+auto-creation through the default topic, queue id), turn retry sends past their limit into
+dead letters, move delayed messages to SCHEDULE_TOPIC_XXXX (queue = level - 1, REAL_TOPIC and
+REAL_QID kept), then hand the message to the writer thread and map the store's status to
+RocketMQ's response code and remark. ``reject_request`` refuses all sends while the page cache
+is busy or the transient store pool has no free buffer (seed 000).
+
+Batch decision (spec §3.2.1): the header's ``batch`` flag decides, and ``"1"`` counts as true,
+so the C++ client's batches (code 10, ``batch:"1"``) are stored as their separate messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, ClassVar
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import PermName, TopicFilterType
+from finchmq.protocol.codes import MQVersion
+from finchmq.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from finchmq.protocol.message import (
+    MessageConst,
+    MessageSysFlag,
+    pack_host,
+    properties_to_string,
+    string_to_properties,
+)
+from finchmq.protocol.topics import (
+    dlq_topic,
+    is_not_allowed_send_topic,
+    is_retry_topic,
+    retry_topic,
+    validate_topic,
+)
+from finchmq.remoting import RemotingContext
+from finchmq.store import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+
+from ._base import BrokerProcessor
+
+__all__ = ["SendMessageProcessor", "put_status_response"]
+
+log = logging.getLogger(__name__)
+
+DLQ_NUMS_PER_GROUP = 1
+_FAQ = " see http://rocketmq.apache.org/docs/faq/"
+_DISK_FULL_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: "
+    "the broker's disk is full [{}], messages are put to the slave, message store has been shut down, etc."
+)
+_ILLEGAL_REMARK = (
+    "the message is illegal, maybe msg body or properties length not matched. "
+    "msg body length limit {}B, msg properties length limit 32KiB."
+)
+PC_SYNCHRONIZED_REMARK = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+
+_OK_CODES = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
+def put_status_response(
+    status: PutMessageStatus, *, max_message_size: int, disk_full: bool
+) -> tuple[ResponseCode, str | None]:
+    """Java ``handlePutMessageResult``: the response code and remark for a store status."""
+    if status in _OK_CODES:
+        return _OK_CODES[status], None
+    if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
+        return ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK.format(max_message_size)
+    if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+        return ResponseCode.SERVICE_NOT_AVAILABLE, _DISK_FULL_REMARK.format("true" if disk_full else "false")
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        return ResponseCode.SYSTEM_BUSY, PC_SYNCHRONIZED_REMARK
+    if status is PutMessageStatus.UNKNOWN_ERROR:
+        return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
+    return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
+
+
+class SendMessageProcessor(BrokerProcessor):
+    codes: ClassVar[tuple[int, ...]] = (
+        RequestCode.SEND_MESSAGE,
+        RequestCode.SEND_MESSAGE_V2,
+        RequestCode.SEND_BATCH_MESSAGE,
+        RequestCode.CONSUMER_SEND_MSG_BACK,
+    )
+
+    def reject_request(self) -> bool:
+        store = self.controller.store
+        return bool(store.is_os_page_cache_busy() or store.is_transient_store_pool_deficient())
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
+            return await self.consumer_send_msg_back(ctx, request)
+        if request.code == RequestCode.SEND_MESSAGE:
+            header: SendMessageRequestHeader | SendMessageRequestHeaderV2 = (
+                SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+            )
+        else:
+            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        c = self.controller
+        start = c.config.start_accept_send_request_time_stamp
+        if start and int(time.time() * 1000) < start:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}"
+            )
+        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
+            return await self.send_batch_message(ctx, request, header)
+        return await self.send_message(ctx, request, header)
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _msg_check(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+    ) -> tuple[RemotingCommand | None, int]:
+        """Java ``msgCheck``: an error response, or None and the topic's queue count."""
+        c = self.controller
+        topic = header.topic
+        if not PermName.is_writeable(c.broker_permission) and c.topic_config_manager.is_order_topic(topic):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{c.broker_addr}] sending message is forbidden"
+            ), 0
+        problem = validate_topic(topic)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, problem), 0
+        if is_not_allowed_send_topic(topic):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+            ), 0
+        topic_config = c.topic_config_manager.select_topic_config(topic)
+        if topic_config is None:
+            sys_flag = (0b10 if is_retry_topic(topic) else 0b01) if header.unit_mode else 0
+            log.warning("the topic %s not exist, producer: %s", topic, ctx.remote_addr)
+            topic_config = c.topic_config_manager.create_topic_in_send_message_method(
+                topic, header.default_topic, header.default_topic_queue_nums, sys_flag
+            )
+            if topic_config is None and is_retry_topic(topic):
+                topic_config = c.topic_config_manager.create_topic_in_send_message_back_method(
+                    topic, 1, PermName.WRITE | PermName.READ, sys_flag
+                )
+            if topic_config is None:
+                return request.make_response(
+                    ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
+                ), 0
+        if not PermName.is_writeable(topic_config.perm):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            ), 0
+        valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
+        if header.queue_id >= valid:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, {topic_config} Producer: {ctx.remote_addr}",
+            ), 0
+        return None, topic_config.write_queue_nums
+
+    # -- single messages --------------------------------------------------------------------
+
+    async def send_message(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+    ) -> RemotingCommand | None:
+        c = self.controller
+        error, write_queue_nums = self._msg_check(ctx, request, header)
+        if error is not None:
+            return error
+        queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
+        properties = string_to_properties(header.properties or "")
+        topic = header.topic
+        reconsume_times = header.reconsume_times or 0
+
+        if is_retry_topic(topic):
+            group = topic[len("%RETRY%") :]
+            group_config = c.subscription_group_manager.find_subscription_group_config(group)
+            if group_config is None:
+                return request.make_response(
+                    ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{_FAQ}"
+                )
+            max_reconsume = group_config.retry_max_times
+            if request.version > MQVersion.V3_4_9 and header.max_reconsume_times is not None:
+                max_reconsume = header.max_reconsume_times
+            if reconsume_times >= max_reconsume:
+                topic = dlq_topic(group)
+                queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
+                c.topic_config_manager.create_topic_in_send_message_back_method(
+                    topic, DLQ_NUMS_PER_GROUP, PermName.WRITE
+                )
+                properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+
+        if (properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
+            return request.make_response(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{c.broker_addr}] sending transaction message is forbidden: "
+                "finchmq does not implement transactional messages",
+            )
+
+        sys_flag = header.sys_flag
+        topic_config = c.topic_config_manager.select_topic_config(topic)
+        if topic_config is not None and topic_config.topic_filter_type is TopicFilterType.MULTI_TAG:
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+
+        topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
+        properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
+        stored_properties = {
+            k: v for k, v in properties.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+        }
+        inner = MessageExtBrokerInner(
+            topic=topic,
+            body=request.body if isinstance(request.body, bytes) else bytes(request.body),
+            queue_id=queue_id,
+            flag=header.flag,
+            properties=properties,
+            properties_string=properties_to_string(stored_properties),
+            sys_flag=sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=_born_host(ctx),
+            store_host=c.store_host,
+            reconsume_times=reconsume_times,
+        )
+        return await self._put_and_respond(
+            ctx,
+            request,
+            c.store.async_put_message,
+            inner,
+            lambda result: self._send_response(request, result, topic, queue_id, len(inner.body)),
+        )
+
+    async def _put_and_respond(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        put: Callable[[Any], Future[PutMessageResult]],
+        message: object,
+        respond: Callable[[PutMessageResult], RemotingCommand],
+    ) -> RemotingCommand | None:
+        """Append through the writer thread; answer now, or when a SYNC_FLUSH completes (the
+        executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
+        store_future = await self.controller.put_service.append(put, message)
+        if store_future.done():
+            return respond(store_future.result())
+        loop = asyncio.get_running_loop()
+
+        def flushed(f: Future[PutMessageResult]) -> None:
+            with contextlib.suppress(RuntimeError):  # loop closed: shutting down
+                loop.call_soon_threadsafe(self._answer_late, ctx, request, respond, f)
+
+        store_future.add_done_callback(flushed)
+        return None
+
+    @staticmethod
+    def _answer_late(
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        respond: Callable[[PutMessageResult], RemotingCommand],
+        future: Future[PutMessageResult],
+    ) -> None:
+        exc = future.exception()
+        if exc is not None:
+            log.error("store put failed after the append: %s", exc)
+            response = request.make_response(ResponseCode.SYSTEM_ERROR, f"store error: {exc}")
+        else:
+            response = respond(future.result())
+        if not request.is_oneway and ctx.connection.is_open:
+            ctx.write_response(response)
+
+    def _send_response(
+        self,
+        request: RemotingCommand,
+        result: PutMessageResult,
+        topic: str,
+        queue_id: int,
+        size: int,
+        count: int = 1,
+    ) -> RemotingCommand:
+        c = self.controller
+        code, remark = put_status_response(
+            result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
+        )
+        append = result.append_message_result
+        if (
+            code
+            in (
+                ResponseCode.SUCCESS,
+                ResponseCode.FLUSH_DISK_TIMEOUT,
+                ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                ResponseCode.SLAVE_NOT_AVAILABLE,
+            )
+            and append is not None
+        ):
+            c.stats.record_put(topic, count, size)
+            header = SendMessageResponseHeader(
+                msg_id=append.msg_id,
+                queue_id=queue_id,
+                queue_offset=append.logics_offset,
+                msg_region=c.config.region_id,
+                trace_on=c.config.trace_on,
+            )
+            return request.make_response(code, remark, header.to_ext_fields())
+        c.stats.record_put_failed()
+        if code == ResponseCode.SYSTEM_BUSY:
+            c.flow_control.record("PC_SYNCHRONIZED")
+        return request.make_response(code, remark)
+
+    # -- batches ----------------------------------------------------------------------------
+
+    async def send_batch_message(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+    ) -> RemotingCommand | None:
+        c = self.controller
+        error, write_queue_nums = self._msg_check(ctx, request, header)
+        if error is not None:
+            return error
+        if len(header.topic.encode()) > 127:
+            return request.make_response(
+                ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(header.topic)}"
+            )
+        if is_retry_topic(header.topic):
+            return request.make_response(
+                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {header.topic}"
+            )
+        queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
+        properties = string_to_properties(header.properties or "")
+        properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
+        batch = MessageExtBatch(
+            topic=header.topic,
+            body=request.body,
+            queue_id=queue_id,
+            properties=properties,
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=_born_host(ctx),
+            store_host=c.store_host,
+        )
+        topic = header.topic
+
+        def respond(result: PutMessageResult) -> RemotingCommand:
+            append = result.append_message_result
+            return self._send_response(
+                request, result, topic, queue_id, len(request.body), append.msg_num if append else 0
+            )
+
+        return await self._put_and_respond(ctx, request, c.store.async_put_messages, batch, respond)
+
+    # -- consumer send back -----------------------------------------------------------------
+
+    async def consumer_send_msg_back(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """A consumer gives a message back (spec §3.2.7 / §4.10): retry later, or dead letter."""
+        c = self.controller
+        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        group_config = c.subscription_group_manager.find_subscription_group_config(header.group)
+        if group_config is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {header.group}{_FAQ}",
+            )
+        if not PermName.is_writeable(c.broker_permission):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{c.broker_addr}] sending message is forbidden"
+            )
+        if group_config.retry_queue_nums <= 0:
+            return request.make_response(ResponseCode.SUCCESS)
+        new_topic = retry_topic(header.group)
+        queue_id = random.randrange(group_config.retry_queue_nums)
+        topic_sys_flag = 0b10 if header.unit_mode else 0
+        c.topic_config_manager.create_topic_in_send_message_back_method(
+            new_topic, group_config.retry_queue_nums, PermName.WRITE | PermName.READ, topic_sys_flag
+        )
+        msg = c.store.look_message_by_offset(header.offset)
+        if msg is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
+            )
+        properties = dict(msg.properties)
+        if MessageConst.PROPERTY_RETRY_TOPIC not in properties:
+            properties[MessageConst.PROPERTY_RETRY_TOPIC] = msg.topic
+        properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        delay_level = header.delay_level
+        max_reconsume = group_config.retry_max_times
+        if request.version > MQVersion.V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume = header.max_reconsume_times
+        if msg.reconsume_times >= max_reconsume or delay_level < 0:
+            new_topic = dlq_topic(header.group)
+            queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
+            c.topic_config_manager.create_topic_in_send_message_back_method(
+                new_topic, DLQ_NUMS_PER_GROUP, PermName.WRITE, 0
+            )
+            properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+        else:
+            if delay_level == 0:
+                delay_level = 3 + msg.reconsume_times
+            properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+        if MessageConst.PROPERTY_ORIGIN_MESSAGE_ID not in properties:
+            properties[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = header.origin_msg_id or msg.msg_id
+        topic, queue_id = c.schedule_message_service.maybe_delay(new_topic, queue_id, properties)
+        stored_properties = {
+            k: v for k, v in properties.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+        }
+        inner = MessageExtBrokerInner(
+            topic=topic,
+            body=msg.body,
+            queue_id=queue_id,
+            flag=msg.flag,
+            properties=properties,
+            properties_string=properties_to_string(stored_properties),
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=pack_host(msg.born_host.host, msg.born_host.port),
+            store_host=c.store_host,
+            reconsume_times=msg.reconsume_times + 1,
+        )
+        result = await c.put_service.submit(c.store.async_put_message, inner)
+        code, remark = put_status_response(
+            result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
+        )
+        if code == ResponseCode.SUCCESS:
+            c.stats.record_put(topic, 1, len(inner.body))
+            return request.make_response(ResponseCode.SUCCESS)
+        return request.make_response(code, remark)
+
+
+def _born_host(ctx: RemotingContext) -> bytes:
+    host, _, port = ctx.remote_addr.rpartition(":")
+    try:
+        packed = pack_host(host, int(port))
+    except ValueError:
+        return pack_host("127.0.0.1", 0)
+    # The C++ client reads 8-byte hosts only (spec §4.1): an IPv6 peer gets a placeholder.
+    return packed if len(packed) == 8 else pack_host("127.0.0.1", int(port))

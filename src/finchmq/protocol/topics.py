@@ -1,0 +1,109 @@
+"""Topic and group naming rules both ends share (Java ``TopicValidator`` and ``MixAll``).
+
+A topic is stored with a one-byte length, hence the 127-character limit; its characters are
+``[%|a-zA-Z0-9_-]``. Retry and dead-letter topics derive from the consumer group's name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = [
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "BENCHMARK_TOPIC",
+    "CLIENT_INNER_PRODUCER_GROUP",
+    "DEFAULT_CONSUMER_GROUP",
+    "DEFAULT_PRODUCER_GROUP",
+    "DLQ_GROUP_TOPIC_PREFIX",
+    "OFFSET_MOVED_EVENT",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "SCHEDULE_TOPIC",
+    "SELF_TEST_TOPIC",
+    "TOPIC_MAX_LENGTH",
+    "dlq_topic",
+    "is_dlq_topic",
+    "is_not_allowed_send_topic",
+    "is_retry_topic",
+    "is_system_topic",
+    "reply_topic",
+    "retry_topic",
+    "validate_topic",
+]
+
+AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
+SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+BENCHMARK_TOPIC: Final = "BenchmarkTest"
+SELF_TEST_TOPIC: Final = "SELF_TEST_TOPIC"
+OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"
+RMQ_SYS_TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
+RMQ_SYS_TRANS_HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC: Final = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC: Final = "TRANS_CHECK_MAX_TIME_TOPIC"
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
+REPLY_TOPIC_POSTFIX: Final = "REPLY_TOPIC"
+DEFAULT_PRODUCER_GROUP: Final = "DEFAULT_PRODUCER"
+DEFAULT_CONSUMER_GROUP: Final = "DEFAULT_CONSUMER"
+CLIENT_INNER_PRODUCER_GROUP: Final = "CLIENT_INNER_PRODUCER"
+TOPIC_MAX_LENGTH: Final = 127
+
+_VALID: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_NOT_ALLOWED_SEND: Final = frozenset(
+    {
+        SCHEDULE_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    }
+)
+_SYSTEM: Final = _NOT_ALLOWED_SEND | {
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    BENCHMARK_TOPIC,
+    SELF_TEST_TOPIC,
+    OFFSET_MOVED_EVENT,
+    RMQ_SYS_TRACE_TOPIC,
+}
+
+
+def validate_topic(topic: str) -> str | None:
+    """None if ``topic`` is a legal name, else the reason (Java ``TopicValidator.validateTopic``)."""
+    if not topic or not topic.strip():
+        return "The specified topic is blank."
+    if not _VALID.match(topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+    return None
+
+
+def is_not_allowed_send_topic(topic: str) -> bool:
+    """Topics only the broker itself writes (delay and transaction internals)."""
+    return topic in _NOT_ALLOWED_SEND
+
+
+def is_system_topic(topic: str) -> bool:
+    return topic in _SYSTEM or topic.startswith("rmq_sys_")
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def reply_topic(cluster: str) -> str:
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
+
+
+def is_retry_topic(topic: str) -> bool:
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+def is_dlq_topic(topic: str) -> bool:
+    return topic.startswith(DLQ_GROUP_TOPIC_PREFIX)

@@ -55,9 +55,9 @@ def _convert(key: str, raw: str, kind: Any) -> object:
     try:
         if kind is bool:
             lowered = text.lower()
-            if lowered in ("true", "1", "yes", "on"):
+            if lowered == "true":
                 return True
-            if lowered in ("false", "0", "no", "off"):
+            if lowered == "false":
                 return False
             raise ValueError("expected true or false")
         if kind is int:

@@ -1,6 +1,7 @@
 """Store settings: ``MessageStoreConfig`` with RocketMQ's names (snake_case) and defaults.
 
-Owns the store's configuration value and its ``broker.conf`` parsing. Imports: stdlib only.
+Owns the store's configuration value and its ``broker.conf`` parsing. Imports:
+``finchmq.common`` (settings conversion) and ``finchmq.protocol.topics``.
 
 Strategy:
     One frozen, slotted, keyword-only dataclass (style §3.2). Field names are Java's
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from finchmq.common.settings import SettingsError, camel_to_snake, config_from_properties
+from finchmq.protocol.topics import SCHEDULE_TOPIC
 
 __all__ = [
     "CQ_STORE_UNIT_SIZE",
@@ -31,7 +34,6 @@ __all__ = [
 ]
 
 CQ_STORE_UNIT_SIZE: Final = 20  # RocketMQ ConsumeQueue.CQ_STORE_UNIT_SIZE
-SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"  # RocketMQ TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
 _UNITS_MS: Final = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -224,53 +226,43 @@ class MessageStoreConfig:
         """Build from broker.conf keys (camelCase, e.g. ``mappedFileSizeCommitLog``).
 
         Returns ``(config, unknown)``: the keys that are not store settings, untouched, so the
-        caller can hand them to another component or warn. Raises ``ValueError`` naming the key
-        for a value that does not parse or validate.
+        caller can hand them to another component or warn. Raises ``ValueError`` (a
+        ``SettingsError``) naming the key for a value that does not parse or validate.
         """
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        defaults = cls()
-        kwargs: dict[str, object] = {}
-        unknown: dict[str, str] = {}
-        for key, raw in props.items():
-            name = _ALIASES.get(key) or _snake(key)
-            if name not in known:
-                unknown[key] = raw
-                continue
-            text = raw.strip()
-            current = getattr(defaults, name)
-            try:
-                value: object
-                if name in ("store_path_root_dir", "store_path_commit_log"):
-                    value = Path(text).expanduser()
-                elif isinstance(current, bool):
-                    if text.lower() not in ("true", "false"):
-                        raise ValueError("not true/false")
-                    value = text.lower() == "true"
-                elif isinstance(current, enum.Enum):
-                    value = type(current)(text.upper())
-                elif isinstance(current, int):
-                    value = int(text)
-                elif isinstance(current, float):
-                    number = float(text)
-                    value = number / 100 if number > 1 else number
-                else:
-                    value = text
-            except ValueError as exc:
-                raise ValueError(f"broker.conf {key}={raw!r}: {exc}") from exc
-            kwargs[name] = value
-        try:
-            return cls(**kwargs), unknown  # type: ignore[arg-type]
-        except ValueError as exc:
-            raise ValueError(f"broker.conf: {exc}") from exc
+        return cls().with_properties(props)
 
+    def with_properties(self, props: dict[str, str]) -> tuple[MessageStoreConfig, dict[str, str]]:
+        """This config with broker.conf ``props`` applied; see ``from_properties``."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        renamed: dict[str, str] = {}
+        for key, raw in props.items():
+            name = _ALIASES.get(key, key)
+            value = raw
+            if camel_to_snake(name) in _FRACTIONS:
+                # 5.x writes the disk ratios as percents ("90"); 4.x as fractions ("0.90").
+                try:
+                    number: float | None = float(raw)
+                except ValueError:
+                    number = None
+                if number is not None and number > 1:
+                    value = str(number / 100)
+            renamed[name if camel_to_snake(name) in fields or name in fields else key] = value
+        try:
+            return config_from_properties(self, renamed)
+        except SettingsError as exc:
+            message = str(exc)
+            for original, alias in _ALIASES.items():
+                if original in props:
+                    message = message.replace(f"for {alias}:", f"for {original}:")
+            raise SettingsError(message) from None
+
+
+_FRACTIONS: Final = frozenset({"disk_space_warning_level_ratio", "disk_space_clean_forcibly_ratio"})
 
 # Java names whose snake_case differs from ours (Java 4.x spells "maped").
 _ALIASES: Final = {
-    "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
-    "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
+    "mapedFileSizeCommitLog": "mappedFileSizeCommitLog",
+    "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue",
     "checkCRCOnRecover": "check_crc_on_recover",
 }
 
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -125,7 +125,7 @@ class DispatchRequest:
         "uniq_keys",
     )
 
-    def __init__(  # noqa: PLR0917 - one slot per field, built on the hot path
+    def __init__(
         self,
         topic: str,
         queue_id: int,

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from finchmq.protocol.filter import SUB_ALL, parse_tags
 from finchmq.protocol.message import tags_hash_code
 
 __all__ = ["SUB_ALL", "MessageFilter", "TagsFilter"]
 
-SUB_ALL = "*"  # SubscriptionData.SUB_ALL
 
 
 class MessageFilter(Protocol):
@@ -37,13 +37,9 @@ class TagsFilter:
     __slots__ = ("codes", "match_all", "tags")
 
     def __init__(self, expression: str | None = SUB_ALL) -> None:
-        expr = (expression or "").strip()
-        if not expr or expr == SUB_ALL:
-            self.match_all = True
-            self.tags: frozenset[str] = frozenset()
-        else:
-            self.match_all = False
-            self.tags = frozenset(t.strip() for t in expr.split("||") if t.strip())
+        tags = parse_tags(expression)
+        self.match_all = tags is None
+        self.tags: frozenset[str] = frozenset(tags or ())
         self.codes = frozenset(tags_hash_code(t) for t in self.tags)
 
     @classmethod

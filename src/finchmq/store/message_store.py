@@ -596,7 +596,7 @@ class DefaultMessageStore:
 
     # ================================================================== get
 
-    def get_message(  # noqa: PLR0917 - Java's signature, positional on purpose
+    def get_message(
         self,
         group: str,
         topic: str,
@@ -664,7 +664,7 @@ class DefaultMessageStore:
         result.max_offset = max_offset
         return result
 
-    def _collect(  # noqa: PLR0917
+    def _collect(
         self,
         result: GetMessageResult,
         cq: ConsumeQueue,

@@ -76,7 +76,7 @@ def produce(args: argparse.Namespace) -> int:
         elif args.mode == "async":
             done = threading.Semaphore(0)
 
-            def ok(result, i=None):  # noqa: ANN001
+            def ok(result, i=None):
                 emit(
                     {
                         "status": int(result.status),
@@ -87,7 +87,7 @@ def produce(args: argparse.Namespace) -> int:
                 )
                 done.release()
 
-            def failed(exc):  # noqa: ANN001
+            def failed(exc):
                 emit({"error": str(exc), "async": True})
                 done.release()
 
@@ -128,7 +128,7 @@ def produce(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(msg, prop_keys: list[str]) -> dict:  # noqa: ANN001
+def describe(msg, prop_keys: list[str]) -> dict:
     body = msg.body or b""
     return {
         "topic": _text(msg.topic),
@@ -159,7 +159,7 @@ def push(args: argparse.Namespace) -> int:
     finished = threading.Event()
     prop_keys = args.prop_key or []
 
-    def callback(msg):  # noqa: ANN001
+    def callback(msg):
         record = describe(msg, prop_keys)
         key = f"{record['body']}"
         with lock:
@@ -169,7 +169,7 @@ def push(args: argparse.Namespace) -> int:
             record["failed"] = failing
             record["t"] = time.time()
             emit(record)
-            if not failing:
+            if not failing and _text(msg.body).startswith(args.expect_prefix):
                 seen.add(key)
                 if args.expect and len(seen) >= args.expect:
                     finished.set()
@@ -241,6 +241,7 @@ def main() -> int:
     c.add_argument("--threads", type=int, default=4)
     c.add_argument("--instance", default="")
     c.add_argument("--linger", type=float, default=0.0)
+    c.add_argument("--expect-prefix", default="", help="count only bodies starting with this")
 
     q = sub.add_parser("pull", parents=[common])
     q.add_argument("--group", required=True)

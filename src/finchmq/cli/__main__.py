@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from finchmq import __version__
 from finchmq.cli.demo import add_demo_parser
+from finchmq.cli.servers import add_server_parsers
 
 __all__ = ["build_parser", "main"]
 
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="log verbosity (default WARNING: quiet)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_server_parsers(commands)
     add_demo_parser(commands)
     return parser
 

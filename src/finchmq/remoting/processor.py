@@ -25,6 +25,8 @@ from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 
+from .errors import RemotingSendRequestError
+
 if TYPE_CHECKING:
     from .connection import RemotingConnection
 
@@ -179,8 +181,10 @@ class RequestExecutor:
             if response is not None and not request.is_oneway:
                 try:
                     item.ctx.write_response(response)
-                except Exception as exc:
-                    log.warning("cannot answer code=%d to %s: %s", request.code, item.ctx.remote_addr, exc)
+                except RemotingSendRequestError as exc:  # the client left before its answer
+                    log.debug("cannot answer code=%d to %s: %s", request.code, item.ctx.remote_addr, exc)
+                except Exception:
+                    log.exception("cannot answer code=%d to %s", request.code, item.ctx.remote_addr)
 
     async def close(self) -> None:
         self._closed = True

@@ -265,4 +265,3 @@ _ALIASES: Final = {
     "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue",
     "checkCRCOnRecover": "check_crc_on_recover",
 }
-

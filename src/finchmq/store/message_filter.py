@@ -15,7 +15,6 @@ from finchmq.protocol.message import tags_hash_code
 __all__ = ["SUB_ALL", "MessageFilter", "TagsFilter"]
 
 
-
 class MessageFilter(Protocol):
     """Java ``MessageFilter``: cheap check on the consume-queue unit, then on the stored record."""
 

@@ -1,0 +1,267 @@
+"""``finchmq namesrv``, ``finchmq broker`` and ``finchmq server``: run the servers.
+
+Configuration follows RocketMQ: ``broker.conf`` is a Java properties file with RocketMQ's key
+names (brokerClusterName, brokerName, brokerId, namesrvAddr, listenPort, storePathRootDir,
+flushDiskType, autoCreateTopicEnable, ...); unknown keys are warned about and a bad value stops
+start-up with a message naming the key. ``NAMESRV_ADDR`` is read from the environment as
+RocketMQ does. SIGTERM and SIGINT shut down cleanly: flush, persist offsets, unregister.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from finchmq.broker import BrokerConfig, BrokerController
+from finchmq.common import SettingsError, config_from_properties, parse_properties
+from finchmq.namesrv import NamesrvConfig, NamesrvController
+from finchmq.remoting import run
+from finchmq.store import MessageStoreConfig
+
+__all__ = ["add_server_parsers", "host_address", "load_broker_config"]
+
+log = logging.getLogger("finchmq.cli")
+
+DEFAULT_DATA_DIR = Path("finchmq-data")
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix; printed without a traceback."""
+
+
+def host_address() -> str:
+    """The host's first non-loopback IPv4 address (Java ``RemotingUtil.getLocalAddress``), else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))  # no packet is sent
+            address = probe.getsockname()[0]
+            if address and not address.startswith("127."):
+                return str(address)
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+def load_broker_config(
+    conf_file: Path | None, overrides: dict[str, str], *, default_store_dir: Path
+) -> tuple[BrokerConfig, MessageStoreConfig, dict[str, str]]:
+    """broker.conf + command-line overrides -> (broker config, store config, every key given).
+
+    Raises ConfigError for an unreadable file or a bad value.
+    """
+    props: dict[str, str] = {}
+    if conf_file is not None:
+        try:
+            props = parse_properties(conf_file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read the broker config {conf_file}: {exc.strerror}") from None
+    props.update(overrides)
+    if "namesrvAddr" not in props and os.environ.get("NAMESRV_ADDR"):
+        props["namesrvAddr"] = os.environ["NAMESRV_ADDR"]
+    base_broker = BrokerConfig(broker_ip1=host_address())
+    base_store = MessageStoreConfig(store_path_root_dir=default_store_dir)
+    try:
+        broker, rest = config_from_properties(base_broker, props)
+        store, unknown = base_store.with_properties(rest)
+    except SettingsError as exc:
+        source = f" in {conf_file}" if conf_file else ""
+        raise ConfigError(f"bad broker configuration{source}: {exc}") from None
+    for key in sorted(unknown):
+        log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
+    if not broker.broker_ip2:
+        broker = replace(broker, broker_ip2=broker.broker_ip1)
+    return broker, store, props
+
+
+def add_server_parsers(commands: Any) -> None:
+    namesrv = commands.add_parser(
+        "namesrv",
+        help="run a name server",
+        description="Run a RocketMQ-compatible name server.",
+    )
+    namesrv.add_argument("--port", type=int, default=9876, help="listen port (default 9876)")
+    namesrv.add_argument("--bind", default="0.0.0.0", help="listen address (default 0.0.0.0)")
+    namesrv.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help="where kvConfig.json lives (default ./finchmq-data)",
+    )
+    namesrv.set_defaults(handler=_run_namesrv)
+
+    broker = commands.add_parser(
+        "broker",
+        help="run a broker",
+        description="Run a RocketMQ-compatible broker configured by a broker.conf (Java properties).",
+    )
+    broker.add_argument("-c", "--config", type=Path, help="broker.conf with RocketMQ's key names")
+    broker.add_argument(
+        "-n", "--namesrv", help="name server address(es), 'host:port;host:port' (namesrvAddr)"
+    )
+    broker.add_argument("--port", type=int, help="listen port (listenPort, default 10911)")
+    broker.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="storePathRootDir default is DATA_DIR/store"
+    )
+    broker.set_defaults(handler=_run_broker)
+
+    server = commands.add_parser(
+        "server",
+        help="run a name server and a broker in one process (the embedded default)",
+        description=(
+            "Run a name server and a broker in one process: the embedded default. Data lives in "
+            "DATA_DIR (./finchmq-data); the broker registers with the embedded name server."
+        ),
+    )
+    server.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="data directory (default ./finchmq-data)"
+    )
+    server.add_argument("--namesrv-port", type=int, default=9876, help="name server port (default 9876)")
+    server.add_argument("--broker-port", type=int, default=10911, help="broker port (default 10911)")
+    server.add_argument("--broker-ip", help="address the broker advertises (brokerIP1; default: this host's)")
+    server.add_argument("--bind", default="0.0.0.0", help="listen address of both servers (default 0.0.0.0)")
+    server.add_argument("-c", "--config", type=Path, help="broker.conf with extra broker settings")
+    server.set_defaults(handler=_run_server)
+
+
+async def _wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+async def _namesrv_main(args: argparse.Namespace) -> None:
+    config = NamesrvConfig(
+        listen_port=args.port,
+        bind_address=args.bind,
+        kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
+    )
+    async with NamesrvController(config) as namesrv:
+        _print(f"finchmq name server listening on {namesrv.address}")
+        await _wait_for_signal()
+        _print("finchmq name server shutting down")
+
+
+async def _broker_main(
+    broker_config: BrokerConfig,
+    store_config: MessageStoreConfig,
+    conf_file: Path | None,
+    props: dict[str, str],
+) -> None:
+    began = time.monotonic()
+    broker = BrokerController(broker_config, store_config, config_file=conf_file, extra_properties=props)
+    try:
+        await broker.start()
+    except BaseException:
+        await broker.close()
+        raise
+    try:
+        name, cluster = broker_config.broker_name, broker_config.broker_cluster_name
+        _print(
+            f"finchmq broker {name} ({cluster}) at {broker.broker_addr}, "
+            f"store {store_config.store_path_root_dir}, name servers {broker_config.namesrv_addr or 'none'} "
+            f"(ready in {(time.monotonic() - began) * 1000:.0f} ms)"
+        )
+        await _wait_for_signal()
+        _print("finchmq broker shutting down")
+    finally:
+        await broker.close()
+
+
+def _run_namesrv(args: argparse.Namespace) -> int:
+    run(_namesrv_main(args))
+    return 0
+
+
+def _run_broker(args: argparse.Namespace) -> int:
+    overrides: dict[str, str] = {}
+    if args.namesrv:
+        overrides["namesrvAddr"] = args.namesrv
+    if args.port is not None:
+        overrides["listenPort"] = str(args.port)
+    try:
+        broker, store, props = load_broker_config(
+            args.config, overrides, default_store_dir=args.data_dir / "store"
+        )
+    except ConfigError as exc:
+        print(f"finchmq broker: {exc}", file=sys.stderr)
+        return 2
+    return _run_or_report(_broker_main(broker, store, args.config, props))
+
+
+async def _server_main(
+    args: argparse.Namespace,
+    broker_config: BrokerConfig,
+    store_config: MessageStoreConfig,
+    props: dict[str, str],
+) -> None:
+    began = time.monotonic()
+    namesrv = NamesrvController(
+        NamesrvConfig(
+            listen_port=args.namesrv_port,
+            bind_address=args.bind,
+            kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
+        )
+    )
+    await namesrv.start()
+    broker_config = replace(broker_config, namesrv_addr=namesrv.address)
+    broker = BrokerController(broker_config, store_config, config_file=args.config, extra_properties=props)
+    try:
+        await broker.start()
+        _print(f"finchmq name server listening on {namesrv.address}")
+        store_dir = store_config.store_path_root_dir
+        _print(
+            f"finchmq broker {broker_config.broker_name} listening on {broker.broker_addr} (store {store_dir})"
+        )
+        _print(
+            f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
+        )
+        await _wait_for_signal()
+        _print("finchmq server shutting down")
+    finally:
+        await broker.close()
+        await namesrv.close()
+
+
+def _run_server(args: argparse.Namespace) -> int:
+    overrides = {"listenPort": str(args.broker_port), "bindAddress": args.bind}
+    if args.broker_ip:
+        overrides["brokerIP1"] = args.broker_ip
+    try:
+        broker, store, props = load_broker_config(
+            args.config, overrides, default_store_dir=args.data_dir / "store"
+        )
+    except ConfigError as exc:
+        print(f"finchmq server: {exc}", file=sys.stderr)
+        return 2
+    return _run_or_report(_server_main(args, broker, store, props))
+
+
+def _run_or_report(main: Any) -> int:
+    try:
+        run(main)
+    except OSError as exc:
+        print(f"finchmq: cannot start: {exc}", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:  # e.g. the store directory is locked by another process
+        print(f"finchmq: cannot start: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,103 @@
+"""Drives the official C++ client (``rocketmq==0.4.4`` in ``.venv-cpp``) against an embedded
+finchmq server. ``make test`` creates ``.venv-cpp``; these tests are never skipped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("cpp_driver.py")
+CPP_PYTHON = ROOT / ".venv-cpp" / "bin" / "python"
+
+
+def cpp_python() -> Path:
+    if not CPP_PYTHON.exists():
+        pytest.fail(f"{CPP_PYTHON} is missing: run `make test` (it creates .venv-cpp with rocketmq==0.4.4)")
+    return CPP_PYTHON
+
+
+class CppProcess:
+    """One driver process; its JSON lines are collected as they arrive."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.args = args
+        self.proc = subprocess.Popen(
+            [str(cpp_python()), str(DRIVER), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+        )
+        self.records: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.strip()
+            if not line.startswith("{"):
+                continue
+            with self._changed:
+                self.records.append(json.loads(line))
+                self._changed.notify_all()
+
+    def wait_for(self, predicate: Any, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self.records), timeout)
+
+    def messages(self) -> list[dict[str, Any]]:
+        with self._changed:
+            return [r for r in self.records if "body" in r]
+
+    def finish(self, timeout: float = 90) -> list[dict[str, Any]]:
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"C++ driver {self.args[:1]} timed out; records so far: {self.records[-3:]}")
+        self._reader.join(5)
+        stderr = self.proc.stderr.read() if self.proc.stderr else ""
+        if self.proc.returncode != 0:
+            pytest.fail(f"C++ driver {self.args} failed ({self.proc.returncode}): {stderr[-2000:]}")
+        if not self.records or not self.records[-1].get("done"):
+            pytest.fail(f"C++ driver {self.args} did not finish: {self.records[-3:]} {stderr[-2000:]}")
+        return self.records
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def cpp(tmp_path: Path) -> Iterator[Any]:
+    """Start C++ driver processes: ``cpp("produce", "--topic", ...)``; all killed afterwards."""
+    started: list[CppProcess] = []
+
+    def start(*args: str) -> CppProcess:
+        process = CppProcess(list(args), cwd=tmp_path)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        for stream in (process.proc.stdout, process.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def pytest_report_header() -> str:
+    state = "present" if CPP_PYTHON.exists() else "MISSING"
+    return f"C++ client: {CPP_PYTHON} ({state}); python {sys.version.split()[0]}"

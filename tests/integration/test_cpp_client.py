@@ -1,0 +1,342 @@
+"""Wire compatibility: the official C++ client (librocketmq 1.2.4, unmodified) against finchmq.
+
+Every test checks bodies, tags, keys and user properties, read back both through the C++
+consumer and straight from the broker's store.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+
+from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored_all
+from finchmq.testing import EmbeddedServer
+
+SHORT_DELAYS = {"messageDelayLevel": "1s 1s 1s 1s 1s 1s 1s 1s"}
+
+
+def stored(server: EmbeddedServer, topic: str) -> list[MessageExt]:
+    """Every message of ``topic`` as the broker stored it, queue by queue."""
+    assert server.broker is not None
+    store = server.broker.store
+    out: list[MessageExt] = []
+    for queue_id in range(16):
+        offset = 0
+        while offset < store.get_max_offset_in_queue(topic, queue_id):
+            with store.get_message("test", topic, queue_id, offset, 32) as result:
+                out.extend(decode_stored_all(result.body()))
+                offset = result.next_begin_offset
+    return out
+
+
+def body(record: dict[str, Any]) -> str:
+    return base64.b64decode(record["body"]).decode()
+
+
+def produce(cpp: Any, namesrv: str, topic: str, count: int, *extra: str) -> list[dict[str, Any]]:
+    records = cpp("produce", "--namesrv", namesrv, "--topic", topic, "--count", str(count), *extra).finish()
+    assert records[-1] == {"done": True, "errors": 0}, records[-3:]
+    return records[:-1]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "oneway", "orderly", "batch"])
+def test_every_send_mode_stores_messages_intact(finchmq_server: EmbeddedServer, cpp: Any, mode: str) -> None:
+    topic = f"Cpp_{mode}"
+    results = produce(
+        cpp,
+        finchmq_server.namesrv_addr,
+        topic,
+        12,
+        "--mode",
+        mode,
+        "--tags",
+        "TagA,TagB",
+        "--keys-prefix",
+        f"{mode}-key-",
+        "--prop",
+        "color=red{i}",
+        "--body-prefix",
+        f"{mode}-body-",
+        "--shards",
+        "3",
+        "--batch-size",
+        "4",
+    )
+    if mode in ("sync", "orderly"):
+        assert [r["status"] for r in results] == [0] * 12
+        assert all(len(r["msg_id"]) == 32 for r in results)
+    if mode == "batch":
+        assert [r["n"] for r in results] == [4, 4, 4]
+    deadline = time.monotonic() + 10  # oneway sends are not acknowledged: give them a moment
+    while len(stored(finchmq_server, topic)) < 12 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    messages = stored(finchmq_server, topic)
+    by_body = {m.body.decode(): m for m in messages}
+    assert sorted(by_body) == sorted(f"{mode}-body-{i}" for i in range(12)), "each message stored once"
+    for i in range(12):
+        m = by_body[f"{mode}-body-{i}"]
+        assert m.tags == ("TagA" if i % 2 == 0 else "TagB")
+        assert m.keys == f"{mode}-key-{i}"
+        assert m.properties["color"] == f"red{i}"
+        assert m.properties["CLUSTER"] == "DefaultCluster"
+        if mode != "batch":  # batch items keep their own properties verbatim, as in Java
+            assert "WAIT" not in m.properties  # Java 4.9 strips it from single messages
+        assert m.topic == topic and m.born_host.host == "127.0.0.1"
+    if mode == "orderly":
+        queues = defaultdict(set)
+        for i in range(12):
+            queues[i % 3].add(by_body[f"{mode}-body-{i}"].queue_id)
+        assert all(len(q) == 1 for q in queues.values()), "a sharding key always maps to one queue"
+    if mode == "batch":
+        assert len({m.queue_id for m in messages}) <= 3 and all(
+            m.properties.get("UNIQ_KEY") for m in messages
+        )
+
+
+def test_push_consumer_clustering_receives_every_message_intact(
+    finchmq_server: EmbeddedServer, cpp: Any
+) -> None:
+    addr = finchmq_server.namesrv_addr
+    produce(
+        cpp, addr, "CppPush", 20, "--tags", "TagA,TagB", "--keys-prefix", "key-", "--prop", "color=blue{i}"
+    )
+    # A group that did not exist when the messages were sent still gets them (QUERY_CONSUMER_OFFSET quirk).
+    consumer = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppPush",
+        "--group",
+        "cg_push",
+        "--expect",
+        "20",
+        "--prop-key",
+        "color",
+        "--timeout",
+        "60",
+    )
+    records = consumer.finish()
+    got = [r for r in records if "body" in r]
+    assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(20))
+    for r in got:
+        i = int(body(r).split("-")[1])
+        assert (r["tags"], r["keys"], r["props"]["color"]) == (
+            "TagA" if i % 2 == 0 else "TagB",
+            f"key-{i}",
+            f"blue{i}",
+        )
+        assert r["topic"] == "CppPush" and r["reconsume_times"] == 0
+    # Offsets were committed: the broker knows the group's progress on every queue.
+    broker = finchmq_server.broker
+    assert broker is not None
+    committed = broker.consumer_offset_manager.query_offsets("cg_push", "CppPush")
+    assert sum(committed.values()) == 20
+
+
+def test_tag_expression_filters_on_the_broker(finchmq_server: EmbeddedServer, cpp: Any) -> None:
+    addr = finchmq_server.namesrv_addr
+    produce(cpp, addr, "CppTags", 30, "--tags", "TagA,TagB,TagC")
+    records = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppTags",
+        "--group",
+        "cg_tags",
+        "--expression",
+        "TagA || TagB",
+        "--expect",
+        "20",
+        "--timeout",
+        "60",
+        "--linger",
+        "1",
+    ).finish()
+    got = [r for r in records if "body" in r]
+    assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(30) if i % 3 != 2)
+    assert {r["tags"] for r in got} == {"TagA", "TagB"}
+
+
+def test_orderly_consumer_keeps_queue_order_and_locks(finchmq_server: EmbeddedServer, cpp: Any) -> None:
+    addr = finchmq_server.namesrv_addr
+    produce(cpp, addr, "CppOrder", 24, "--mode", "orderly", "--shards", "4", "--body-prefix", "ord-")
+    consumer = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppOrder",
+        "--group",
+        "cg_order",
+        "--orderly",
+        "--expect",
+        "24",
+        "--timeout",
+        "60",
+    )
+    assert consumer.wait_for(lambda rs: len([r for r in rs if "body" in r]) >= 24, 60)
+    broker = finchmq_server.broker
+    assert broker is not None
+    holders = {
+        broker.rebalance_lock_manager.holder("cg_order", MessageQueue("CppOrder", "broker-a", q))
+        for q in range(4)
+    }
+    holders.discard(None)
+    assert len(holders) == 1, "the orderly consumer holds the broker-side locks of its queues"
+    records = consumer.finish()
+    per_queue: dict[int, list[int]] = defaultdict(list)
+    for r in records:
+        if "body" in r:
+            per_queue[r["queue_id"]].append(r["queue_offset"])
+    assert sum(len(v) for v in per_queue.values()) == 24
+    for offsets in per_queue.values():
+        assert offsets == sorted(offsets), "one queue is consumed in offset order"
+
+
+def test_broadcasting_delivers_every_message_to_every_consumer(
+    finchmq_server: EmbeddedServer, cpp: Any
+) -> None:
+    addr = finchmq_server.namesrv_addr
+    produce(cpp, addr, "CppBcast", 1, "--body-prefix", "warmup-")  # the topic must exist for its route
+    consumers = [
+        cpp(
+            "push",
+            "--namesrv",
+            addr,
+            "--topic",
+            "CppBcast",
+            "--group",
+            "cg_bcast",
+            "--broadcast",
+            "--expect",
+            "10",
+            "--expect-prefix",
+            "body-",
+            "--timeout",
+            "60",
+            "--instance",
+            f"i{n}",
+        )
+        for n in range(2)
+    ]
+    for c in consumers:
+        assert c.wait_for(lambda rs: any(r.get("started") for r in rs), 30)
+    time.sleep(4)  # broadcast consumers start from the end of each queue: let them get there first
+    produce(cpp, addr, "CppBcast", 10, "--prop", "n={i}")
+    for c in consumers:
+        got = [r for r in c.finish() if "body" in r and body(r).startswith("body-")]
+        assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(10))
+
+
+def test_reconsume_later_redelivers_through_the_retry_topic(finchmq_server_factory: Any, cpp: Any) -> None:
+    server = finchmq_server_factory(SHORT_DELAYS)
+    addr = server.namesrv_addr
+    produce(cpp, addr, "CppRetry", 4, "--keys-prefix", "rk", "--tags", "TagR", "--prop", "color=green{i}")
+    records = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppRetry",
+        "--group",
+        "cg_retry",
+        "--expect",
+        "4",
+        "--fail-times",
+        "1",
+        "--prop-key",
+        "color",
+        "--timeout",
+        "60",
+    ).finish()
+    got = [r for r in records if "body" in r]
+    attempts = Counter(body(r) for r in got)
+    assert attempts == {f"body-{i}": 2 for i in range(4)}, "each message: once failed, once redelivered"
+    retried = [r for r in got if r["attempt"] == 2]
+    for r in retried:
+        i = int(body(r).split("-")[1])
+        assert r["topic"] == "CppRetry", "the C++ client restores the original topic from RETRY_TOPIC"
+        assert r["reconsume_times"] == 1
+        assert (r["tags"], r["keys"], r["props"]["color"]) == ("TagR", f"rk{i}", f"green{i}")
+    first = {body(r): r["t"] for r in got if r["attempt"] == 1}
+    assert all(r["t"] - first[body(r)] >= 0.9 for r in retried), "redelivery waits for the delay level"
+    retry_stored = stored(server, "%RETRY%cg_retry")
+    assert len(retry_stored) == 4 and all(m.properties.get("ORIGIN_MESSAGE_ID") for m in retry_stored)
+
+
+def test_two_consumers_share_the_queues_and_one_takes_over(finchmq_server: EmbeddedServer, cpp: Any) -> None:
+    addr = finchmq_server.namesrv_addr
+    produce(cpp, addr, "CppShare", 1, "--body-prefix", "warmup-")  # creates the topic (4 queues)
+    a = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppShare",
+        "--group",
+        "cg_share",
+        "--timeout",
+        "40",
+        "--instance",
+        "a",
+    )
+    b = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppShare",
+        "--group",
+        "cg_share",
+        "--timeout",
+        "12",
+        "--instance",
+        "b",
+    )
+    time.sleep(6)  # both join; the broker tells the group, and they rebalance 2 + 2
+    produce(cpp, addr, "CppShare", 40, "--body-prefix", "shared-")
+    b.finish(60)  # b leaves (unregisters) after its timeout
+    time.sleep(3)
+    produce(cpp, addr, "CppShare", 20, "--body-prefix", "after-")
+    assert a.wait_for(
+        lambda rs: len({body(r) for r in rs if "body" in r and body(r).startswith("after-")}) >= 20, 40
+    )
+    a_msgs = [r for r in a.messages() if not body(r).startswith("warmup")]
+    b_msgs = [r for r in b.messages() if not body(r).startswith("warmup")]
+    shared_a = {r["queue_id"] for r in a_msgs if body(r).startswith("shared-")}
+    shared_b = {r["queue_id"] for r in b_msgs if body(r).startswith("shared-")}
+    assert shared_a and shared_b and not (shared_a & shared_b), "while both run, no queue is consumed twice"
+    every = {body(r) for r in a_msgs + b_msgs}
+    assert every >= {f"shared-{i}" for i in range(40)} | {f"after-{i}" for i in range(20)}
+    assert {body(r) for r in a_msgs if body(r).startswith("after-")} == {f"after-{i}" for i in range(20)}
+
+
+def test_pull_consumer_reads_everything(finchmq_server: EmbeddedServer, cpp: Any) -> None:
+    addr = finchmq_server.namesrv_addr
+    produce(cpp, addr, "CppPull", 15, "--tags", "TagP", "--keys-prefix", "pk", "--prop", "color=c{i}")
+    records = cpp(
+        "pull",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppPull",
+        "--group",
+        "cg_pull",
+        "--expect",
+        "15",
+        "--prop-key",
+        "color",
+        "--timeout",
+        "30",
+    ).finish()
+    got = [r for r in records if "body" in r]
+    assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(15))
+    for r in got:
+        i = int(body(r).split("-")[1])
+        assert (r["tags"], r["keys"], r["props"]["color"]) == ("TagP", f"pk{i}", f"c{i}")

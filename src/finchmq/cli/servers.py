@@ -228,9 +228,7 @@ async def _server_main(
         await broker.start()
         _print(f"finchmq name server listening on {namesrv.address}")
         store_dir = store_config.store_path_root_dir
-        _print(
-            f"finchmq broker {broker_config.broker_name} listening on {broker.broker_addr} (store {store_dir})"
-        )
+        _print(f"finchmq broker {broker_config.broker_name} at {broker.broker_addr} (store {store_dir})")
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import time
+import zlib
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -340,3 +341,47 @@ def test_pull_consumer_reads_everything(finchmq_server: EmbeddedServer, cpp: Any
     for r in got:
         i = int(body(r).split("-")[1])
         assert (r["tags"], r["keys"], r["props"]["color"]) == ("TagP", f"pk{i}", f"c{i}")
+
+
+def test_large_bodies_compressed_by_the_client_round_trip(finchmq_server: EmbeddedServer, cpp: Any) -> None:
+    """The C++ client zlib-compresses bodies over 4 KiB, and whole batches over 4 KiB."""
+    addr = finchmq_server.namesrv_addr
+    produce(cpp, addr, "CppBig", 3, "--body-size", "20000", "--body-prefix", "big-")
+    produce(
+        cpp,
+        addr,
+        "CppBig",
+        16,
+        "--mode",
+        "batch",
+        "--batch-size",
+        "8",
+        "--body-size",
+        "1500",
+        "--body-prefix",
+        "bat-",
+    )
+    messages = stored(finchmq_server, "CppBig")
+    singles = [m for m in messages if m.sys_flag & 1]
+    assert len(singles) == 3, "single bodies are stored as the client compressed them"
+    assert all(zlib.decompress(m.body).startswith(b"big-") for m in singles)
+    batch_items = [m for m in messages if not m.sys_flag & 1]
+    assert sorted(m.body.rstrip(b"x").decode() for m in batch_items) == sorted(f"bat-{i}" for i in range(16))
+    assert all(len(m.body) == 1500 for m in batch_items), "batch items are stored separately, uncompressed"
+    records = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppBig",
+        "--group",
+        "cg_big",
+        "--expect",
+        "19",
+        "--timeout",
+        "60",
+    ).finish()
+    got = sorted(base64.b64decode(r["body"]) for r in records if "body" in r)
+    assert len(got) == 19
+    assert sum(1 for b in got if len(b) == 20000 and b.startswith(b"big-")) == 3
+    assert sum(1 for b in got if len(b) == 1500 and b.startswith(b"bat-")) == 16

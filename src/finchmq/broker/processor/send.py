@@ -34,7 +34,9 @@ from finchmq.protocol.headers import (
 )
 from finchmq.protocol.message import (
     MessageConst,
+    MessageDecodeError,
     MessageSysFlag,
+    decompress_body,
     pack_host,
     properties_to_string,
     string_to_properties,
@@ -56,6 +58,7 @@ __all__ = ["SendMessageProcessor", "put_status_response"]
 log = logging.getLogger(__name__)
 
 DLQ_NUMS_PER_GROUP = 1
+_MAX_BATCH_INFLATED = 64 * 1024 * 1024  # bytes a compressed batch may inflate to
 _FAQ = " see http://rocketmq.apache.org/docs/faq/"
 _DISK_FULL_REMARK = (
     "service not available now. It may be caused by one of the following reasons: "
@@ -346,12 +349,22 @@ class SendMessageProcessor(BrokerProcessor):
         queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
         properties = string_to_properties(header.properties or "")
         properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
+        body = request.body
+        sys_flag = header.sys_flag
+        if sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+            # The C++ client zlib-compresses a whole batch over 4 KiB (a Java broker would store
+            # the blob as one message); unpack it so consumers get the separate messages.
+            try:
+                body = decompress_body(body, _MAX_BATCH_INFLATED)
+            except MessageDecodeError as exc:
+                return request.make_response(ResponseCode.MESSAGE_ILLEGAL, f"compressed batch body: {exc}")
+            sys_flag &= ~MessageSysFlag.COMPRESSED_FLAG
         batch = MessageExtBatch(
             topic=header.topic,
-            body=request.body,
+            body=body,
             queue_id=queue_id,
             properties=properties,
-            sys_flag=header.sys_flag,
+            sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
             born_host=_born_host(ctx),
             store_host=c.store_host,

@@ -1,0 +1,96 @@
+"""A ``finchmq server`` subprocess for benchmarks, with its CPU and memory read from /proc."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["ServerProcess", "free_port"]
+
+ROOT = Path(__file__).resolve().parents[1]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess:
+    """``finchmq server`` on free loopback ports in a fresh directory."""
+
+    def __init__(self, *, conf: dict[str, str] | None = None, data_dir: Path | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="finchmq-bench-") if data_dir is None else None
+        self.data_dir = data_dir or Path(self._tmp.name)  # type: ignore[union-attr]
+        self.namesrv_port = free_port()
+        self.broker_port = free_port()
+        self.conf = conf or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def start(self) -> ServerProcess:
+        args = [
+            sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
+            "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
+            "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1",
+        ]  # fmt: skip
+        if self.conf:
+            conf_file = self.data_dir / "broker.conf"
+            conf_file.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
+            args += ["-c", str(conf_file)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if not line:
+                raise RuntimeError(f"finchmq server exited with {self.proc.wait()}")
+            if line.startswith("ready in"):
+                return self
+        raise RuntimeError("finchmq server did not get ready within 30 s")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -33,6 +33,7 @@ class ServerProcess:
         self.broker_port = free_port()
         self.conf = conf or {}
         self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = self.data_dir / "server.log"
 
     @property
     def namesrv_addr(self) -> str:
@@ -48,16 +49,20 @@ class ServerProcess:
             conf_file = self.data_dir / "broker.conf"
             conf_file.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
             args += ["-c", str(conf_file)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
-        assert self.proc.stdout is not None
+        self.log_path = self.data_dir / "server.log"
+        with open(self.log_path, "wb") as log:  # a file, not a pipe nobody drains
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            line = self.proc.stdout.readline().decode()
-            if not line:
-                raise RuntimeError(f"finchmq server exited with {self.proc.wait()}")
-            if line.startswith("ready in"):
+            if "ready in" in self.log_path.read_text(errors="replace"):
                 return self
-        raise RuntimeError("finchmq server did not get ready within 30 s")
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"finchmq server exited with {self.proc.returncode}: {self.log_tail()}")
+            time.sleep(0.05)
+        raise RuntimeError(f"finchmq server did not get ready within 30 s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     @property
     def pid(self) -> int:
@@ -82,8 +87,6 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc is not None and self.proc.stdout is not None:
-            self.proc.stdout.close()
         if self._tmp is not None:
             self._tmp.cleanup()
 

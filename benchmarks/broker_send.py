@@ -2,65 +2,109 @@
 
     python -m benchmarks.broker_send [--seconds 20] [--threads 32]
 
-Starts ``finchmq server`` in its own process (fresh data directory, ASYNC_FLUSH), reports its
-idle RSS, then runs 1 KiB sync sends from N producer threads and batches of 32, printing TPS,
-average/p99/max latency, the broker's CPU use and RSS. Needs ``.venv-cpp`` (``make test``
-creates it).
+Compiles ``cpp_loadgen.c`` against librocketmq (the C++ client bundled in PyPI
+``rocketmq==0.4.4``, in ``.venv-cpp``; ``make test`` creates it), starts ``finchmq server`` in its
+own process (fresh data directory, ASYNC_FLUSH), reports its idle RSS, then runs 1 KiB sync sends
+from N producer threads and batches of 32, printing TPS, average/p99/max latency, the CPU used
+by the broker and by the load generator (both on this 2-core machine) and the broker's RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
-from benchmarks._server import ROOT, ServerProcess
+from benchmarks._server import CLK_TCK, ROOT, ServerProcess
 
-CPP_PYTHON = ROOT / ".venv-cpp" / "bin" / "python"
-LOADGEN = Path(__file__).with_name("cpp_loadgen.py")
+LIB_DIR = ROOT / ".venv-cpp" / "lib"
+SOURCE = Path(__file__).with_name("cpp_loadgen.c")
+BUILD = Path(__file__).with_name(".build")
 
 
-def run_case(server: ServerProcess, name: str, *, threads: int, seconds: float, batch: int, size: int) -> dict[str, float]:
+def build_loadgen() -> Path:
+    libs = sorted(LIB_DIR.glob("python3*/site-packages/rocketmq/librocketmq.so"))
+    if not libs:
+        raise SystemExit(f"librocketmq.so not found under {LIB_DIR}: run `make test` first (it installs it)")
+    lib = libs[0]
+    binary = BUILD / "cpp_loadgen"
+    if not binary.exists() or binary.stat().st_mtime < SOURCE.stat().st_mtime:
+        BUILD.mkdir(exist_ok=True)
+        subprocess.run(
+            ["gcc", "-O2", "-o", str(binary), str(SOURCE), str(lib), "-lpthread", f"-Wl,-rpath,{lib.parent}"],
+            check=True,
+        )
+    return binary
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def run_case(
+    server: ServerProcess, loadgen: Path, name: str, *, threads: int, seconds: float, batch: int, size: int
+) -> dict[str, float]:
+    topic = "Bench_" + "".join(c for c in name if c.isalnum())
     cpu_before = server.cpu_seconds()
     began = time.monotonic()
-    out = subprocess.run(
-        [
-            str(CPP_PYTHON), str(LOADGEN), "--namesrv", server.namesrv_addr, "--topic", "Bench_" + "".join(c for c in name if c.isalnum()),
-            "--threads", str(threads), "--seconds", str(seconds), "--size", str(size), "--batch", str(batch),
-        ],  # fmt: skip
-        capture_output=True,
+    proc = subprocess.Popen(
+        [str(loadgen), server.namesrv_addr, topic, str(threads), str(seconds), str(size), str(batch), "3"],
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
         cwd="/tmp",
     )
+    loadgen_cpu = 0.0
+    while proc.poll() is None:
+        try:
+            loadgen_cpu = _cpu_seconds(proc.pid)
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.2)
+    out, _ = proc.communicate()
     wall = time.monotonic() - began
-    cpu = (server.cpu_seconds() - cpu_before) / wall * 100
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    broker_cpu = (server.cpu_seconds() - cpu_before) / wall * 100
+    result = json.loads(out.strip().splitlines()[-1])
     tps = result["messages"] / result["elapsed"]
     print(
-        f"{name:<22} {tps:>10,.0f} msgs/s  calls avg={result['avg_ms']:.2f}ms p99={result['p99_ms']:.2f}ms "
-        f"max={result['max_ms']:.1f}ms  errors={result['errors']}  broker cpu={cpu:.0f}%  rss={server.rss_mib():.0f}MiB"
+        f"{name:<24} {tps:>9,.0f} msgs/s  avg={result['avg_ms']:.2f}ms p99={result['p99_ms']:.2f}ms "
+        f"max={result['max_ms']:.1f}ms errors={result['errors']}"
     )
-    if result["error_samples"]:
-        print(f"{'':<22} error samples: {result['error_samples'][:2]}")
+    if result["errors"]:
+        print(f"{'':<24} first error: {result['error_samples'][0]}")
+    print(
+        f"{'':<24} broker cpu {broker_cpu:.0f}%  load generator cpu {loadgen_cpu / wall * 100:.0f}%  "
+        f"broker rss {server.rss_mib():.0f} MiB"
+    )
     return {"tps": tps, **result}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--batch-threads", type=int, default=8)
     parser.add_argument("--size", type=int, default=1024)
     args = parser.parse_args()
-    if not CPP_PYTHON.exists():
-        raise SystemExit(f"{CPP_PYTHON} is missing: run `make test` first (it installs the C++ client)")
+    loadgen = build_loadgen()
     with ServerProcess() as server:
         time.sleep(2)
-        print(f"broker_send: finchmq server pid {server.pid}, idle RSS {server.rss_mib():.1f} MiB (target <= 80)")
-        run_case(server, "sync 1KiB x32 threads", threads=args.threads, seconds=args.seconds, batch=0, size=args.size)
-        run_case(server, "batch32 1KiB x8 threads", threads=8, seconds=args.seconds, batch=32, size=args.size)
+        print(f"broker_send: finchmq server pid {server.pid}, {os.cpu_count()} cores")
+        print(f"idle RSS of finchmq server: {server.rss_mib():.1f} MiB (target <= 80)")
+        run_case(
+            server, loadgen, f"sync 1KiB x{args.threads} thr", threads=args.threads, seconds=args.seconds,
+            batch=0, size=args.size,
+        )  # fmt: skip
+        print(f"{'':<24} broker log: {server.log_tail(3)}")
+        run_case(
+            server, loadgen, f"batch32 1KiB x{args.batch_threads} thr", threads=args.batch_threads,
+            seconds=args.seconds, batch=32, size=args.size,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -167,7 +167,10 @@ class BrokerController:
         self.stats = BrokerStats()
         self.flow_control = FlowControlCounters()
         self.store = DefaultMessageStore(store_config)
-        self.put_service = StorePutService()
+        self.put_service = StorePutService(
+            off_loop_threshold_ms=lambda: self.config.put_off_loop_threshold_ms,
+            force_thread=lambda: self.store.config.inject_put_delay_millis > 0,
+        )
 
         self.server = RemotingServer(
             RemotingServerConfig(

@@ -132,16 +132,13 @@ def add_server_parsers(commands: Any) -> None:
     server.set_defaults(handler=_run_server)
 
 
-async def _wait_for_signal() -> None:
+def _stop_on_signal() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT; installed before start-up so no signal is missed."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
+    return stop
 
 
 def _print(line: str) -> None:
@@ -154,9 +151,10 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
         bind_address=args.bind,
         kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
     )
+    stop = _stop_on_signal()
     async with NamesrvController(config) as namesrv:
         _print(f"finchmq name server listening on {namesrv.address}")
-        await _wait_for_signal()
+        await stop.wait()
         _print("finchmq name server shutting down")
 
 
@@ -167,6 +165,7 @@ async def _broker_main(
     props: dict[str, str],
 ) -> None:
     began = time.monotonic()
+    stop = _stop_on_signal()
     broker = BrokerController(broker_config, store_config, config_file=conf_file, extra_properties=props)
     try:
         await broker.start()
@@ -180,7 +179,7 @@ async def _broker_main(
             f"store {store_config.store_path_root_dir}, name servers {broker_config.namesrv_addr or 'none'} "
             f"(ready in {(time.monotonic() - began) * 1000:.0f} ms)"
         )
-        await _wait_for_signal()
+        await stop.wait()
         _print("finchmq broker shutting down")
     finally:
         await broker.close()
@@ -214,6 +213,7 @@ async def _server_main(
     props: dict[str, str],
 ) -> None:
     began = time.monotonic()
+    stop = _stop_on_signal()
     namesrv = NamesrvController(
         NamesrvConfig(
             listen_port=args.namesrv_port,
@@ -232,7 +232,7 @@ async def _server_main(
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )
-        await _wait_for_signal()
+        await stop.wait()
         _print("finchmq server shutting down")
     finally:
         await broker.close()

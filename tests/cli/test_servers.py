@@ -1,0 +1,177 @@
+"""``finchmq server`` / ``broker`` / ``namesrv`` as real processes: start-up time, addresses,
+clean shutdown on SIGTERM, recovery on the same data directory, and configuration errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from finchmq.protocol.message import decode_stored_all
+from finchmq.remoting import RemotingClient
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, data_dir: Path, *extra: str) -> None:
+        self.data_dir = data_dir
+        self.namesrv_port, self.broker_port = free_port(), free_port()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.log = data_dir / f"server-{self.broker_port}.out"
+        self.began = time.monotonic()
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(data_dir),
+                 "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
+                 "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", *extra],
+                stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 20) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "ready in" in self.output():
+                return time.monotonic() - self.began
+            assert self.proc.poll() is None, self.output()
+            time.sleep(0.02)
+        raise AssertionError(f"not ready: {self.output()}")
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+
+async def send_and_read(namesrv_port: int, broker_port: int, bodies: list[bytes]) -> list[bytes]:
+    broker = f"127.0.0.1:{broker_port}"
+    async with RemotingClient() as client:
+        for body in bodies:
+            header = SendMessageRequestHeaderV2(
+                producer_group="pg", topic="T_cli", default_topic="TBW102", default_topic_queue_nums=4,
+                queue_id=0, sys_flag=0, born_timestamp=0, flag=0,
+            )  # fmt: skip
+            response = await client.invoke(
+                broker,
+                RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), body),
+                5000,
+            )
+            assert response.code == ResponseCode.SUCCESS
+        pull = PullMessageRequestHeader(
+            consumer_group="cg", topic="T_cli", queue_id=0, queue_offset=0, max_msg_nums=32, sys_flag=5,
+            commit_offset=len(bodies), suspend_timeout_millis=0, sub_version=0, subscription="*",
+        )  # fmt: skip
+        response = await client.invoke(
+            broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull.to_ext_fields()), 5000
+        )
+        return [m.body for m in decode_stored_all(response.body)]
+
+
+def test_server_starts_fast_serves_stops_cleanly_and_recovers(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = Server(data)
+    try:
+        first.wait_ready()
+        out = first.output()
+        took = int(re.search(r"ready in (\d+) ms", out).group(1))  # type: ignore[union-attr]
+        assert took < 1000, f"ready in {took} ms on an empty data directory"
+        assert f"name server listening on 127.0.0.1:{first.namesrv_port}" in out
+        assert f"127.0.0.1:{first.broker_port}" in out
+        assert asyncio.run(send_and_read(first.namesrv_port, first.broker_port, [b"a", b"b", b"c"])) == [
+            b"a",
+            b"b",
+            b"c",
+        ]
+    finally:
+        code = first.stop()
+    assert code == 0
+    assert "shutting down" in first.output()
+    assert (data / "store" / "config" / "consumerOffset.json").exists(), "offsets persisted at shutdown"
+    assert '"T_cli@cg"' in (data / "store" / "config" / "consumerOffset.json").read_text()
+    assert not (data / "store" / "abort").exists(), "a clean shutdown removes the abort file"
+
+    second = Server(data)
+    try:
+        second.wait_ready()
+        bodies = asyncio.run(send_and_read(second.namesrv_port, second.broker_port, [b"d"]))
+        assert bodies == [b"a", b"b", b"c", b"d"], "the second start recovered the first one's messages"
+    finally:
+        assert second.stop() == 0
+
+
+def test_bad_broker_conf_value_is_a_clear_startup_error(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-x\nflushDiskType=SOMETIMES\nnoSuchKey=1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "finchmq.cli", "broker", "-c", str(conf), "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "flushDiskType" in result.stderr and "SOMETIMES" in result.stderr
+    assert "ASYNC_FLUSH" in result.stderr  # says what would be accepted
+
+
+def test_unknown_broker_conf_key_is_warned_about(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-x\nnoSuchKey=1\n")
+    port = free_port()
+    with open(tmp_path / "out", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "finchmq.cli", "broker", "-c", str(conf), "--data-dir", str(tmp_path),
+             "--port", str(port), "-n", "127.0.0.1:1"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while "broker-x" not in (tmp_path / "out").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        text = (tmp_path / "out").read_text()
+        assert "unknown broker.conf key 'noSuchKey' ignored" in text
+        assert "broker broker-x (DefaultCluster) at" in text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX only")
+def test_namesrv_command_serves_routes(tmp_path: Path) -> None:
+    port = free_port()
+    with open(tmp_path / "out", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "finchmq.cli", "namesrv", "--port", str(port), "--bind", "127.0.0.1", "--data-dir", str(tmp_path)],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while "listening" not in (tmp_path / "out").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        async def ask() -> int:
+            async with RemotingClient() as client:
+                r = await client.invoke(
+                    f"127.0.0.1:{port}",
+                    RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "X"}),
+                    3000,
+                )
+                return r.code
+
+        assert asyncio.run(ask()) == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0

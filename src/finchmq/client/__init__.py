@@ -1,4 +1,136 @@
-"""finchmq.client: the Python client (producer, consumers, admin).
+"""finchmq.client: a pure-Python RocketMQ 4.x client (asyncio core, blocking API).
 
-Imports: ``finchmq.protocol`` and ``finchmq.remoting``.
+Imports: ``finchmq.protocol``, ``finchmq.remoting`` and ``finchmq.common``; never the broker,
+name server or store. Works against finchmq and, being wire compatible, Apache RocketMQ.
+
+    Producer, PushConsumer, LitePullConsumer, PullConsumer, AdminClient   asyncio (the core)
+    BlockingProducer, BlockingPushConsumer, ...                             the same, blocking
+
+See ``docs/client.md`` for a guide; ``finchmq.compat.rocketmq`` mirrors the official Python
+client's API for a drop-in switch.
 """
+
+from __future__ import annotations
+
+from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
+from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
+
+from .admin import AdminClient
+from .allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueConsistentHash,
+    AllocateMessageQueueStrategy,
+)
+from .config import (
+    ClientConfig,
+    LitePullConsumerConfig,
+    ProducerConfig,
+    PullConsumerConfig,
+    PushConsumerConfig,
+)
+from .consumer.listener import (
+    AsyncMessageListenerConcurrently,
+    AsyncMessageListenerOrderly,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeMessageContext,
+    ConsumeMessageHook,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    MessageListenerConcurrently,
+    MessageListenerOrderly,
+)
+from .consumer.lite_pull import LitePullConsumer
+from .consumer.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .consumer.pull import PullConsumer
+from .consumer.push import PushConsumer
+from .errors import (
+    BrokerBusyError,
+    ClientStateError,
+    MQBrokerError,
+    MQClientError,
+    MQConnectError,
+    MQNetworkError,
+    MQTimeoutError,
+    NoRouteError,
+    ValidationError,
+)
+from .producer import (
+    MessageQueueSelector,
+    Producer,
+    select_message_queue_by_hash,
+    select_message_queue_by_random,
+    split_batch,
+)
+from .results import PullResult, PullStatus, SendResult, SendStatus
+from .sync import (
+    BlockingAdminClient,
+    BlockingLitePullConsumer,
+    BlockingProducer,
+    BlockingPullConsumer,
+    BlockingPushConsumer,
+    Portal,
+)
+
+__all__ = [
+    "AdminClient",
+    "AllocateMessageQueueAveragely",
+    "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueConsistentHash",
+    "AllocateMessageQueueStrategy",
+    "AsyncMessageListenerConcurrently",
+    "AsyncMessageListenerOrderly",
+    "BlockingAdminClient",
+    "BlockingLitePullConsumer",
+    "BlockingProducer",
+    "BlockingPullConsumer",
+    "BlockingPushConsumer",
+    "BrokerBusyError",
+    "ClientConfig",
+    "ClientStateError",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "ConsumeMessageContext",
+    "ConsumeMessageHook",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "LitePullConsumer",
+    "LitePullConsumerConfig",
+    "LocalFileOffsetStore",
+    "MQBrokerError",
+    "MQClientError",
+    "MQConnectError",
+    "MQNetworkError",
+    "MQTimeoutError",
+    "Message",
+    "MessageConst",
+    "MessageExt",
+    "MessageListenerConcurrently",
+    "MessageListenerOrderly",
+    "MessageModel",
+    "MessageQueue",
+    "MessageQueueSelector",
+    "NoRouteError",
+    "OffsetStore",
+    "Portal",
+    "Producer",
+    "ProducerConfig",
+    "PullConsumer",
+    "PullConsumerConfig",
+    "PullResult",
+    "PullStatus",
+    "PushConsumer",
+    "PushConsumerConfig",
+    "ReadOffsetType",
+    "RemoteBrokerOffsetStore",
+    "SendResult",
+    "SendStatus",
+    "ValidationError",
+    "select_message_queue_by_hash",
+    "select_message_queue_by_random",
+    "split_batch",
+]

@@ -68,11 +68,13 @@ __all__ = [
     "ConsumerRunningInfo",
     "DataVersion",
     "GetConsumerStatusBody",
+    "GroupList",
     "HeartbeatData",
     "KVTable",
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "MessageModel",
+    "OffsetSerializeWrapper",
     "OffsetWrapper",
     "PermName",
     "ProcessQueueInfo",
@@ -1030,3 +1032,18 @@ class QueueTimeSpan(RemotingSerializable):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumeTimeSpanBody(RemotingSerializable):
     consume_time_span_set: tuple[QueueTimeSpan, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupList(RemotingSerializable):
+    """QUERY_TOPIC_CONSUME_BY_WHO response body (Java ``GroupList``)."""
+
+    group_list: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetSerializeWrapper(RemotingSerializable):
+    """A broadcasting consumer's ``offsets.json`` (Java client ``OffsetSerializeWrapper``); Java
+    writes it with ``to_json(fastjson_compat=True)`` (MessageQueue objects as keys)."""
+
+    offset_table: dict[MessageQueue, int] = field(default_factory=dict)

@@ -1,0 +1,344 @@
+"""``AdminClient``: operate a cluster (Java ``DefaultMQAdminExt`` / ``MQAdminImpl``): topics,
+routes, clusters, brokers, consumer progress and connections, offset resets, message queries.
+
+Imports: ``finchmq.protocol`` and the client's modules. The ``finchmq admin`` commands are thin
+printers over these calls (``finchmq.cli.admin``).
+
+Strategy: every call resolves the brokers it needs from the name server (a topic's route, or the
+cluster table) and asks each master, concurrently; per-broker answers are merged (queue tables)
+the way mqadmin merges them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from types import TracebackType
+
+from finchmq.protocol.bodies import (
+    MASTER_ID,
+    ClusterInfo,
+    ConsumeMessageDirectlyResult,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    OffsetWrapper,
+    PermName,
+    ProducerConnection,
+    TopicConfig,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from finchmq.protocol.errors import ProtocolError
+from finchmq.protocol.message import MessageExt, MessageQueue, decode_offset_msg_id
+from finchmq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, retry_topic, validate_topic
+
+from .config import ClientConfig, make_config
+from .errors import ClientStateError, MQBrokerError, MQClientError, NoRouteError, ValidationError
+from .instance import MQClientInstance, ServiceState
+
+__all__ = ["AdminClient"]
+
+log = logging.getLogger(__name__)
+
+_TIMEOUT_MS = 5_000
+
+
+class AdminClient:
+    """``AdminClient(namesrv_addr="127.0.0.1:9876")``; ``async with`` or ``start``/``close``."""
+
+    def __init__(self, config: ClientConfig | None = None, /, **overrides: object) -> None:
+        base = config if config is not None else ClientConfig(instance_name=f"admin-{time.time_ns()}")
+        self.config: ClientConfig = make_config(ClientConfig, base, "instance_name", overrides)
+        self._state = ServiceState.CREATE_JUST
+        self._instance: MQClientInstance | None = None
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None or self._state is not ServiceState.RUNNING:
+            raise ClientStateError(f"The admin client service state not OK, {self._state.name}")
+        return self._instance
+
+    async def start(self) -> None:
+        if self._state is ServiceState.RUNNING:
+            return
+        if self._state is not ServiceState.CREATE_JUST:
+            raise ClientStateError("Cannot reopen an admin client, once it has been closed.")
+        instance = MQClientInstance.get_or_create(self.config)
+        instance.admin_count += 1
+        try:
+            await instance.start()
+        except BaseException:
+            instance.admin_count -= 1
+            await instance.shutdown()
+            raise
+        self._instance = instance
+        self._state = ServiceState.RUNNING
+
+    async def close(self) -> None:
+        if self._state is not ServiceState.RUNNING or self._instance is None:
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            return
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        self._instance.admin_count -= 1
+        await self._instance.shutdown()
+
+    async def __aenter__(self) -> AdminClient:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def _api_timeout(self) -> int:
+        return self.config.mq_client_api_timeout
+
+    # -- cluster and brokers ----------------------------------------------------------------------
+
+    async def cluster_info(self) -> ClusterInfo:
+        """Every broker of every cluster (mqadmin ``clusterList``)."""
+        return await self.instance.api.get_broker_cluster_info(self._api_timeout)
+
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """``broker_name -> master address``, of one cluster or of all."""
+        info = await self.cluster_info()
+        names: Iterable[str]
+        if cluster is None:
+            names = info.broker_addr_table.keys()
+        else:
+            if cluster not in info.cluster_addr_table:
+                raise ValidationError(
+                    f"cluster {cluster!r} not found; known: {sorted(info.cluster_addr_table)}"
+                )
+            names = info.cluster_addr_table[cluster]
+        out: dict[str, str] = {}
+        for name in names:
+            data = info.broker_addr_table.get(name)
+            if data is not None and MASTER_ID in data.broker_addrs:
+                out[name] = data.broker_addrs[MASTER_ID]
+        return out
+
+    async def broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
+        """A broker's runtime statistics (mqadmin ``brokerStatus``)."""
+        return await self.instance.api.get_broker_runtime_info(broker_addr, _TIMEOUT_MS)
+
+    async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
+        return await self.instance.api.get_broker_config(broker_addr, _TIMEOUT_MS)
+
+    async def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> str | None:
+        """Change broker settings at run time (mqadmin ``updateBrokerConfig``); returns the remark."""
+        return await self.instance.api.update_broker_config(broker_addr, properties, _TIMEOUT_MS)
+
+    # -- topics -------------------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        read_queue_nums: int = 8,
+        write_queue_nums: int = 8,
+        perm: int = PermName.READ | PermName.WRITE,
+        order: bool = False,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Create or update ``topic`` on one broker or on every master of a cluster (mqadmin
+        ``updateTopic``); returns the broker addresses written."""
+        problem = validate_topic(topic)
+        if problem is not None:
+            raise ValidationError(f"topic {topic!r}: {problem}")
+        config = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=read_queue_nums,
+            write_queue_nums=write_queue_nums,
+            perm=perm,
+            order=order,
+        )
+        addrs = [broker_addr] if broker_addr else list((await self.master_addrs(cluster)).values())
+        if not addrs:
+            raise MQClientError("no master broker to create the topic on")
+        api = self.instance.api
+        await asyncio.gather(
+            *(api.create_topic(a, AUTO_CREATE_TOPIC_KEY_TOPIC, config, _TIMEOUT_MS) for a in addrs)
+        )
+        return addrs
+
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        """Delete ``topic`` from the brokers (of the cluster) and from every name server."""
+        api = self.instance.api
+        addrs = list((await self.master_addrs(cluster)).values())
+        await asyncio.gather(*(api.delete_topic_in_broker(a, topic, _TIMEOUT_MS) for a in addrs))
+        await asyncio.gather(
+            *(api.delete_topic_in_name_server(ns, topic, _TIMEOUT_MS) for ns in api.name_server_address_list)
+        )
+
+    async def topic_list(self) -> list[str]:
+        """Every topic the name servers know (mqadmin ``topicList``)."""
+        return sorted(
+            set((await self.instance.api.get_topic_list_from_name_server(self._api_timeout)).topic_list)
+        )
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        """mqadmin ``topicRoute``; ``NoRouteError`` if the topic is unknown."""
+        route = await self.instance.api.get_topic_route_info_from_name_server(topic, self._api_timeout)
+        if route is None:
+            raise NoRouteError(topic)
+        return route
+
+    async def _topic_masters(self, topic: str) -> dict[str, str]:
+        route = await self.topic_route(topic)
+        return {
+            bd.broker_name: bd.broker_addrs[MASTER_ID]
+            for bd in route.broker_datas
+            if MASTER_ID in bd.broker_addrs
+        }
+
+    async def topic_status(self, topic: str) -> TopicStatsTable:
+        """Min/max offset and last update of each queue (mqadmin ``topicStatus``)."""
+        api = self.instance.api
+        masters = await self._topic_masters(topic)
+        tables = await asyncio.gather(
+            *(api.get_topic_stats_info(a, topic, _TIMEOUT_MS) for a in masters.values())
+        )
+        merged = {}
+        for table in tables:
+            merged.update(table.offset_table)
+        return TopicStatsTable(offset_table=dict(sorted(merged.items())))
+
+    # -- consumer groups ----------------------------------------------------------------------------
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """Broker and consumer offset of every queue the group consumes (mqadmin
+        ``consumerProgress``); ``compute_total_diff()`` is the lag."""
+        api = self.instance.api
+        masters = await self._topic_masters(topic if topic else retry_topic(group))
+        results = await asyncio.gather(
+            *(api.get_consume_stats(a, group, topic, _TIMEOUT_MS) for a in masters.values())
+        )
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        tps = 0.0
+        for stats in results:
+            table.update(stats.offset_table)
+            tps += stats.consume_tps
+        return ConsumeStats(offset_table=dict(sorted(table.items())), consume_tps=tps)
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        """The group's online clients and subscriptions (mqadmin ``consumerConnection``)."""
+        masters = await self._topic_masters(retry_topic(group))
+        last: MQClientError | None = None
+        for addr in masters.values():
+            try:
+                return await self.instance.api.get_consumer_connection_list(addr, group, _TIMEOUT_MS)
+            except MQBrokerError as exc:
+                last = exc
+        raise last if last is not None else NoRouteError(retry_topic(group))
+
+    async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        masters = await self._topic_masters(topic)
+        last: MQClientError | None = None
+        for addr in masters.values():
+            try:
+                return await self.instance.api.get_producer_connection_list(addr, group, _TIMEOUT_MS)
+            except MQBrokerError as exc:
+                last = exc
+        raise last if last is not None else NoRouteError(topic)
+
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """Move the group's offsets of ``topic`` to the first message at/after ``timestamp``
+        (epoch ms; -1: the end); online consumers restart there (mqadmin ``resetOffsetByTime``)."""
+        api = self.instance.api
+        masters = await self._topic_masters(topic)
+        results = await asyncio.gather(
+            *(
+                api.invoke_broker_to_reset_offset(a, topic, group, timestamp, force, _TIMEOUT_MS)
+                for a in masters.values()
+            )
+        )
+        merged: dict[MessageQueue, int] = {}
+        for table in results:
+            merged.update(table)
+        return dict(sorted(merged.items()))
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """A consumer's own view: settings, queues, statistics (through a broker)."""
+        addr = next(iter((await self._topic_masters(retry_topic(group))).values()), None)
+        if addr is None:
+            raise NoRouteError(retry_topic(group))
+        return await self.instance.api.get_consumer_running_info(addr, group, client_id, jstack, _TIMEOUT_MS)
+
+    async def consume_message_directly(
+        self, group: str, client_id: str, msg_id: str
+    ) -> ConsumeMessageDirectlyResult:
+        """Have one consumer consume one stored message now (its listener runs)."""
+        try:
+            broker = decode_offset_msg_id(msg_id)
+        except ProtocolError as exc:
+            raise ValidationError(f"{msg_id!r} is not an offset message id: {exc}") from exc
+        addr = f"{broker.host}:{broker.port}"
+        return await self.instance.api.consume_message_directly(
+            addr, group, client_id, msg_id, None, _TIMEOUT_MS
+        )
+
+    # -- messages -----------------------------------------------------------------------------------
+
+    async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """A message by its offset id (the broker's), or by its client id (UNIQ_KEY) given
+        the ``topic`` (mqadmin ``queryMsgById``)."""
+        try:
+            where = decode_offset_msg_id(msg_id)
+        except ProtocolError:
+            where = None
+        if where is not None:
+            try:
+                return await self.instance.api.view_message(
+                    f"{where.host}:{where.port}", where.commit_log_offset, _TIMEOUT_MS
+                )
+            except MQClientError:
+                if topic is None:
+                    raise
+        if topic is None:
+            raise ValidationError(f"{msg_id!r} is not an offset message id; give the topic to look it up")
+        found = [m for m in await self.query_message(topic, msg_id) if m.unique_key == msg_id]
+        if not found:
+            raise MQClientError(f"message {msg_id} not found in topic {topic}")
+        return found[0]
+
+    async def query_message(
+        self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int | None = None
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` whose KEYS (or UNIQ_KEY) contain ``key``, stored in
+        [begin, end] epoch ms (mqadmin ``queryMsgByKey``)."""
+        api = self.instance.api
+        end = end if end is not None else int(time.time() * 1000) + 60_000
+        masters = await self._topic_masters(topic)
+        results = await asyncio.gather(
+            *(api.query_message(a, topic, key, max_num, begin, end, _TIMEOUT_MS) for a in masters.values())
+        )
+        found = [m for batch in results for m in batch if key in m.key_list or m.unique_key == key]
+        found.sort(key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
+        return found[:max_num]
+
+    async def examine_topic_consume_by_who(self, topic: str) -> list[str]:
+        api = self.instance.api
+        masters = await self._topic_masters(topic)
+        groups: set[str] = set()
+        for result in await asyncio.gather(
+            *(api.query_topic_consume_by_who(a, topic, _TIMEOUT_MS) for a in masters.values())
+        ):
+            groups.update(result)
+        return sorted(groups)
+
+    async def queue_offsets(self, mq: MessageQueue) -> tuple[int, int]:
+        """(min, max) offset of ``mq``."""
+        instance = self.instance
+        await instance.update_topic_route_info_from_name_server(mq.topic)
+        return await instance.min_offset(mq), await instance.max_offset(mq)

@@ -1,0 +1,577 @@
+"""``MQClientAPI``: every request the client sends, as a typed async call (Java ``MQClientAPIImpl``).
+
+Owns: building request commands from typed headers/bodies, choosing a name server, turning
+responses into values (``SendResult``, ``PullResult``, ``TopicRouteData``...) and errors.
+Imports: ``finchmq.protocol``, ``finchmq.remoting``, ``finchmq.common`` (properties text).
+
+Strategy:
+    Each method takes the target address and a timeout in ms and awaits the answer; a
+    non-success code raises ``MQBrokerError.for_code(code)`` with the server's remark, and a
+    transport failure raises the ``MQNetworkError`` that ``errors.network_error`` maps it to.
+    Name-server calls go to the chosen name server and move to the next one (in a shuffled
+    order, Java ``updateNameServerAddressList``) when it cannot be reached, within the deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from finchmq.common import format_properties, parse_properties
+from finchmq.protocol.bodies import (
+    ClusterInfo,
+    ConsumeMessageDirectlyResult,
+    ConsumerConnection,
+    ConsumerListByGroupResponseBody,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupList,
+    HeartbeatData,
+    KVTable,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    ProducerConnection,
+    ResetOffsetBody,
+    TopicConfig,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+    UnlockBatchRequestBody,
+)
+from finchmq.protocol.codes import RequestCode, ResponseCode
+from finchmq.protocol.command import Body, RemotingCommand
+from finchmq.protocol.errors import ProtocolError
+from finchmq.protocol.headers import (
+    CommandHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetProducerConnectionListRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored, decode_stored_all
+from finchmq.remoting import RemotingClient
+from finchmq.remoting.errors import RemotingConnectError, RemotingError
+
+from .errors import MQBrokerError, MQClientError, MQConnectError, MQTimeoutError, network_error
+from .results import PullStatus, SendResult, SendStatus
+
+__all__ = ["MAX_DECOMPRESSED_BODY", "MQClientAPI", "PullResultExt"]
+
+log = logging.getLogger(__name__)
+
+# A compressed body never inflates beyond this (zip-bomb guard; Java has no limit).
+MAX_DECOMPRESSED_BODY: Final = 64 * 1024 * 1024
+
+_SEND_STATUS: Final = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_PULL_STATUS: Final = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PullResultExt:
+    """A pull as it came back: status, offsets and the undecoded body (Java ``PullResultExt``)."""
+
+    pull_status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    body: Body
+
+
+def _raise_for(response: RemotingCommand, addr: str | None) -> None:
+    if response.code != ResponseCode.SUCCESS:
+        raise MQBrokerError.from_response(response.code, response.remark, addr)
+
+
+class MQClientAPI:
+    """Typed RPCs over one ``RemotingClient``; see the module docstring."""
+
+    def __init__(self, remoting: RemotingClient, namesrv_addrs: Iterable[str] = ()) -> None:
+        self.remoting = remoting
+        self._namesrv_addrs: list[str] = []
+        self._namesrv_index = random.randrange(1 << 16)
+        self._namesrv_chosen: str | None = None
+        self.update_name_server_address_list(list(namesrv_addrs))
+
+    # -- name servers -------------------------------------------------------------------------
+
+    def update_name_server_address_list(self, addrs: list[str]) -> None:
+        """Java ``updateNameServerAddressList``: a changed list is shuffled and replaces the old one."""
+        if not addrs or sorted(addrs) == sorted(self._namesrv_addrs):
+            return
+        shuffled = list(addrs)
+        random.shuffle(shuffled)
+        self._namesrv_addrs = shuffled
+        if self._namesrv_chosen not in shuffled:
+            self._namesrv_chosen = None
+
+    @property
+    def name_server_address_list(self) -> list[str]:
+        return list(self._namesrv_addrs)
+
+    async def invoke_namesrv(self, request: RemotingCommand, timeout_millis: int) -> RemotingCommand:
+        """Send to the chosen name server, trying the others when it is unreachable.
+
+        Raises:
+            MQClientError: no name server is configured.
+            MQNetworkError: none could be reached within ``timeout_millis``.
+        """
+        addrs = self._namesrv_addrs
+        if not addrs:
+            raise MQClientError('no name server address: set namesrv_addr ("host:port;host:port")')
+        deadline = time.monotonic() + timeout_millis / 1000
+        order: list[str] = []
+        if self._namesrv_chosen is not None:
+            order.append(self._namesrv_chosen)
+        for _ in range(len(addrs)):
+            self._namesrv_index += 1
+            candidate = addrs[self._namesrv_index % len(addrs)]
+            if candidate not in order:
+                order.append(candidate)
+        last: RemotingError | None = None
+        for addr in order:
+            remaining = int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0:
+                break
+            try:
+                response = await self.remoting.invoke(addr, request, remaining)
+            except RemotingConnectError as exc:
+                log.warning("name server %s unreachable (%s), trying the next one", addr, exc)
+                last = exc
+                if self._namesrv_chosen == addr:
+                    self._namesrv_chosen = None
+                continue
+            except RemotingError as exc:
+                raise network_error(exc, f"request code {request.code} to name server {addr}") from exc
+            self._namesrv_chosen = addr
+            return response
+        if last is not None:
+            raise MQConnectError(f"no name server reachable in {addrs}: {last}", last.addr) from last
+        raise MQTimeoutError(f"name server request code {request.code} timed out ({timeout_millis}ms)")
+
+    async def _invoke(
+        self, addr: str, request: RemotingCommand, timeout_millis: int, what: str
+    ) -> RemotingCommand:
+        try:
+            return await self.remoting.invoke(addr, request, timeout_millis)
+        except RemotingError as exc:
+            raise network_error(exc, f"{what} ({addr})") from exc
+
+    async def _call(
+        self,
+        addr: str,
+        code: RequestCode,
+        header: CommandHeader | None,
+        timeout_millis: int,
+        body: Body = b"",
+    ) -> RemotingCommand:
+        request = RemotingCommand.request(code, header.to_ext_fields() if header is not None else None, body)
+        response = await self._invoke(addr, request, timeout_millis, code.name)
+        _raise_for(response, addr)
+        return response
+
+    async def _oneway(self, addr: str, request: RemotingCommand, timeout_millis: int) -> None:
+        try:
+            await self.remoting.invoke_oneway(addr, request, timeout_millis)
+        except RemotingError as exc:
+            raise network_error(exc, f"oneway code {request.code} ({addr})") from exc
+
+    # -- routes and cluster -------------------------------------------------------------------
+
+    async def get_topic_route_info_from_name_server(
+        self, topic: str, timeout_millis: int, *, allow_topic_not_exist: bool = True
+    ) -> TopicRouteData | None:
+        """The route of ``topic``; None when the name server has none and that is allowed."""
+        header = GetRouteInfoRequestHeader(topic=topic)
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields())
+        response = await self.invoke_namesrv(request, timeout_millis)
+        if response.code == ResponseCode.TOPIC_NOT_EXIST and allow_topic_not_exist:
+            return None
+        _raise_for(response, None)
+        if not response.body:
+            return None
+        return TopicRouteData.from_json(response.body)
+
+    async def get_broker_cluster_info(self, timeout_millis: int) -> ClusterInfo:
+        request = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+        response = await self.invoke_namesrv(request, timeout_millis)
+        _raise_for(response, None)
+        return ClusterInfo.from_json(response.body)
+
+    async def get_topic_list_from_name_server(self, timeout_millis: int) -> TopicList:
+        request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = await self.invoke_namesrv(request, timeout_millis)
+        _raise_for(response, None)
+        return TopicList.from_json(response.body)
+
+    async def delete_topic_in_name_server(self, addr: str, topic: str, timeout_millis: int) -> None:
+        header = DeleteTopicFromNamesrvRequestHeader(topic=topic)
+        await self._call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, header, timeout_millis)
+
+    # -- send -------------------------------------------------------------------------------
+
+    async def send_message(
+        self,
+        addr: str,
+        broker_name: str,
+        header: SendMessageRequestHeaderV2,
+        body: Body,
+        timeout_millis: int,
+        *,
+        uniq_id: str,
+        batch: bool = False,
+    ) -> SendResult:
+        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE; ``SendResult`` for every storing answer.
+
+        Raises:
+            MQBrokerError: the broker refused the message (``BrokerBusyError`` for flow control).
+            MQNetworkError: no answer.
+        """
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        request = RemotingCommand.request(code, header.to_ext_fields(), body)
+        response = await self._invoke(addr, request, timeout_millis, f"send to {broker_name}")
+        status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
+        if status is None:
+            raise MQBrokerError.from_response(response.code, response.remark, addr)
+        try:
+            answer = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+        except ProtocolError as exc:
+            raise MQClientError(f"bad send response from {addr}: {exc}") from exc
+        return SendResult(
+            send_status=status,
+            msg_id=uniq_id,
+            offset_msg_id=answer.msg_id,
+            message_queue=MessageQueue(header.topic, broker_name, answer.queue_id),
+            queue_offset=answer.queue_offset,
+            transaction_id=answer.transaction_id,
+            region_id=answer.msg_region,
+            trace_on=answer.trace_on if answer.trace_on is not None else True,
+        )
+
+    async def send_message_oneway(
+        self,
+        addr: str,
+        header: SendMessageRequestHeaderV2,
+        body: Body,
+        timeout_millis: int,
+        *,
+        batch: bool = False,
+    ) -> None:
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        await self._oneway(addr, RemotingCommand.request(code, header.to_ext_fields(), body), timeout_millis)
+
+    async def consumer_send_message_back(
+        self,
+        addr: str,
+        msg: MessageExt,
+        consumer_group: str,
+        delay_level: int,
+        timeout_millis: int,
+        max_reconsume_times: int,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker re-stores ``msg`` to ``%RETRY%group`` (or the DLQ)."""
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=consumer_group,
+            delay_level=delay_level,
+            origin_msg_id=msg.client_msg_id,
+            origin_topic=msg.topic,
+            max_reconsume_times=max_reconsume_times,
+        )
+        await self._call(addr, RequestCode.CONSUMER_SEND_MSG_BACK, header, timeout_millis)
+
+    # -- pull -------------------------------------------------------------------------------
+
+    async def pull_message(
+        self, addr: str, header: PullMessageRequestHeader, timeout_millis: int
+    ) -> PullResultExt:
+        """PULL_MESSAGE; FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL, else raises."""
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+        response = await self._invoke(addr, request, timeout_millis, f"pull {header.topic}:{header.queue_id}")
+        return self.process_pull_response(response, addr)
+
+    @staticmethod
+    def process_pull_response(response: RemotingCommand, addr: str) -> PullResultExt:
+        status = _PULL_STATUS.get(response.code)  # type: ignore[call-overload]
+        if status is None:
+            raise MQBrokerError.from_response(response.code, response.remark, addr)
+        try:
+            answer = PullMessageResponseHeader.from_ext_fields(response.ext_fields)
+        except ProtocolError as exc:
+            raise MQClientError(f"bad pull response from {addr}: {exc}") from exc
+        return PullResultExt(
+            status,
+            answer.next_begin_offset,
+            answer.min_offset,
+            answer.max_offset,
+            answer.suggest_which_broker_id,
+            response.body,
+        )
+
+    @staticmethod
+    def decode_messages(body: Body, addr: str) -> list[MessageExt]:
+        """The stored records of a pull body, bodies inflated (Java ``MessageDecoder.decodes``)."""
+        try:
+            return decode_stored_all(body, decompress_max_size=MAX_DECOMPRESSED_BODY)
+        except ProtocolError as exc:
+            raise MQClientError(f"undecodable messages from {addr}: {exc}") from exc
+
+    # -- heartbeats and groups ------------------------------------------------------------------
+
+    async def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout_millis: int) -> int:
+        """HEART_BEAT; returns the broker's version."""
+        response = await self._call(addr, RequestCode.HEART_BEAT, None, timeout_millis, heartbeat.to_json())
+        return response.version
+
+    async def unregister_client(
+        self,
+        addr: str,
+        client_id: str,
+        producer_group: str | None,
+        consumer_group: str | None,
+        timeout_millis: int,
+    ) -> None:
+        header = UnregisterClientRequestHeader(
+            client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
+        )
+        await self._call(addr, RequestCode.UNREGISTER_CLIENT, header, timeout_millis)
+
+    async def get_consumer_id_list_by_group(self, addr: str, group: str, timeout_millis: int) -> list[str]:
+        header = GetConsumerListByGroupRequestHeader(consumer_group=group)
+        response = await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, header, timeout_millis)
+        if not response.body:
+            return []
+        return list(ConsumerListByGroupResponseBody.from_json(response.body).consumer_id_list)
+
+    # -- offsets ------------------------------------------------------------------------------
+
+    async def query_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, timeout_millis: int
+    ) -> int:
+        """The committed offset; raises ``QueryNotFoundError`` when the broker has none."""
+        header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
+        response = await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, header, timeout_millis)
+        return QueryConsumerOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+
+    async def update_consumer_offset(
+        self,
+        addr: str,
+        group: str,
+        mq: MessageQueue,
+        offset: int,
+        timeout_millis: int,
+        *,
+        oneway: bool = False,
+    ) -> None:
+        header = UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset
+        )
+        if oneway:
+            request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields())
+            await self._oneway(addr, request, timeout_millis)
+        else:
+            await self._call(addr, RequestCode.UPDATE_CONSUMER_OFFSET, header, timeout_millis)
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout_millis: int) -> int:
+        header = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+        response = await self._call(addr, RequestCode.GET_MAX_OFFSET, header, timeout_millis)
+        return GetMaxOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+
+    async def get_min_offset(self, addr: str, mq: MessageQueue, timeout_millis: int) -> int:
+        header = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+        response = await self._call(addr, RequestCode.GET_MIN_OFFSET, header, timeout_millis)
+        return GetMinOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp: int, timeout_millis: int) -> int:
+        header = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp)
+        response = await self._call(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header, timeout_millis)
+        return SearchOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+
+    async def get_earliest_msg_storetime(self, addr: str, mq: MessageQueue, timeout_millis: int) -> int:
+        header = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+        response = await self._call(addr, RequestCode.GET_EARLIEST_MSG_STORETIME, header, timeout_millis)
+        return GetEarliestMsgStoretimeResponseHeader.from_ext_fields(response.ext_fields).timestamp
+
+    # -- orderly locks --------------------------------------------------------------------------
+
+    async def lock_batch_mq(
+        self, addr: str, body: LockBatchRequestBody, timeout_millis: int
+    ) -> set[MessageQueue]:
+        response = await self._call(addr, RequestCode.LOCK_BATCH_MQ, None, timeout_millis, body.to_json())
+        return set(LockBatchResponseBody.from_json(response.body).lock_ok_mq_set)
+
+    async def unlock_batch_mq(
+        self, addr: str, body: UnlockBatchRequestBody, timeout_millis: int, *, oneway: bool = False
+    ) -> None:
+        if oneway:
+            request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, None, body.to_json())
+            await self._oneway(addr, request, timeout_millis)
+        else:
+            await self._call(addr, RequestCode.UNLOCK_BATCH_MQ, None, timeout_millis, body.to_json())
+
+    # -- messages -----------------------------------------------------------------------------
+
+    async def view_message(self, addr: str, commit_log_offset: int, timeout_millis: int) -> MessageExt:
+        header = ViewMessageRequestHeader(offset=commit_log_offset)
+        response = await self._call(addr, RequestCode.VIEW_MESSAGE_BY_ID, header, timeout_millis)
+        try:
+            return decode_stored(response.body, decompress_max_size=MAX_DECOMPRESSED_BODY)
+        except ProtocolError as exc:
+            raise MQClientError(f"undecodable message from {addr}: {exc}") from exc
+
+    async def query_message(
+        self, addr: str, topic: str, key: str, max_num: int, begin: int, end: int, timeout_millis: int
+    ) -> list[MessageExt]:
+        """QUERY_MESSAGE by key (the broker's index); [] when nothing matches."""
+        header = QueryMessageRequestHeader(
+            topic=topic, key=key, max_num=max_num, begin_timestamp=begin, end_timestamp=end
+        )
+        request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields())
+        response = await self._invoke(addr, request, timeout_millis, "QUERY_MESSAGE")
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        _raise_for(response, addr)
+        return self.decode_messages(response.body, addr)
+
+    # -- admin ----------------------------------------------------------------------------------
+
+    async def create_topic(
+        self, addr: str, default_topic: str, config: TopicConfig, timeout_millis: int
+    ) -> None:
+        header = CreateTopicRequestHeader(
+            topic=config.topic_name,
+            default_topic=default_topic,
+            read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums,
+            perm=config.perm,
+            topic_filter_type=config.topic_filter_type.name,
+            topic_sys_flag=config.topic_sys_flag,
+            order=config.order,
+        )
+        await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, timeout_millis)
+
+    async def delete_topic_in_broker(self, addr: str, topic: str, timeout_millis: int) -> None:
+        await self._call(
+            addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=topic), timeout_millis
+        )
+
+    async def delete_subscription_group(self, addr: str, group: str, timeout_millis: int) -> None:
+        header = DeleteSubscriptionGroupRequestHeader(group_name=group)
+        await self._call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header, timeout_millis)
+
+    async def get_topic_stats_info(self, addr: str, topic: str, timeout_millis: int) -> TopicStatsTable:
+        header = GetTopicStatsInfoRequestHeader(topic=topic)
+        response = await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, header, timeout_millis)
+        return TopicStatsTable.from_json(response.body)
+
+    async def get_consume_stats(
+        self, addr: str, group: str, topic: str | None, timeout_millis: int
+    ) -> ConsumeStats:
+        header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+        response = await self._call(addr, RequestCode.GET_CONSUME_STATS, header, timeout_millis)
+        return ConsumeStats.from_json(response.body)
+
+    async def get_consumer_connection_list(
+        self, addr: str, group: str, timeout_millis: int
+    ) -> ConsumerConnection:
+        header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+        response = await self._call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, timeout_millis)
+        return ConsumerConnection.from_json(response.body)
+
+    async def get_producer_connection_list(
+        self, addr: str, group: str, timeout_millis: int
+    ) -> ProducerConnection:
+        header = GetProducerConnectionListRequestHeader(producer_group=group)
+        response = await self._call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, header, timeout_millis)
+        return ProducerConnection.from_json(response.body)
+
+    async def query_topic_consume_by_who(self, addr: str, topic: str, timeout_millis: int) -> list[str]:
+        header = QueryTopicConsumeByWhoRequestHeader(topic=topic)
+        response = await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header, timeout_millis)
+        return list(GroupList.from_json(response.body).group_list)
+
+    async def invoke_broker_to_reset_offset(
+        self, addr: str, topic: str, group: str, timestamp: int, is_force: bool, timeout_millis: int
+    ) -> dict[MessageQueue, int]:
+        header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=is_force)
+        response = await self._call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header, timeout_millis)
+        if not response.body:
+            return {}
+        return dict(ResetOffsetBody.from_json(response.body).offset_table)
+
+    async def get_broker_runtime_info(self, addr: str, timeout_millis: int) -> dict[str, str]:
+        response = await self._call(addr, RequestCode.GET_BROKER_RUNTIME_INFO, None, timeout_millis)
+        return dict(KVTable.from_json(response.body).table)
+
+    async def get_broker_config(self, addr: str, timeout_millis: int) -> dict[str, str]:
+        response = await self._call(addr, RequestCode.GET_BROKER_CONFIG, None, timeout_millis)
+        return parse_properties(bytes(response.body).decode("utf-8"))
+
+    async def update_broker_config(
+        self, addr: str, properties: dict[str, str], timeout_millis: int
+    ) -> str | None:
+        """UPDATE_BROKER_CONFIG; returns the broker's remark (e.g. ignored keys)."""
+        body = format_properties(properties).encode("utf-8")
+        response = await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, timeout_millis, body)
+        return response.remark
+
+    async def get_consumer_running_info(
+        self, addr: str, group: str, client_id: str, jstack: bool, timeout_millis: int
+    ) -> ConsumerRunningInfo:
+        header = GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack
+        )
+        response = await self._call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header, timeout_millis)
+        return ConsumerRunningInfo.from_json(response.body)
+
+    async def consume_message_directly(
+        self, addr: str, group: str, client_id: str, msg_id: str, broker_name: str | None, timeout_millis: int
+    ) -> ConsumeMessageDirectlyResult:
+        header = ConsumeMessageDirectlyResultRequestHeader(
+            consumer_group=group, client_id=client_id, msg_id=msg_id, broker_name=broker_name
+        )
+        response = await self._call(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header, timeout_millis)
+        return ConsumeMessageDirectlyResult.from_json(response.body)

@@ -1,0 +1,1 @@
+"""Consumers: push (a listener per message), lite pull (poll), and the low-level pull API."""

@@ -1,0 +1,333 @@
+"""Concurrent consumption (Java ``ConsumeMessageConcurrentlyService``; seed 002, seed 004 §4.6-4.8).
+
+Owns: splitting pulled messages into consume requests of ``consume_message_batch_max_size``,
+running the listener (thread pool for a blocking listener, worker coroutines for an async one),
+and applying its answer: ``ack_index`` says how many succeeded; the rest go back to the broker
+(CONSUMER_SEND_MSG_BACK with ``delay_level_when_next_consume``), falling back to the inner
+producer, and are consumed again locally after 5 s if both fail. Then the messages leave the
+``ProcessQueue`` and the offset store gets the smallest offset still cached. Every
+``consume_timeout`` minutes, messages whose listener call started longer ago than that are sent
+back and dropped from the queue so the offset can move on. Broadcasting never sends back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+from finchmq.client.errors import MQClientError
+from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
+from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.topics import retry_topic
+
+from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
+from .listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeMessageContext,
+)
+from .process_queue import ProcessQueue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .push import PushConsumer
+
+__all__ = ["ConsumeMessageConcurrentlyService", "reset_retry_topic"]
+
+log = logging.getLogger(__name__)
+
+_CONSUME_LATER_DELAY_MS: Final = 5_000  # Java submitConsumeRequestLater
+_EXPIRED_CLEAN_BATCH: Final = 16  # Java cleanExpiredMsg looks at the first 16 messages
+
+
+def reset_retry_topic(msgs: list[MessageExt], group: str) -> list[MessageExt]:
+    """Messages re-delivered through ``%RETRY%group`` show their original topic (Java
+    ``resetRetryAndNamespace``)."""
+    group_topic = retry_topic(group)
+    out = msgs
+    for i, msg in enumerate(msgs):
+        if msg.topic == group_topic:
+            original = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
+            if original:
+                if out is msgs:
+                    out = list(msgs)
+                out[i] = replace(msg, topic=original)
+    return out
+
+
+class _ConsumeRequest:
+    """One listener call's worth of messages of one queue."""
+
+    __slots__ = ("begin", "context", "message_queue", "msgs", "process_queue", "status")
+
+    def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        self.msgs = msgs
+        self.process_queue = pq
+        self.message_queue = mq
+        self.context = ConsumeConcurrentlyContext(mq)
+        self.status: ConsumeConcurrentlyStatus | None = None
+        self.begin = 0.0
+
+
+class ConsumeMessageConcurrentlyService:
+    """See the module docstring."""
+
+    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
+        self.consumer = consumer
+        self.config = consumer.config
+        self.group = consumer.config.consumer_group
+        self.listener = listener
+        self.is_async = is_async
+        self.executor: ThreadConsumeExecutor | AsyncConsumeExecutor
+        if is_async:
+            self.executor = AsyncConsumeExecutor(f"consume-{self.group}", self.config.consume_thread_max)
+        else:
+            self.executor = ThreadConsumeExecutor(
+                f"ConsumeMessageThread_{self.group}",
+                self.config.consume_thread_min,
+                self.config.consume_thread_max,
+            )
+        self._stopped = False
+
+    def start(self) -> None:
+        interval = self.config.consume_timeout * 60_000
+        self.consumer.tasks.every(interval, self._clean_expire_msg, "clean-expired-msg", interval)
+
+    async def shutdown(self) -> None:
+        self._stopped = True
+        if isinstance(self.executor, AsyncConsumeExecutor):
+            await self.executor.shutdown()
+        else:
+            self.executor.shutdown()
+
+    @property
+    def core_pool_size(self) -> int:
+        return self.executor.core_pool_size
+
+    def inc_core_pool_size(self) -> None:
+        if isinstance(self.executor, ThreadConsumeExecutor):
+            self.executor.inc_core_pool_size()
+
+    def dec_core_pool_size(self) -> None:
+        if isinstance(self.executor, ThreadConsumeExecutor):
+            self.executor.dec_core_pool_size()
+
+    # -- submission -----------------------------------------------------------------------------
+
+    def submit_consume_request(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
+    ) -> None:
+        batch = self.config.consume_message_batch_max_size
+        if len(msgs) <= batch:
+            self._submit(_ConsumeRequest(msgs, pq, mq))
+            return
+        for start in range(0, len(msgs), batch):
+            self._submit(_ConsumeRequest(msgs[start : start + batch], pq, mq))
+
+    def _submit(self, request: _ConsumeRequest) -> None:
+        if self._stopped:
+            return
+        request.process_queue.in_flight += 1
+        if isinstance(self.executor, AsyncConsumeExecutor):
+            self.executor.submit(lambda: self._run_async(request), lambda _r, e: self._finish(request, e))
+        else:
+            self.executor.submit(lambda: self._run_blocking(request), lambda _r, e: self._finish(request, e))
+
+    def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        self.consumer.tasks.call_later(
+            _CONSUME_LATER_DELAY_MS, lambda: self.submit_consume_request(msgs, pq, mq, True)
+        )
+
+    # -- running the listener -------------------------------------------------------------------
+
+    def _before(self, request: _ConsumeRequest) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
+        msgs = reset_retry_topic(request.msgs, self.group)
+        starts = request.process_queue.consume_start
+        now = time.time()
+        for msg in request.msgs:
+            starts[msg.queue_offset] = now
+        hook_context = None
+        if self.consumer.hooks:
+            hook_context = ConsumeMessageContext(self.group, msgs, request.message_queue)
+            self.consumer.execute_hook_before(hook_context)
+        request.begin = time.monotonic()
+        return msgs, hook_context
+
+    def _after(
+        self, request: _ConsumeRequest, status: object, hook_context: ConsumeMessageContext | None
+    ) -> None:
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            if status is not None:
+                log.warning(
+                    "consumeMessage returned %r, not a ConsumeConcurrentlyStatus; RECONSUME_LATER", status
+                )
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        request.status = status
+        if hook_context is not None:
+            hook_context.status = status.value
+            hook_context.success = status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+            self.consumer.execute_hook_after(hook_context)
+
+    def _run_blocking(self, request: _ConsumeRequest) -> None:
+        if request.process_queue.dropped:
+            return
+        msgs, hook_context = self._before(request)
+        status: object = None
+        try:
+            status = self.listener(msgs, request.context)
+        except Exception:
+            log.warning(
+                "consumeMessage exception, Group: %s %s", self.group, request.message_queue, exc_info=True
+            )
+        self._after(request, status, hook_context)
+
+    async def _run_async(self, request: _ConsumeRequest) -> None:
+        if request.process_queue.dropped:
+            return
+        msgs, hook_context = self._before(request)
+        status: object = None
+        try:
+            status = await self.listener(msgs, request.context)
+        except Exception:
+            log.warning(
+                "consumeMessage exception, Group: %s %s", self.group, request.message_queue, exc_info=True
+            )
+        self._after(request, status, hook_context)
+
+    def _finish(self, request: _ConsumeRequest, exc: BaseException | None) -> None:
+        pq = request.process_queue
+        pq.in_flight -= 1
+        if exc is not None:
+            log.error("consume request of %s failed", request.message_queue, exc_info=exc)
+            return
+        if request.status is None or self._stopped:  # skipped: the queue was dropped first
+            return
+        self.consumer.stats.inc_consume_rt(
+            self.group, request.message_queue.topic, (time.monotonic() - request.begin) * 1000
+        )
+        if not pq.dropped:
+            self.process_consume_result(request)
+        else:
+            log.warning(
+                "processQueue is dropped without process consume result. mq=%s", request.message_queue
+            )
+
+    # -- results ----------------------------------------------------------------------------------
+
+    def process_consume_result(self, request: _ConsumeRequest) -> None:
+        msgs = request.msgs
+        if not msgs:
+            return
+        topic = request.message_queue.topic
+        stats = self.consumer.stats
+        ack_index = request.context.ack_index
+        if request.status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            ack_index = min(ack_index, len(msgs) - 1)
+            ok = ack_index + 1
+            stats.inc_consume_ok_tps(self.group, topic, ok)
+            stats.inc_consume_failed_tps(self.group, topic, len(msgs) - ok)
+        else:
+            ack_index = -1
+            stats.inc_consume_failed_tps(self.group, topic, len(msgs))
+        failed = msgs[ack_index + 1 :]
+        if failed and self.config.message_model is MessageModel.CLUSTERING:
+            self.consumer.tasks.spawn(self._send_back_and_commit(request, failed), "send-back")
+            return
+        if failed:
+            for msg in failed:
+                log.warning("BROADCASTING, the message consume failed, drop it, %s", msg.client_msg_id)
+        self._commit(request.process_queue, request.message_queue, msgs)
+
+    async def _send_back_and_commit(self, request: _ConsumeRequest, failed: list[MessageExt]) -> None:
+        back_failed: list[MessageExt] = []
+        delay_level = request.context.delay_level_when_next_consume
+        for msg in failed:
+            if not await self.send_message_back(msg, delay_level, request.message_queue.broker_name):
+                back_failed.append(replace(msg, reconsume_times=msg.reconsume_times + 1))
+        remaining = request.msgs
+        if back_failed:
+            failed_offsets = {m.queue_offset for m in back_failed}
+            remaining = [m for m in request.msgs if m.queue_offset not in failed_offsets]
+            self._submit_later(back_failed, request.process_queue, request.message_queue)
+        self._commit(request.process_queue, request.message_queue, remaining)
+
+    def _commit(self, pq: ProcessQueue, mq: MessageQueue, msgs: list[MessageExt]) -> None:
+        offset = pq.remove_message(msgs)
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update_offset(mq, offset, True)
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        """Java ``sendMessageBack(msg, context)``: False when both the broker and the inner
+        producer failed."""
+        try:
+            await self.consumer.send_message_back(msg, delay_level, broker_name)
+        except MQClientError as exc:
+            log.error("sendMessageBack exception, group: %s msg: %s: %s", self.group, msg.client_msg_id, exc)
+            return False
+        return True
+
+    async def _clean_expire_msg(self) -> None:
+        """Java ``cleanExpireMsg``: give back messages whose listener call took over ``consume_timeout``."""
+        limit = self.config.consume_timeout * 60
+        for mq, pq in list(self.consumer.rebalance.process_queue_table.items()):
+            now = time.time()
+            expired = []
+            for msg in pq.first_messages(_EXPIRED_CLEAN_BATCH):
+                started = pq.consume_start.get(msg.queue_offset)
+                if started is None or now - started <= limit:
+                    break
+                expired.append(msg)
+            for msg in expired:
+                try:
+                    await self.consumer.send_message_back(msg, 3, mq.broker_name)
+                except MQClientError as exc:
+                    log.error("send expired msg back failed, %s: %s", msg.client_msg_id, exc)
+                    continue
+                log.info(
+                    "send expire msg back. topic=%s, msgId=%s, storeHost=%s, queueId=%s, queueOffset=%s",
+                    msg.topic,
+                    msg.client_msg_id,
+                    msg.store_host,
+                    msg.queue_id,
+                    msg.queue_offset,
+                )
+                if pq.msg_tree_map and next(iter(pq.msg_tree_map)) == msg.queue_offset:
+                    offset = pq.remove_message([msg])
+                    if offset >= 0 and not pq.dropped:
+                        self.consumer.offset_store.update_offset(mq, offset, True)
+
+    # -- consume directly -------------------------------------------------------------------------
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
+        context = ConsumeConcurrentlyContext(mq)
+        msgs = reset_retry_topic([msg], self.group)
+        began = time.monotonic()
+        remark = None
+        try:
+            if isinstance(self.executor, AsyncConsumeExecutor):
+                status = await self.listener(msgs, context)
+            else:
+                status = await self.executor.run(lambda: self.listener(msgs, context))
+        except Exception as exc:
+            result = CMResult.CR_THROW_EXCEPTION
+            remark = f"{type(exc).__name__}: {exc}"
+        else:
+            if status is None:
+                result = CMResult.CR_RETURN_NULL
+            elif status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+                result = CMResult.CR_SUCCESS
+            else:
+                result = CMResult.CR_LATER
+        return ConsumeMessageDirectlyResult(
+            order=False,
+            auto_commit=True,
+            consume_result=result,
+            remark=remark,
+            spent_time_mills=int((time.monotonic() - began) * 1000),
+        )

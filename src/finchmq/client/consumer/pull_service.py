@@ -1,0 +1,71 @@
+"""``PullMessageService``: the single loop that runs every push consumer's pull requests (Java
+``PullMessageService``; seed 002, seed 004 §4.3).
+
+Strategy: one coroutine takes ``PullRequest``s from a FIFO and hands each to its consumer's
+``pull_message``, which checks flow control and either re-queues the request later or starts
+the asynchronous pull whose callback re-queues it. Requests are put back immediately or after
+a delay (a timer). The FIFO holds at most one request per assigned queue, so it needs no bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from finchmq.client._tasks import BackgroundTasks
+
+from .process_queue import PullRequest
+
+if TYPE_CHECKING:
+    from finchmq.client.instance import MQClientInstance
+
+__all__ = ["PullMessageService", "PullTarget"]
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class PullTarget(Protocol):
+    """A consumer that runs pull requests (the push consumer)."""
+
+    def pull_message(self, pull_request: PullRequest) -> None: ...
+
+
+class PullMessageService:
+    """See the module docstring; owned by the ``MQClientInstance``."""
+
+    def __init__(self, instance: MQClientInstance) -> None:
+        self.instance = instance
+        self._queue: asyncio.Queue[PullRequest] = asyncio.Queue()
+        self.tasks = BackgroundTasks(f"pull-service-{instance.client_id}")
+
+    def start(self) -> None:
+        self.tasks.spawn(self._run(), "loop")
+
+    async def close(self) -> None:
+        await self.tasks.close()
+
+    def execute_pull_request_immediately(self, pull_request: PullRequest) -> None:
+        if not self.tasks.closed:
+            self._queue.put_nowait(pull_request)
+
+    def execute_pull_request_later(self, pull_request: PullRequest, delay_ms: float) -> None:
+        self.tasks.call_later(delay_ms, lambda: self.execute_pull_request_immediately(pull_request))
+
+    def execute_task_later(self, task: Callable[[], object], delay_ms: float) -> None:
+        self.tasks.call_later(delay_ms, task)
+
+    async def _run(self) -> None:
+        queue = self._queue
+        while True:
+            pull_request = await queue.get()
+            consumer: object = self.instance.select_consumer(pull_request.consumer_group)
+            if isinstance(consumer, PullTarget):
+                try:
+                    consumer.pull_message(pull_request)
+                except Exception:
+                    log.exception("pullMessage of %s failed", pull_request)
+            else:
+                log.warning("No matched consumer for the PullRequest %s, drop it", pull_request)

@@ -1,0 +1,793 @@
+"""``PushConsumer``: a listener is called for every message (Java ``DefaultMQPushConsumer`` +
+``DefaultMQPushConsumerImpl`` + ``RebalancePushImpl``; seed 002 class by class, seed 004, seed
+000's consumer flow control).
+
+Imports: ``finchmq.protocol`` and the client's modules.
+
+Strategy: a push consumer is a pull loop. ``start`` subscribes ``%RETRY%group`` (clustering),
+picks the offset store, starts the consume service, registers with the process's
+``MQClientInstance``, refreshes routes, heartbeats and rebalances at once. Rebalancing creates a
+``PullRequest`` + ``ProcessQueue`` per assigned queue; the instance's single
+``PullMessageService`` hands each request to ``pull_message``, which applies flow control
+(``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue`` MiB,
+``consume_concurrently_max_span`` offsets: retry in 50 ms, a warning every 1,000 times) and starts
+an asynchronous long-polling pull (the broker holds it ``broker_suspend_max_time_millis``, the
+call times out after ``consumer_timeout_millis_when_suspend``). The pull's outcome re-queues the
+request: FOUND feeds the ``ProcessQueue`` and the consume service, NO_NEW_MSG/NO_MATCHED_MSG
+move on, OFFSET_ILLEGAL drops the queue and fixes its offset 10 s later, a failure retries after
+``pull_time_delay_mills_when_exception``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from dataclasses import fields
+from types import TracebackType
+from typing import Any, Final
+
+from finchmq.client._tasks import BackgroundTasks
+from finchmq.client.config import PushConsumerConfig, make_config
+from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
+from finchmq.client.instance import MQClientInstance, ServiceState
+from finchmq.client.results import PullResult, PullStatus
+from finchmq.client.stats import ConsumerStatsManager
+from finchmq.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+)
+from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.headers import PullSysFlag
+from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.topics import is_retry_topic, retry_topic
+
+from .consume_concurrently import ConsumeMessageConcurrentlyService
+from .consume_orderly import ConsumeMessageOrderlyService
+from .listener import (
+    AsyncMessageListenerOrderly,
+    ConcurrentlyListener,
+    ConsumeMessageContext,
+    ConsumeMessageHook,
+    MessageListenerOrderly,
+    OrderlyListener,
+    listener_function,
+)
+from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .process_queue import ProcessQueue, PullRequest
+from .pull import PullAPIWrapper, send_message_back
+from .rebalance import RebalanceImpl
+
+__all__ = ["PushConsumer", "RebalancePushImpl"]
+
+log = logging.getLogger(__name__)
+
+PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL: Final = 50
+PULL_TIME_DELAY_MILLS_WHEN_SUSPEND: Final = 1_000
+PULL_TIME_DELAY_MILLS_WHEN_NO_SUBSCRIPTION: Final = 3_000
+OFFSET_ILLEGAL_FIX_DELAY_MS: Final = 10_000
+FLOW_CONTROL_LOG_EVERY: Final = 1_000
+UNLOCK_DELAY_TIME_MILLS: Final = 20_000
+_RESET_DRAIN_MAX_S: Final = 10.0  # Java sleeps 10 s; here at most 10 s, until the queues are idle
+_MIB: Final = 1024 * 1024
+
+PROP_CONSUMEORDERLY: Final = "PROP_CONSUMEORDERLY"
+PROP_THREADPOOL_CORE_SIZE: Final = "PROP_THREADPOOL_CORE_SIZE"
+PROP_CONSUMER_START_TIMESTAMP: Final = "PROP_CONSUMER_START_TIMESTAMP"
+
+
+class RebalancePushImpl(RebalanceImpl):
+    """The push consumer's rebalance (Java ``RebalancePushImpl``)."""
+
+    def __init__(self, consumer: PushConsumer, instance: MQClientInstance) -> None:
+        config = consumer.config
+        super().__init__(
+            config.consumer_group, config.message_model, config.allocate_message_queue_strategy, instance
+        )
+        self.consumer = consumer
+
+    def consume_type(self) -> ConsumeType:
+        return ConsumeType.CONSUME_PASSIVELY
+
+    def pull_max_idle_time(self) -> int:
+        return self.consumer.config.pull_max_idle_time
+
+    def message_queue_changed(
+        self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+    ) -> None:
+        """Spread the topic-level thresholds over this member's queues; heartbeat at once."""
+        config = self.consumer.config
+        queues = len(self.process_queue_table)
+        if config.pull_threshold_for_topic != -1 and queues:
+            self.consumer.pull_threshold_for_queue = max(1, config.pull_threshold_for_topic // queues)
+        if config.pull_threshold_size_for_topic != -1 and queues:
+            self.consumer.pull_threshold_size_for_queue = max(
+                1, config.pull_threshold_size_for_topic // queues
+            )
+        self.consumer.tasks.spawn(
+            self.instance.send_heartbeat_to_all_broker_with_lock(), "heartbeat-after-rebalance"
+        )
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        store = self.consumer.offset_store
+        await store.persist(mq)
+        store.remove_offset(mq)
+        if self.consumer.consume_orderly and self.message_model is MessageModel.CLUSTERING:
+            try:
+                async with asyncio.timeout(1.0):
+                    await pq.consume_lock.acquire()
+            except TimeoutError:
+                pq.try_unlock_times += 1
+                log.warning(
+                    "[WRONG]mq is consuming, so can not unlock it, %s. maybe hanged for a while, %d",
+                    mq,
+                    pq.try_unlock_times,
+                )
+                return False
+            try:
+                self._unlock_delay(mq, pq)
+            finally:
+                pq.consume_lock.release()
+        return True
+
+    def _unlock_delay(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        if pq.has_temp_message():
+            log.info("[%s]unlockDelay, begin %s", id(mq), mq)
+            self.consumer.tasks.spawn_later(
+                UNLOCK_DELAY_TIME_MILLS, lambda: self.unlock(mq, True), "unlock-delay"
+            )
+        else:
+            self.consumer.tasks.spawn(self.unlock(mq, True), "unlock")
+
+    def remove_dirty_offset(self, mq: MessageQueue) -> None:
+        self.consumer.offset_store.remove_offset(mq)
+
+    async def compute_pull_from_where_with_exception(self, mq: MessageQueue) -> int:
+        config = self.consumer.config
+        store = self.consumer.offset_store
+        where = config.consume_from_where
+        last = await store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            if last >= 0:
+                return last
+            return 0 if last == -1 else -1
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            if last >= 0:
+                return last
+            if last != -1:
+                return -1
+            if is_retry_topic(mq.topic):
+                return await self.instance.max_offset(mq)
+            return await self.instance.search_offset(mq, config.consume_timestamp_ms)
+        # CONSUME_FROM_LAST_OFFSET and the deprecated variants
+        if last >= 0:
+            return last
+        if last != -1:
+            return -1
+        if is_retry_topic(mq.topic):
+            return 0
+        return await self.instance.max_offset(mq)
+
+    def dispatch_pull_request(self, pull_requests: list[PullRequest]) -> None:
+        for request in pull_requests:
+            self.consumer.execute_pull_request_immediately(request)
+            log.info("doRebalance, %s, add a new pull request %s", self.consumer_group, request)
+
+
+class PushConsumer:
+    """An asyncio push consumer (Java ``DefaultMQPushConsumer``).
+
+    ``PushConsumer("group", namesrv_addr="127.0.0.1:9876")`` or ``PushConsumer(PushConsumerConfig(...))``;
+    ``subscribe(topic, "TagA || TagB")``, ``register_message_listener(listener)`` (``orderly=True``
+    or a ``MessageListenerOrderly`` for orderly consumption), then ``await start()`` and, at the
+    end, ``await close()`` (or ``async with``).
+    """
+
+    def __init__(self, config: PushConsumerConfig | str, /, **overrides: object) -> None:
+        self.config: PushConsumerConfig = make_config(PushConsumerConfig, config, "consumer_group", overrides)
+        self._state = ServiceState.CREATE_JUST
+        self._instance: MQClientInstance | None = None
+        self._rebalance: RebalancePushImpl | None = None
+        self._offset_store: OffsetStore | None = None
+        self._pull_api: PullAPIWrapper | None = None
+        self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
+        self._subscription: dict[str, str] = dict(self.config.subscription)
+        self._listener: object = None
+        self._orderly = False
+        self.hooks: list[ConsumeMessageHook] = []
+        self.tasks = BackgroundTasks(f"push-{self.config.consumer_group}")
+        self._pulls: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._pause = False
+        self.pull_threshold_for_queue = self.config.pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = self.config.pull_threshold_size_for_queue
+        self.queue_flow_control_times = 0
+        self.queue_max_span_flow_control_times = 0
+        self.consumer_start_timestamp = 0
+
+    # -- configuration --------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+        """Consume ``topic``'s messages matching the tag expression (``*``, ``TagA || TagB``).
+
+        Raises ``ValidationError`` for a bad expression. After ``start`` the brokers hear of it
+        with the next heartbeat (sent at once).
+        """
+        try:
+            data = build_subscription_data(topic, sub_expression)
+        except ValueError as exc:
+            raise ValidationError(f"subscription exception: {exc}") from exc
+        self._subscription[topic] = sub_expression
+        if self._rebalance is not None:
+            self._rebalance.subscription_inner[topic] = data
+            if self._state is ServiceState.RUNNING:
+                self.tasks.spawn(self._after_subscription_change(topic), "subscription-changed")
+
+    async def _after_subscription_change(self, topic: str) -> None:
+        await self.instance.update_topic_route_info_from_name_server(topic)
+        await self.instance.send_heartbeat_to_all_broker_with_lock()
+        self.instance.rebalance_immediately()
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscription.pop(topic, None)
+        if self._rebalance is not None:
+            self._rebalance.subscription_inner.pop(topic, None)
+
+    def register_message_listener(
+        self, listener: ConcurrentlyListener | OrderlyListener, *, orderly: bool | None = None
+    ) -> None:
+        """Set the listener; orderly when ``orderly=True`` or the listener is a
+        ``MessageListenerOrderly``/``AsyncMessageListenerOrderly``."""
+        if self._state is not ServiceState.CREATE_JUST:
+            raise ClientStateError("register the message listener before start()")
+        listener_function(listener)  # raises TypeError early
+        self._listener = listener
+        if orderly is None:
+            orderly = isinstance(listener, MessageListenerOrderly | AsyncMessageListenerOrderly)
+        self._orderly = orderly
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """Call ``hook`` before and after every listener call."""
+        self.hooks.append(hook)
+
+    @property
+    def consume_orderly(self) -> bool:
+        return self._orderly
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None:
+            raise ClientStateError("The push consumer is not started")
+        return self._instance
+
+    @property
+    def rebalance(self) -> RebalancePushImpl:
+        if self._rebalance is None:
+            raise ClientStateError("The push consumer is not started")
+        return self._rebalance
+
+    @property
+    def offset_store(self) -> OffsetStore:
+        if self._offset_store is None:
+            raise ClientStateError("The push consumer is not started")
+        return self._offset_store
+
+    @property
+    def stats(self) -> ConsumerStatsManager:
+        return self.instance.stats
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    async def start(self) -> None:
+        """Start consuming (seed 002 ``DefaultMQPushConsumerImpl.start``).
+
+        Raises:
+            ClientStateError: no listener, already closed, or the group is registered in this
+                process's client instance already (give each member its own ``instance_name``).
+            ValidationError: a bad subscription.
+        """
+        if self._state is ServiceState.RUNNING:
+            return
+        if self._state is not ServiceState.CREATE_JUST:
+            raise ClientStateError(
+                f"The PushConsumer service state not OK, {self._state.name}; it cannot be reopened"
+            )
+        if self._listener is None:
+            raise ClientStateError("messageListener is null: call register_message_listener() before start()")
+        self._state = ServiceState.START_FAILED
+        config = self.config
+        group = config.consumer_group
+        subscriptions: dict[str, SubscriptionData] = {}
+        try:
+            for topic, expression in self._subscription.items():
+                subscriptions[topic] = build_subscription_data(topic, expression)
+            if config.message_model is MessageModel.CLUSTERING:
+                subscriptions[retry_topic(group)] = build_subscription_data(retry_topic(group), "*")
+        except ValueError as exc:
+            raise ValidationError(f"subscription exception: {exc}") from exc
+        if config.message_model is MessageModel.CLUSTERING:
+            config = self.config = config.with_instance_name_pid()
+        instance = MQClientInstance.get_or_create(config)
+        self._instance = instance
+        self._rebalance = RebalancePushImpl(self, instance)
+        self._rebalance.subscription_inner.update(subscriptions)
+        self._pull_api = PullAPIWrapper(instance, group, config.unit_mode)
+        if config.offset_store is not None:
+            self._offset_store = config.offset_store
+        elif config.message_model is MessageModel.BROADCASTING:
+            self._offset_store = LocalFileOffsetStore(instance, group, config.local_offset_store_dir)
+        else:
+            self._offset_store = RemoteBrokerOffsetStore(instance, group)
+        await self._offset_store.load()
+        fn, is_async = listener_function(self._listener)
+        if self._orderly:
+            self.consume_service = ConsumeMessageOrderlyService(self, fn, is_async)
+        else:
+            self.consume_service = ConsumeMessageConcurrentlyService(self, fn, is_async)
+        self.consume_service.start()
+        if not instance.register_consumer(group, self):
+            self._state = ServiceState.CREATE_JUST
+            await self.consume_service.shutdown()
+            await self.tasks.close()
+            self.tasks = BackgroundTasks(f"push-{group}")
+            raise ClientStateError(
+                f"The consumer group[{group}] has been created before, specify another name please."
+            )
+        try:
+            await instance.start()
+        except BaseException:
+            instance.consumer_table.pop(group, None)
+            await self.consume_service.shutdown()
+            await self.tasks.close()
+            await instance.shutdown()
+            raise
+        self._state = ServiceState.RUNNING
+        self.consumer_start_timestamp = int(time.time() * 1000)
+        for topic in list(self.rebalance.subscription_inner):
+            await instance.update_topic_route_info_from_name_server(topic)
+        await instance.send_heartbeat_to_all_broker_with_lock()
+        instance.rebalance_immediately()
+        log.info(
+            "the consumer [%s] start OK. messageModel=%s, isUnitMode=%s",
+            group,
+            config.message_model.name,
+            config.unit_mode,
+        )
+
+    async def close(self) -> None:
+        """Stop pulling and consuming, persist offsets, unregister (seed 002 ``shutdown``); idempotent."""
+        if self._state is not ServiceState.RUNNING:
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            return
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        instance = self.instance
+        pulls = list(self._pulls.values())
+        for task in pulls:
+            task.cancel()
+        if pulls:
+            await asyncio.gather(*pulls, return_exceptions=True)
+        if self.consume_service is not None:
+            await self.consume_service.shutdown()
+        await self.tasks.close()
+        await self.persist_consumer_offset(force=True)
+        await instance.unregister_consumer(self.config.consumer_group)
+        await instance.shutdown()
+        self.rebalance.destroy()
+        log.info("the consumer [%s] shutdown OK", self.config.consumer_group)
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def suspend(self) -> None:
+        """Pause pulling (Java ``suspend``); cached messages are still consumed."""
+        self._pause = True
+        log.info("suspend this consumer, %s", self.config.consumer_group)
+
+    def resume(self) -> None:
+        self._pause = False
+        log.info("resume this consumer, %s", self.config.consumer_group)
+
+    @property
+    def paused(self) -> bool:
+        return self._pause
+
+    async def persist_consumer_offset(self, *, force: bool = False) -> None:
+        """Commit the offsets of the queues this member consumes."""
+        if self._state is not ServiceState.RUNNING and not force:
+            return
+        if self._offset_store is None or self._rebalance is None:
+            return
+        await self._offset_store.persist_all(set(self._rebalance.process_queue_table))
+
+    async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        return await self.instance.fetch_subscribe_message_queues(topic)
+
+    def max_reconsume_times(self) -> int:
+        """-1 means 16 for concurrent consumption (Java ``getMaxReconsumeTimes``)."""
+        return 16 if self.config.max_reconsume_times == -1 else self.config.max_reconsume_times
+
+    async def send_message_back(
+        self, msg: MessageExt, delay_level: int, broker_name: str | None = None
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK, falling back to the inner producer (seed 002 ``sendMessageBack``)."""
+        await send_message_back(
+            self.instance,
+            self.config.consumer_group,
+            msg,
+            delay_level,
+            broker_name,
+            self.max_reconsume_times(),
+        )
+
+    def execute_hook_before(self, context: ConsumeMessageContext) -> None:
+        for hook in self.hooks:
+            try:
+                hook.consume_message_before(context)
+            except Exception:
+                log.warning(
+                    "consumeMessageHook %s executeHookBefore exception", hook.hook_name(), exc_info=True
+                )
+
+    def execute_hook_after(self, context: ConsumeMessageContext) -> None:
+        for hook in self.hooks:
+            try:
+                hook.consume_message_after(context)
+            except Exception:
+                log.warning(
+                    "consumeMessageHook %s executeHookAfter exception", hook.hook_name(), exc_info=True
+                )
+
+    # -- pulling --------------------------------------------------------------------------------
+
+    def execute_pull_request_immediately(self, request: PullRequest) -> None:
+        service = self.instance.pull_message_service
+        if service is not None:
+            service.execute_pull_request_immediately(request)
+
+    def execute_pull_request_later(self, request: PullRequest, delay_ms: float) -> None:
+        service = self.instance.pull_message_service
+        if service is not None:
+            service.execute_pull_request_later(request, delay_ms)
+
+    def pull_message(self, pull_request: PullRequest) -> None:
+        """Flow control, then an asynchronous pull (seed 002 ``pullMessage``, seed 000)."""
+        pq = pull_request.process_queue
+        if pq.dropped:
+            log.info("the pull request[%s] is dropped.", pull_request)
+            return
+        pq.last_pull_timestamp = int(time.time() * 1000)
+        config = self.config
+        if self._state is not ServiceState.RUNNING:
+            self.execute_pull_request_later(pull_request, config.pull_time_delay_mills_when_exception)
+            return
+        if self._pause:
+            log.warning("consumer was paused, execute pull request later. group=%s", config.consumer_group)
+            self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_SUSPEND)
+            return
+        cached_count = pq.msg_count
+        cached_size_mib = pq.msg_size // _MIB
+        if cached_count > self.pull_threshold_for_queue:
+            self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
+            if self.queue_flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
+                log.warning(
+                    "the cached message count exceeds the threshold %d, so do flow control, minOffset=%s, "
+                    "maxOffset=%s, count=%d, size=%d MiB, pullRequest=%s, flowControlTimes=%d",
+                    self.pull_threshold_for_queue,
+                    next(iter(pq.msg_tree_map), None),
+                    next(reversed(pq.msg_tree_map), None),
+                    cached_count,
+                    cached_size_mib,
+                    pull_request,
+                    self.queue_flow_control_times,
+                )
+            self.queue_flow_control_times += 1
+            return
+        if cached_size_mib > self.pull_threshold_size_for_queue:
+            self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
+            if self.queue_flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
+                log.warning(
+                    "the cached message size exceeds the threshold %d MiB, so do flow control, minOffset=%s, "
+                    "maxOffset=%s, count=%d, size=%d MiB, pullRequest=%s, flowControlTimes=%d",
+                    self.pull_threshold_size_for_queue,
+                    next(iter(pq.msg_tree_map), None),
+                    next(reversed(pq.msg_tree_map), None),
+                    cached_count,
+                    cached_size_mib,
+                    pull_request,
+                    self.queue_flow_control_times,
+                )
+            self.queue_flow_control_times += 1
+            return
+        if not self._orderly:
+            span = pq.get_max_span()
+            if span > config.consume_concurrently_max_span:
+                self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
+                if self.queue_max_span_flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
+                    log.warning(
+                        "the queue's messages, span too long, so do flow control, minOffset=%s, "
+                        "maxOffset=%s, maxSpan=%d, pullRequest=%s, flowControlTimes=%d",
+                        next(iter(pq.msg_tree_map), None),
+                        next(reversed(pq.msg_tree_map), None),
+                        span,
+                        pull_request,
+                        self.queue_max_span_flow_control_times,
+                    )
+                self.queue_max_span_flow_control_times += 1
+                return
+        elif not pq.locked:
+            self.execute_pull_request_later(pull_request, config.pull_time_delay_mills_when_exception)
+            log.info("pull message later because not locked in broker, %s", pull_request)
+            return
+        subscription = self.rebalance.subscription_inner.get(pull_request.message_queue.topic)
+        if subscription is None:
+            self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_NO_SUBSCRIPTION)
+            log.warning("find the consumer's subscription failed, %s", pull_request)
+            return
+        mq = pull_request.message_queue
+        task = self.tasks.spawn(self._pull(pull_request, subscription), f"pull-{mq.topic}-{mq.queue_id}")
+        self._pulls[mq] = task
+        task.add_done_callback(lambda t: self._pulls.pop(mq, None) if self._pulls.get(mq) is t else None)
+
+    async def _pull(self, pull_request: PullRequest, subscription: SubscriptionData) -> None:
+        config = self.config
+        mq = pull_request.message_queue
+        pq = pull_request.process_queue
+        assert self._pull_api is not None
+        if self._orderly and not pull_request.locked_first:
+            try:
+                offset = await self.rebalance.compute_pull_from_where_with_exception(mq)
+            except MQClientError as exc:
+                log.warning("compute pull offset of %s failed: %s", mq, exc)
+                self.execute_pull_request_later(pull_request, config.pull_time_delay_mills_when_exception)
+                return
+            if offset < 0:
+                self.execute_pull_request_later(pull_request, config.pull_time_delay_mills_when_exception)
+                return
+            broker_busy = offset < pull_request.next_offset
+            log.info(
+                "the first time to pull message, so fix offset from broker. pullRequest: %s NewOffset: %d "
+                "brokerBusy: %s",
+                pull_request,
+                offset,
+                broker_busy,
+            )
+            pull_request.locked_first = True
+            pull_request.next_offset = offset
+        commit_offset_value = 0
+        commit_offset_enable = False
+        if config.message_model is MessageModel.CLUSTERING:
+            commit_offset_value = self.offset_store.read_offset_from_memory(mq)
+            commit_offset_enable = commit_offset_value > 0
+        sub_expression = None
+        if config.post_subscription_when_pull and not subscription.class_filter_mode:
+            sub_expression = subscription.sub_string
+        sys_flag = PullSysFlag.build_sys_flag(
+            commit_offset_enable, True, sub_expression is not None, subscription.class_filter_mode
+        )
+        began = time.monotonic()
+        try:
+            result = await self._pull_api.pull_kernel_impl(
+                mq,
+                sub_expression,
+                subscription.expression_type,
+                subscription.sub_version,
+                pull_request.next_offset,
+                config.pull_batch_size,
+                sys_flag,
+                max(commit_offset_value, 0),
+                config.broker_suspend_max_time_millis,
+                config.consumer_timeout_millis_when_suspend,
+                subscription,
+            )
+        except MQClientError as exc:
+            if not is_retry_topic(mq.topic):
+                log.warning("execute the pull request exception %s: %s", pull_request, exc)
+            self.execute_pull_request_later(pull_request, config.pull_time_delay_mills_when_exception)
+            return
+        if pq.dropped:
+            return
+        self._on_pull_result(pull_request, result, began)
+
+    def _on_pull_result(self, pull_request: PullRequest, result: PullResult, began: float) -> None:
+        """Seed 002 ``PullCallback.onSuccess``."""
+        config = self.config
+        mq = pull_request.message_queue
+        pq = pull_request.process_queue
+        status = result.pull_status
+        if status is PullStatus.FOUND:
+            prev_offset = pull_request.next_offset
+            pull_request.next_offset = result.next_begin_offset
+            stats = self.stats
+            stats.inc_pull_rt(config.consumer_group, mq.topic, (time.monotonic() - began) * 1000)
+            msgs = result.msg_found_list
+            if not msgs:
+                self.execute_pull_request_immediately(pull_request)
+            else:
+                first_offset = msgs[0].queue_offset
+                stats.inc_pull_tps(config.consumer_group, mq.topic, len(msgs))
+                dispatch = pq.put_message(msgs, result.max_offset)
+                assert self.consume_service is not None
+                self.consume_service.submit_consume_request(msgs, pq, mq, dispatch)
+                if config.pull_interval > 0:
+                    self.execute_pull_request_later(pull_request, config.pull_interval)
+                else:
+                    self.execute_pull_request_immediately(pull_request)
+                if result.next_begin_offset < prev_offset or first_offset < prev_offset:
+                    log.warning(
+                        "[BUG] pull message result maybe data wrong, nextBeginOffset: %d firstMsgOffset: %d "
+                        "prevRequestOffset: %d",
+                        result.next_begin_offset,
+                        first_offset,
+                        prev_offset,
+                    )
+        elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            pull_request.next_offset = result.next_begin_offset
+            if pq.msg_count == 0:  # correctTagsOffset
+                self.offset_store.update_offset(mq, pull_request.next_offset, True)
+            self.execute_pull_request_immediately(pull_request)
+        elif status is PullStatus.OFFSET_ILLEGAL:
+            log.warning("the pull request offset illegal, %s %s", pull_request, result)
+            pull_request.next_offset = result.next_begin_offset
+            pq.dropped = True
+            self.tasks.spawn_later(
+                OFFSET_ILLEGAL_FIX_DELAY_MS, lambda: self._fix_illegal_offset(pull_request), "fix-offset"
+            )
+
+    async def _fix_illegal_offset(self, pull_request: PullRequest) -> None:
+        mq = pull_request.message_queue
+        store = self.offset_store
+        store.update_offset(mq, pull_request.next_offset, False)
+        await store.persist(mq)
+        pq = self.rebalance.remove_process_queue(mq)
+        if pq is not None:
+            await self.rebalance.remove_unnecessary_message_queue(mq, pq)
+        log.warning("fix the pull request offset, %s", pull_request)
+
+    # -- MQConsumerInner ------------------------------------------------------------------------
+
+    @property
+    def group_name(self) -> str:
+        return self.config.consumer_group
+
+    @property
+    def message_model(self) -> MessageModel:
+        return self.config.message_model
+
+    @property
+    def consume_type(self) -> ConsumeType:
+        return ConsumeType.CONSUME_PASSIVELY
+
+    @property
+    def consume_from_where(self) -> ConsumeFromWhere:
+        return self.config.consume_from_where
+
+    @property
+    def unit_mode(self) -> bool:
+        return self.config.unit_mode
+
+    def subscriptions(self) -> list[SubscriptionData]:
+        if self._rebalance is None:
+            return []
+        return list(self._rebalance.subscription_inner.values())
+
+    async def do_rebalance(self) -> None:
+        if not self._pause and self._rebalance is not None and self._state is ServiceState.RUNNING:
+            await self._rebalance.do_rebalance(self._orderly)
+
+    def update_topic_subscribe_info(self, topic: str, info: set[MessageQueue]) -> None:
+        if self._rebalance is not None and topic in self._rebalance.subscription_inner:
+            self._rebalance.topic_subscribe_info_table[topic] = info
+
+    def is_subscribe_topic_need_update(self, topic: str) -> bool:
+        if self._rebalance is None or topic not in self._rebalance.subscription_inner:
+            return False
+        return topic not in self._rebalance.topic_subscribe_info_table
+
+    def adjust_thread_pool(self) -> None:
+        """More consume threads while much is left to consume, fewer when little (seed 002)."""
+        if self.consume_service is None or self._rebalance is None:
+            return
+        total = sum(pq.msg_acc_cnt for pq in self._rebalance.process_queue_table.values())
+        threshold = self.config.adjust_thread_pool_nums_threshold
+        if total > threshold:
+            self.consume_service.inc_core_pool_size()
+        elif total < threshold * 0.8:
+            self.consume_service.dec_core_pool_size()
+
+    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
+        return self.offset_store.clone_offset_table(topic)
+
+    def consumer_running_info(self) -> ConsumerRunningInfo:
+        """Configuration, subscriptions, every queue's ProcessQueue and the statistics (seed 002)."""
+        props = _config_properties(self.config)
+        props[PROP_CONSUMEORDERLY] = str(self._orderly).lower()
+        props[PROP_THREADPOOL_CORE_SIZE] = str(
+            self.consume_service.core_pool_size if self.consume_service else 0
+        )
+        props[PROP_CONSUMER_START_TIMESTAMP] = str(self.consumer_start_timestamp)
+        subscriptions = self.subscriptions()
+        store = self.offset_store
+        mq_table = {
+            mq: pq.fill_process_queue_info(store.read_offset_from_memory(mq))
+            for mq, pq in self.rebalance.process_queue_table.items()
+        }
+        status = {
+            s.topic: self.stats.consume_status(self.config.consumer_group, s.topic) for s in subscriptions
+        }
+        return ConsumerRunningInfo(
+            properties=props, subscription_set=tuple(subscriptions), mq_table=mq_table, status_table=status
+        )
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: drop the queues of ``topic`` and restart them at
+        ``offsets`` (Java ``MQClientInstance.resetOffset``)."""
+        rebalance = self.rebalance
+        self.suspend()
+        try:
+            affected = {
+                mq: pq
+                for mq, pq in rebalance.process_queue_table.items()
+                if mq.topic == topic and mq in offsets
+            }
+            for mq, pq in affected.items():
+                pq.dropped = True
+                pq.clear()
+                task = self._pulls.get(mq)
+                if task is not None:
+                    task.cancel()
+            deadline = time.monotonic() + _RESET_DRAIN_MAX_S
+            while any(pq.in_flight for pq in affected.values()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            for mq, pq in affected.items():
+                self.offset_store.update_offset(mq, offsets[mq], False)
+                await rebalance.remove_unnecessary_message_queue(mq, pq)
+                if rebalance.process_queue_table.get(mq) is pq:
+                    del rebalance.process_queue_table[mq]
+                log.info(
+                    "[reset-offset] group=%s mq=%s offset=%d", self.config.consumer_group, mq, offsets[mq]
+                )
+        finally:
+            self.resume()
+        self.instance.rebalance_immediately()
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        if self.consume_service is None:
+            raise ClientStateError("The push consumer is not started")
+        return await self.consume_service.consume_message_directly(msg, broker_name)
+
+
+def _config_properties(config: PushConsumerConfig) -> dict[str, str]:
+    """Java ``MixAll.object2Properties(defaultMQPushConsumer)``: camelCase names, text values."""
+    out: dict[str, str] = {}
+    for f in fields(config):
+        value: Any = getattr(config, f.name)
+        if f.name in ("offset_store", "subscription"):
+            continue
+        head, *rest = f.name.split("_")
+        key = head + "".join(p[:1].upper() + p[1:] for p in rest)
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(value, enum.Enum):
+            text = value.name
+        elif hasattr(value, "get_name"):
+            text = type(value).__name__
+        else:
+            text = str(value)
+        out[key] = text
+    return out

@@ -1,0 +1,334 @@
+"""Rebalancing: which queues this member consumes (Java ``RebalanceImpl``; seed 002, seed 004 §6).
+
+Owns: a consumer's subscriptions, the readable queues of each subscribed topic, its
+``ProcessQueue`` table and the broker locks of orderly consumption. Imports: ``finchmq.protocol``
+and the client's modules. ``RebalancePushImpl`` and ``RebalanceLitePullImpl`` (lite_pull.py)
+fill in what differs.
+
+Strategy (``rebalance_by_topic``): broadcasting takes every queue; clustering asks a broker for
+the group's client ids, sorts ids and queues, and lets the allocation strategy pick this
+member's share. ``update_process_queue_table_in_rebalance`` drops queues no longer ours (after
+persisting their offset; orderly: after the current batch, then unlocking them on the broker)
+and adds new ones at ``compute_pull_from_where`` (orderly: only once the broker lock is ours).
+Rebalances of one consumer never overlap (a lock).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from finchmq.client.allocate import AllocateMessageQueueStrategy
+from finchmq.client.errors import MQClientError
+from finchmq.protocol.bodies import (
+    MASTER_ID,
+    ConsumeType,
+    LockBatchRequestBody,
+    MessageModel,
+    SubscriptionData,
+    UnlockBatchRequestBody,
+)
+from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.topics import is_retry_topic
+
+from .process_queue import ProcessQueue, PullRequest
+
+if TYPE_CHECKING:
+    from finchmq.client.instance import MQClientInstance
+
+__all__ = ["RebalanceImpl"]
+
+log = logging.getLogger(__name__)
+
+_LOCK_TIMEOUT_MS = 1_000  # Java lockBatchMQ(..., 1000)
+
+
+class RebalanceImpl(abc.ABC):
+    """The shared algorithm; subclasses say how queues are added, removed and pulled."""
+
+    def __init__(
+        self,
+        consumer_group: str,
+        message_model: MessageModel,
+        strategy: AllocateMessageQueueStrategy,
+        instance: MQClientInstance,
+    ) -> None:
+        self.consumer_group = consumer_group
+        self.message_model = message_model
+        self.allocate_message_queue_strategy = strategy
+        self.instance = instance
+        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
+        self.subscription_inner: dict[str, SubscriptionData] = {}
+        self._lock = asyncio.Lock()
+
+    # -- subclass hooks -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def consume_type(self) -> ConsumeType: ...
+
+    @abc.abstractmethod
+    def message_queue_changed(
+        self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool: ...
+
+    @abc.abstractmethod
+    def remove_dirty_offset(self, mq: MessageQueue) -> None: ...
+
+    @abc.abstractmethod
+    async def compute_pull_from_where_with_exception(self, mq: MessageQueue) -> int:
+        """The offset to start ``mq`` at; -1 when unknown; raises ``MQClientError``."""
+
+    @abc.abstractmethod
+    def dispatch_pull_request(self, pull_requests: list[PullRequest]) -> None: ...
+
+    # -- the algorithm --------------------------------------------------------------------------
+
+    async def do_rebalance(self, is_order: bool) -> None:
+        async with self._lock:
+            for topic in list(self.subscription_inner):
+                try:
+                    await self._rebalance_by_topic(topic, is_order)
+                except MQClientError as exc:
+                    if not is_retry_topic(topic):
+                        log.warning("rebalanceByTopic %s of %s failed: %s", topic, self.consumer_group, exc)
+            self._truncate_message_queue_not_my_topic()
+
+    async def _rebalance_by_topic(self, topic: str, is_order: bool) -> None:
+        mq_set = self.topic_subscribe_info_table.get(topic)
+        if self.message_model is MessageModel.BROADCASTING:
+            if mq_set is None:
+                if not is_retry_topic(topic):
+                    log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
+                return
+            if await self.update_process_queue_table_in_rebalance(topic, set(mq_set), is_order):
+                self.message_queue_changed(topic, mq_set, mq_set)
+                log.info("messageQueueChanged %s %s %s", self.consumer_group, topic, sorted(mq_set))
+            return
+        cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group)
+        if mq_set is None:
+            if not is_retry_topic(topic):
+                log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
+            return
+        if cid_all is None:
+            log.warning("doRebalance, %s %s, get consumer id list failed", self.consumer_group, topic)
+            return
+        mq_all = sorted(mq_set)
+        cid_all = sorted(cid_all)
+        try:
+            allocated = self.allocate_message_queue_strategy.allocate(
+                self.consumer_group, self.instance.client_id, mq_all, cid_all
+            )
+        except Exception:
+            log.exception(
+                "AllocateMessageQueueStrategy.allocate %s failed",
+                self.allocate_message_queue_strategy.get_name(),
+            )
+            return
+        allocated_set = set(allocated)
+        if await self.update_process_queue_table_in_rebalance(topic, allocated_set, is_order):
+            log.info(
+                "rebalanced result changed. allocateMessageQueueStrategyName=%s, group=%s, topic=%s, "
+                "clientId=%s, mqAllSize=%d, cidAllSize=%d, rebalanceResultSize=%d, rebalanceResultSet=%s",
+                self.allocate_message_queue_strategy.get_name(),
+                self.consumer_group,
+                topic,
+                self.instance.client_id,
+                len(mq_set),
+                len(cid_all),
+                len(allocated_set),
+                sorted(allocated_set),
+            )
+            self.message_queue_changed(topic, mq_set, allocated_set)
+
+    def _truncate_message_queue_not_my_topic(self) -> None:
+        for mq in list(self.process_queue_table):
+            if mq.topic not in self.subscription_inner:
+                pq = self.process_queue_table.pop(mq)
+                pq.dropped = True
+                log.info(
+                    "doRebalance, %s, truncateMessageQueueNotMyTopic remove unnecessary mq, %s",
+                    self.consumer_group,
+                    mq,
+                )
+
+    async def update_process_queue_table_in_rebalance(
+        self, topic: str, mq_set: set[MessageQueue], is_order: bool
+    ) -> bool:
+        changed = False
+        for mq, pq in list(self.process_queue_table.items()):
+            if mq.topic != topic:
+                continue
+            if mq not in mq_set:
+                pq.dropped = True
+                if await self.remove_unnecessary_message_queue(mq, pq):
+                    self.process_queue_table.pop(mq, None)
+                    changed = True
+                    log.info("doRebalance, %s, remove unnecessary mq, %s", self.consumer_group, mq)
+            elif self.consume_type() is ConsumeType.CONSUME_PASSIVELY and pq.is_pull_expired(
+                self.pull_max_idle_time()
+            ):
+                pq.dropped = True
+                if await self.remove_unnecessary_message_queue(mq, pq):
+                    self.process_queue_table.pop(mq, None)
+                    changed = True
+                    log.error(
+                        "[BUG]doRebalance, %s, remove unnecessary mq, %s, because pull is pause, "
+                        "so try to fixed it",
+                        self.consumer_group,
+                        mq,
+                    )
+        pull_requests = []
+        for mq in sorted(mq_set):
+            if mq in self.process_queue_table:
+                continue
+            if is_order and not await self.lock(mq):
+                log.warning(
+                    "doRebalance, %s, add a new mq failed, %s, because lock failed", self.consumer_group, mq
+                )
+                continue
+            self.remove_dirty_offset(mq)
+            pq = ProcessQueue()
+            pq.locked = True
+            try:
+                next_offset = await self.compute_pull_from_where_with_exception(mq)
+            except MQClientError as exc:
+                log.info("doRebalance, %s, compute offset failed, %s: %s", self.consumer_group, mq, exc)
+                continue
+            if next_offset < 0:
+                log.warning("doRebalance, %s, add new mq failed, %s", self.consumer_group, mq)
+                continue
+            if mq in self.process_queue_table:
+                log.info("doRebalance, %s, mq already exists, %s", self.consumer_group, mq)
+                continue
+            log.info("doRebalance, %s, add a new mq, %s", self.consumer_group, mq)
+            self.process_queue_table[mq] = pq
+            pull_requests.append(PullRequest(self.consumer_group, mq, pq, next_offset))
+            changed = True
+        self.dispatch_pull_request(pull_requests)
+        return changed
+
+    def pull_max_idle_time(self) -> int:
+        return 120_000
+
+    def remove_process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
+        """Drop ``mq`` now (OFFSET_ILLEGAL); the caller finishes with remove_unnecessary_message_queue."""
+        pq = self.process_queue_table.pop(mq, None)
+        if pq is not None:
+            pq.dropped = True
+        return pq
+
+    def destroy(self) -> None:
+        for pq in self.process_queue_table.values():
+            pq.dropped = True
+        self.process_queue_table.clear()
+
+    # -- orderly locks ------------------------------------------------------------------------
+
+    def _broker_master(self, broker_name: str) -> str | None:
+        found = self.instance.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
+        return found.broker_addr if found is not None else None
+
+    async def lock(self, mq: MessageQueue) -> bool:
+        """Take (or renew) the broker lock of ``mq``; marks its ProcessQueue locked."""
+        addr = self._broker_master(mq.broker_name)
+        if addr is None:
+            return False
+        body = LockBatchRequestBody(
+            consumer_group=self.consumer_group, client_id=self.instance.client_id, mq_set=(mq,)
+        )
+        try:
+            locked = await self.instance.api.lock_batch_mq(addr, body, _LOCK_TIMEOUT_MS)
+        except MQClientError as exc:
+            log.error("lockBatchMQ %s failed: %s", mq, exc)
+            return False
+        now = int(time.time() * 1000)
+        for locked_mq in locked:
+            pq = self.process_queue_table.get(locked_mq)
+            if pq is not None:
+                pq.locked = True
+                pq.last_lock_timestamp = now
+        ok = mq in locked
+        log.info("the message queue lock %s, %s %s", "OK" if ok else "Failed", self.consumer_group, mq)
+        return ok
+
+    def _by_broker(self) -> dict[str, set[MessageQueue]]:
+        result: dict[str, set[MessageQueue]] = {}
+        for mq, pq in self.process_queue_table.items():
+            if not pq.dropped:
+                result.setdefault(mq.broker_name, set()).add(mq)
+        return result
+
+    async def lock_all(self) -> None:
+        """Renew every lock we should hold; mark queues whose lock we lost (Java ``lockAll``)."""
+        for broker_name, mqs in self._by_broker().items():
+            addr = self._broker_master(broker_name)
+            if addr is None:
+                continue
+            body = LockBatchRequestBody(
+                consumer_group=self.consumer_group,
+                client_id=self.instance.client_id,
+                mq_set=tuple(sorted(mqs)),
+            )
+            try:
+                locked = await self.instance.api.lock_batch_mq(addr, body, _LOCK_TIMEOUT_MS)
+            except MQClientError as exc:
+                log.error("lockBatchMQ of %s on %s failed: %s", self.consumer_group, broker_name, exc)
+                continue
+            now = int(time.time() * 1000)
+            for mq in mqs:
+                pq = self.process_queue_table.get(mq)
+                if pq is None:
+                    continue
+                if mq in locked:
+                    if not pq.locked:
+                        log.info("the message queue locked OK, Group: %s %s", self.consumer_group, mq)
+                    pq.locked = True
+                    pq.last_lock_timestamp = now
+                else:
+                    pq.locked = False
+                    log.warning("the message queue locked Failed, Group: %s %s", self.consumer_group, mq)
+
+    async def unlock(self, mq: MessageQueue, oneway: bool) -> None:
+        addr = self._broker_master(mq.broker_name)
+        if addr is None:
+            return
+        body = UnlockBatchRequestBody(
+            consumer_group=self.consumer_group, client_id=self.instance.client_id, mq_set=(mq,)
+        )
+        try:
+            await self.instance.api.unlock_batch_mq(addr, body, _LOCK_TIMEOUT_MS, oneway=oneway)
+            log.warning(
+                "unlock messageQueue. group:%s, clientId:%s, mq:%s",
+                self.consumer_group,
+                self.instance.client_id,
+                mq,
+            )
+        except MQClientError as exc:
+            log.error("unlockBatchMQ exception, %s: %s", mq, exc)
+
+    async def unlock_all(self, oneway: bool) -> None:
+        for broker_name, mqs in self._by_broker().items():
+            addr = self._broker_master(broker_name)
+            if addr is None:
+                continue
+            body = UnlockBatchRequestBody(
+                consumer_group=self.consumer_group,
+                client_id=self.instance.client_id,
+                mq_set=tuple(sorted(mqs)),
+            )
+            try:
+                await self.instance.api.unlock_batch_mq(addr, body, _LOCK_TIMEOUT_MS, oneway=oneway)
+            except MQClientError as exc:
+                log.error("unlockBatchMQ of %s on %s failed: %s", self.consumer_group, broker_name, exc)
+                continue
+            for mq in mqs:
+                pq = self.process_queue_table.get(mq)
+                if pq is not None:
+                    pq.locked = False

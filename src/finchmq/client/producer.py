@@ -1,0 +1,769 @@
+"""``Producer``: send messages (Java ``DefaultMQProducer`` + ``DefaultMQProducerImpl`` +
+``MQFaultStrategy``), asyncio core.
+
+Owns: message validation, the topic publish table, queue selection (round robin, latency fault
+tolerance, selectors), compression, UNIQ_KEY ids, batches split to the size limit, and the retry
+loop. Imports: ``finchmq.protocol`` and the client's modules.
+
+Strategy (Java ``sendDefaultImpl``):
+    A send finds the topic's route (falling back to the ``create_topic_key`` route so the broker
+    creates the topic), picks a queue, and tries at most ``1 + retry_times_when_send_failed``
+    times (async: ``retry_times_when_send_async_failed``; oneway, to-a-queue and selector sends:
+    once), moving to another broker after a network error or an answer in
+    ``PRODUCER_RETRY_RESPONSE_CODES``, within one ``send_msg_timeout`` budget. ``BrokerBusyError``
+    (SYSTEM_BUSY) and other answers are raised at once: flow control is not retried (seed 000).
+    With ``send_latency_fault_enable`` a broker that answered slowly or failed is avoided for
+    ``not_available_duration[i]`` where ``latency_max[i]`` is the first bound the latency reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Final, TypeAlias
+
+from finchmq.protocol.codes import ResponseCode
+from finchmq.protocol.headers import SendMessageRequestHeaderV2
+from finchmq.protocol.message import (
+    MAX_PROPERTIES_LENGTH,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    Message,
+    MessageConst,
+    MessageEncodeError,
+    MessageQueue,
+    MessageSysFlag,
+    UniqueKeyGenerator,
+    compress_body,
+    encode_batch,
+    properties_to_string,
+    tags_hash_code,
+)
+from finchmq.protocol.topics import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    CLIENT_INNER_PRODUCER_GROUP,
+    is_not_allowed_send_topic,
+    is_retry_topic,
+    validate_topic,
+)
+
+from .config import ProducerConfig, make_config
+from .errors import (
+    PRODUCER_RETRY_RESPONSE_CODES,
+    ClientStateError,
+    MQBrokerError,
+    MQClientError,
+    MQNetworkError,
+    MQTimeoutError,
+    MQTooManyRequestsError,
+    NoRouteError,
+    ValidationError,
+)
+from .instance import MQClientInstance, ServiceState
+from .results import SendResult, SendStatus
+from .route import TopicPublishInfo
+
+__all__ = [
+    "MessageQueueSelector",
+    "Producer",
+    "check_message",
+    "select_message_queue_by_hash",
+    "select_message_queue_by_random",
+    "split_batch",
+]
+
+log = logging.getLogger(__name__)
+
+MessageQueueSelector: TypeAlias = Callable[[Sequence[MessageQueue], Message, object], MessageQueue]
+"""Java ``MessageQueueSelector.select(mqs, msg, arg)``: the queue a message goes to."""
+
+SendCallback: TypeAlias = Callable[[SendResult], object]
+ExceptionCallback: TypeAlias = Callable[[BaseException], object]
+
+_BATCH_ITEM_OVERHEAD: Final = 22  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH (5 x 4) + PROPERTIESLENGTH (2)
+
+
+class _Mode(enum.Enum):
+    SYNC = "SYNC"
+    ASYNC = "ASYNC"
+    ONEWAY = "ONEWAY"
+
+
+def _java_hash(arg: object) -> int:
+    """``arg.hashCode()`` as Java computes it for strings and ints (stable across processes)."""
+    if isinstance(arg, str):
+        return tags_hash_code(arg) if arg else 0
+    if isinstance(arg, bool):
+        return 1231 if arg else 1237
+    if isinstance(arg, int):
+        if -(2**31) <= arg < 2**31:
+            return arg
+        value = arg & 0xFFFFFFFFFFFFFFFF
+        folded = (value ^ (value >> 32)) & 0xFFFFFFFF  # Long.hashCode
+        return folded - (1 << 32) if folded & 0x80000000 else folded
+    return hash(arg)
+
+
+def select_message_queue_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
+    """Java ``SelectMessageQueueByHash``: ``abs(arg.hashCode()) % len(mqs)``; a sharding key
+    (string or int) always maps to the same queue, in every language."""
+    return mqs[abs(_java_hash(arg)) % len(mqs)]  # == Math.abs(hash % size) with Java's truncating %
+
+
+def select_message_queue_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
+    """Java ``SelectMessageQueueByRandom``."""
+    return mqs[random.randrange(len(mqs))]
+
+
+def check_message(
+    msg: Message, max_message_size: int, create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
+) -> None:
+    """Java ``Validators.checkMessage`` + ``checkTopic``; raises ``ValidationError`` saying what is wrong."""
+    if not isinstance(msg, Message):
+        raise ValidationError(
+            f"the message is not a Message: {msg!r}", response_code=ResponseCode.MESSAGE_ILLEGAL
+        )
+    problem = validate_topic(msg.topic)
+    if problem is not None:
+        raise ValidationError(f"topic {msg.topic!r}: {problem}", response_code=ResponseCode.MESSAGE_ILLEGAL)
+    if msg.topic in (create_topic_key, AUTO_CREATE_TOPIC_KEY_TOPIC):
+        raise ValidationError(
+            f"The topic[{msg.topic}] is conflict with AUTO_CREATE_TOPIC_KEY_TOPIC.",
+            response_code=ResponseCode.MESSAGE_ILLEGAL,
+        )
+    if is_not_allowed_send_topic(msg.topic):
+        raise ValidationError(
+            f"Sending message to topic[{msg.topic}] is forbidden.", response_code=ResponseCode.MESSAGE_ILLEGAL
+        )
+    if not msg.body:
+        raise ValidationError(
+            f"the message body length is zero (topic {msg.topic})", response_code=ResponseCode.MESSAGE_ILLEGAL
+        )
+    if len(msg.body) > max_message_size:
+        raise ValidationError(
+            f"the message body size over max value, MAX: {max_message_size} (body is {len(msg.body)} bytes)",
+            response_code=ResponseCode.MESSAGE_ILLEGAL,
+        )
+
+
+def _encoded_item_size(msg: Message) -> int:
+    return _BATCH_ITEM_OVERHEAD + len(msg.body) + len(properties_to_string(msg.properties).encode("utf-8"))
+
+
+def split_batch(messages: Sequence[Message], size_limit: int) -> list[list[Message]]:
+    """Consecutive runs of ``messages`` whose batch body fits ``size_limit`` bytes (Java's
+    ``ListSplitter`` example, with exact sizes). A single message larger than the limit raises."""
+    batches: list[list[Message]] = []
+    current: list[Message] = []
+    current_size = 0
+    for index, msg in enumerate(messages):
+        size = _encoded_item_size(msg) + 48  # room for the UNIQ_KEY property added at send time
+        if size > size_limit:
+            raise ValidationError(
+                f"batch message {index} alone is {size} bytes, over max_message_size={size_limit}",
+                response_code=ResponseCode.MESSAGE_ILLEGAL,
+            )
+        if current and current_size + size > size_limit:
+            batches.append(current)
+            current, current_size = [], 0
+        current.append(msg)
+        current_size += size
+    if current:
+        batches.append(current)
+    return batches
+
+
+_ID_GENERATORS: dict[str, UniqueKeyGenerator] = {}
+
+
+def _id_generator(ip: str) -> UniqueKeyGenerator:
+    gen = _ID_GENERATORS.get(ip)
+    if gen is None:
+        try:
+            gen = UniqueKeyGenerator(ip)
+        except MessageEncodeError:  # not an IP literal
+            gen = UniqueKeyGenerator()
+        _ID_GENERATORS[ip] = gen
+    return gen
+
+
+@dataclass(slots=True)
+class _FaultItem:
+    name: str
+    current_latency: float
+    start_timestamp: float  # monotonic ms when the broker is usable again
+
+
+class LatencyFaultTolerance:
+    """Java ``LatencyFaultToleranceImpl``: brokers to avoid for a while."""
+
+    def __init__(self) -> None:
+        self._table: dict[str, _FaultItem] = {}
+        self._which_item_worst = random.randrange(1 << 16)
+
+    def update_fault_item(self, name: str, current_latency: float, not_available_duration: float) -> None:
+        now = time.monotonic() * 1000
+        item = self._table.get(name)
+        if item is None:
+            self._table[name] = _FaultItem(name, current_latency, now + not_available_duration)
+        else:
+            item.current_latency = current_latency
+            item.start_timestamp = now + not_available_duration
+
+    def is_available(self, name: str) -> bool:
+        item = self._table.get(name)
+        return item is None or time.monotonic() * 1000 >= item.start_timestamp
+
+    def remove(self, name: str) -> None:
+        self._table.pop(name, None)
+
+    def pick_one_at_least(self) -> str | None:
+        """The least bad broker: among the better half (available first, then by latency)."""
+        if not self._table:
+            return None
+        now = time.monotonic() * 1000
+        items = sorted(
+            self._table.values(),
+            key=lambda i: (now < i.start_timestamp, i.current_latency, i.start_timestamp),
+        )
+        half = len(items) // 2
+        if half <= 0:
+            return items[0].name
+        self._which_item_worst += 1
+        return items[self._which_item_worst % half].name
+
+
+class MQFaultStrategy:
+    """Java ``MQFaultStrategy``: queue selection with optional latency fault tolerance."""
+
+    def __init__(self, config: ProducerConfig) -> None:
+        self.enabled = config.send_latency_fault_enable
+        self.latency_max = config.latency_max
+        self.not_available_duration = config.not_available_duration
+        self.tolerance = LatencyFaultTolerance()
+
+    def select_one_message_queue(self, info: TopicPublishInfo, last_broker_name: str | None) -> MessageQueue:
+        if not self.enabled:
+            return info.select_one_message_queue(last_broker_name)
+        queues = info.message_queue_list
+        index = info.next_index()
+        for i in range(len(queues)):
+            mq = queues[(index + i) % len(queues)]
+            if self.tolerance.is_available(mq.broker_name):
+                return mq
+        not_best = self.tolerance.pick_one_at_least()
+        if not_best is not None:
+            write_queue_nums = info.get_queue_id_by_broker(not_best)
+            if write_queue_nums > 0:
+                return MessageQueue(queues[0].topic, not_best, info.next_index() % write_queue_nums)
+            self.tolerance.remove(not_best)
+        return info.select_one_message_queue()
+
+    def update_fault_item(self, broker_name: str, current_latency_ms: float, isolation: bool) -> None:
+        if self.enabled:
+            duration = self._not_available_duration(30_000 if isolation else current_latency_ms)
+            self.tolerance.update_fault_item(broker_name, current_latency_ms, duration)
+
+    def _not_available_duration(self, latency: float) -> float:
+        for bound, duration in zip(
+            reversed(self.latency_max), reversed(self.not_available_duration), strict=True
+        ):
+            if latency >= bound:
+                return duration
+        return 0
+
+
+class Producer:
+    """An asyncio producer (Java ``DefaultMQProducer``).
+
+    ``Producer("group", namesrv_addr="127.0.0.1:9876")`` or ``Producer(ProducerConfig(...))``;
+    keyword arguments override config fields. ``await start()`` / ``await close()`` or
+    ``async with``. Sends: ``send`` (sync), ``send_async`` (a future, optional callbacks),
+    ``send_oneway``, each to the next queue, to a given ``queue`` or through a ``selector``;
+    ``send_batch`` for many messages of one topic.
+    """
+
+    def __init__(self, config: ProducerConfig | str, /, **overrides: object) -> None:
+        self.config: ProducerConfig = make_config(ProducerConfig, config, "producer_group", overrides)
+        self._state = ServiceState.CREATE_JUST
+        self._instance: MQClientInstance | None = None
+        self._owns_instance_start = True
+        self._publish_info: dict[str, TopicPublishInfo] = {}
+        self.fault_strategy = MQFaultStrategy(self.config)
+        self._ids = _id_generator(self.config.client_ip)
+        self._async_in_flight = 0
+        self._async_tasks: set[asyncio.Task[SendResult]] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def instance(self) -> MQClientInstance:
+        if self._instance is None:
+            raise ClientStateError("The producer is not started; call start() first")
+        return self._instance
+
+    async def start(self, *, instance: MQClientInstance | None = None) -> None:
+        """Register with the process's client instance and start it.
+
+        Raises:
+            ClientStateError: closed, or another producer of this group uses the same instance.
+        """
+        if self._state is ServiceState.RUNNING:
+            return
+        if self._state is ServiceState.SHUTDOWN_ALREADY:
+            raise ClientStateError("Cannot reopen a producer, once it has been closed.")
+        config = self.config
+        if config.producer_group != CLIENT_INNER_PRODUCER_GROUP:
+            config = self.config = config.with_instance_name_pid()
+        self._owns_instance_start = instance is None
+        self._instance = instance if instance is not None else MQClientInstance.get_or_create(config)
+        if not self._instance.register_producer(config.producer_group, self):
+            self._instance = None
+            raise ClientStateError(
+                f"The producer group[{config.producer_group}] has been created before, "
+                "specify another name please."
+            )
+        self._publish_info.setdefault(config.create_topic_key, TopicPublishInfo())
+        if self._owns_instance_start:
+            try:
+                await self._instance.start()
+            except BaseException:
+                self._instance.producer_table.pop(config.producer_group, None)
+                await self._instance.shutdown()
+                raise
+        self._state = ServiceState.RUNNING
+        if self._owns_instance_start:
+            await self._instance.send_heartbeat_to_all_broker_with_lock()
+
+    async def close(self, *, shutdown_instance: bool = True) -> None:
+        """Wait for async sends in flight, unregister from the brokers, release the instance; idempotent."""
+        if self._state is not ServiceState.RUNNING:
+            self._state = ServiceState.SHUTDOWN_ALREADY
+            return
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        if self._async_tasks:
+            await asyncio.gather(*list(self._async_tasks), return_exceptions=True)
+        instance = self.instance
+        await instance.unregister_producer(self.config.producer_group)
+        if shutdown_instance:
+            await instance.shutdown()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def _make_sure_state_ok(self) -> MQClientInstance:
+        if self._state is not ServiceState.RUNNING or self._instance is None:
+            raise ClientStateError(
+                f"The producer service state not OK, {self._state.name} (start it first; a closed producer "
+                "cannot be reopened)"
+            )
+        return self._instance
+
+    # -- MQProducerInner ------------------------------------------------------------------------
+
+    def publish_topic_list(self) -> set[str]:
+        return set(self._publish_info)
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        info = self._publish_info.get(topic)
+        return info is None or not info.ok()
+
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        self._publish_info[topic] = info
+
+    async def _try_to_find_topic_publish_info(self, topic: str) -> TopicPublishInfo:
+        instance = self._make_sure_state_ok()
+        info = self._publish_info.get(topic)
+        if info is None or not info.ok():
+            self._publish_info.setdefault(topic, TopicPublishInfo())
+            await instance.update_topic_route_info_from_name_server(topic)
+            info = self._publish_info[topic]
+        if info.have_topic_router_info or info.ok():
+            return info
+        await instance.update_topic_route_info_from_name_server(
+            topic, is_default=True, producer_config=self.config
+        )
+        return self._publish_info[topic]
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The writable queues of ``topic`` (Java ``fetchPublishMessageQueues``)."""
+        info = await self._try_to_find_topic_publish_info(topic)
+        if not info.ok():
+            raise NoRouteError(topic)
+        return list(info.message_queue_list)
+
+    # -- sending --------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout_millis: int | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer.
+
+        ``queue`` sends to that queue; ``selector(mqs, msg, arg)`` picks one (ordered messages:
+        ``selector=select_message_queue_by_hash, arg=sharding_key``); otherwise round robin with
+        retries on other brokers.
+
+        Raises:
+            ValidationError: the message is invalid (names the problem).
+            BrokerBusyError: the broker's flow control refused it (retriable, not retried here).
+            MQBrokerError, MQNetworkError, NoRouteError, MQTimeoutError.
+        """
+        timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
+        result = await self._dispatch(msg, _Mode.SYNC, queue, selector, arg, timeout)
+        assert result is not None
+        return result
+
+    async def send_oneway(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> None:
+        """Send without waiting for an answer (written to the socket, nothing more)."""
+        await self._dispatch(msg, _Mode.ONEWAY, queue, selector, arg, self.config.send_msg_timeout)
+
+    def send_async(
+        self,
+        msg: Message,
+        on_success: SendCallback | None = None,
+        on_exception: ExceptionCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout_millis: int | None = None,
+    ) -> asyncio.Future[SendResult]:
+        """Start a send and return at once: a future of the ``SendResult``, and/or callbacks.
+
+        Callbacks run on the event loop and must not block. Network failures are retried
+        ``retry_times_when_send_async_failed`` times. At most ``client_async_semaphore_value``
+        async sends are in flight; beyond that this raises ``MQTooManyRequestsError`` at once.
+        """
+        self._make_sure_state_ok()
+        if self._async_in_flight >= self.config.client_async_semaphore_value:
+            raise MQTooManyRequestsError(
+                f"{self._async_in_flight} async sends in flight: client_async_semaphore_value "
+                f"({self.config.client_async_semaphore_value}) reached; await some sends first"
+            )
+        timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
+        self._async_in_flight += 1
+        task = asyncio.get_running_loop().create_task(
+            self._send_async(msg, queue, selector, arg, timeout), name="finchmq-send-async"
+        )
+        self._async_tasks.add(task)
+
+        def done(t: asyncio.Task[SendResult]) -> None:
+            self._async_in_flight -= 1
+            self._async_tasks.discard(t)
+            if t.cancelled():
+                return
+            exc = t.exception()
+            try:
+                if exc is None:
+                    if on_success is not None:
+                        on_success(t.result())
+                elif on_exception is not None:
+                    on_exception(exc)
+            except Exception:
+                log.exception("send callback failed")
+
+        task.add_done_callback(done)
+        return task
+
+    async def _send_async(
+        self,
+        msg: Message,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: object,
+        timeout: int,
+    ) -> SendResult:
+        result = await self._dispatch(msg, _Mode.ASYNC, queue, selector, arg, timeout)
+        assert result is not None
+        return result
+
+    async def send_batch(
+        self,
+        messages: Iterable[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout_millis: int | None = None,
+    ) -> list[SendResult]:
+        """Send messages of one topic as batches, split so each fits ``max_message_size``.
+
+        Returns one ``SendResult`` per batch sent (its ``msg_id`` lists the batch's ids).
+        Batches do not support delay levels or retry topics (Java).
+        """
+        msgs = list(messages)
+        if not msgs:
+            raise ValidationError("the batch is empty", response_code=ResponseCode.MESSAGE_ILLEGAL)
+        topic = msgs[0].topic
+        wait = msgs[0].wait_store_msg_ok
+        for index, msg in enumerate(msgs):
+            if msg.topic != topic:
+                raise ValidationError(
+                    "The topic of the messages in one batch should be the same: "
+                    f"item {index} is {msg.topic!r}, not {topic!r}",
+                    response_code=ResponseCode.MESSAGE_ILLEGAL,
+                )
+            if msg.properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL, "0") not in ("0", ""):
+                raise ValidationError(
+                    f"TimeDelayLevel is not supported for batching (item {index})",
+                    response_code=ResponseCode.MESSAGE_ILLEGAL,
+                )
+            if is_retry_topic(msg.topic):
+                raise ValidationError(
+                    "Retry Group is not supported for batching", response_code=ResponseCode.MESSAGE_ILLEGAL
+                )
+            if msg.wait_store_msg_ok != wait:
+                raise ValidationError(
+                    "The waitStoreMsgOK of the messages in one batch should the same",
+                    response_code=ResponseCode.MESSAGE_ILLEGAL,
+                )
+            check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+        timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
+        results = []
+        for chunk in split_batch(msgs, self.config.max_message_size):
+            ids = [m.unique_key or self._ids.create_uniq_id() for m in chunk]
+            items = [
+                m
+                if m.unique_key
+                else m.with_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uid)
+                for m, uid in zip(chunk, ids, strict=True)
+            ]
+            batch = _Batch(
+                Message(
+                    topic,
+                    encode_batch(items),
+                    properties={MessageConst.PROPERTY_WAIT_STORE_MSG_OK: str(wait).lower()},
+                ),
+                ",".join(ids),
+            )
+            result = await self._dispatch(batch.message, _Mode.SYNC, queue, None, None, timeout, batch=batch)
+            assert result is not None
+            results.append(result)
+        return results
+
+    async def _dispatch(
+        self,
+        msg: Message,
+        mode: _Mode,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: object,
+        timeout: int,
+        batch: _Batch | None = None,
+    ) -> SendResult | None:
+        self._make_sure_state_ok()
+        if batch is None:
+            check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+        elif len(msg.body) > self.config.max_message_size:
+            raise ValidationError(
+                f"the message body size over max value, MAX: {self.config.max_message_size}",
+                response_code=ResponseCode.MESSAGE_ILLEGAL,
+            )
+        if queue is not None:
+            if queue.topic != msg.topic:
+                raise ValidationError(
+                    f"message's topic {msg.topic!r} not equal mq's topic {queue.topic!r}",
+                    response_code=ResponseCode.MESSAGE_ILLEGAL,
+                )
+            began = time.monotonic()
+            await self._try_to_find_topic_publish_info(msg.topic)
+            return await self._send_kernel(msg, queue, mode, self._remaining(began, timeout), batch)
+        if selector is not None:
+            began = time.monotonic()
+            info = await self._try_to_find_topic_publish_info(msg.topic)
+            if not info.ok():
+                raise NoRouteError(msg.topic)
+            try:
+                mq = selector(list(info.message_queue_list), msg, arg)
+            except Exception as exc:
+                raise MQClientError(f"select message queue threw exception: {exc}") from exc
+            if not isinstance(mq, MessageQueue):
+                raise MQClientError(f"select message queue returned {mq!r}, not a MessageQueue")
+            return await self._send_kernel(msg, mq, mode, self._remaining(began, timeout), batch)
+        return await self._send_default(msg, mode, timeout, batch)
+
+    @staticmethod
+    def _remaining(began: float, timeout: int) -> int:
+        cost = int((time.monotonic() - began) * 1000)
+        if cost >= timeout:
+            raise MQTimeoutError(f"send call timeout: {cost}ms spent of {timeout}ms before sending")
+        return timeout - cost
+
+    async def _send_default(
+        self, msg: Message, mode: _Mode, timeout: int, batch: _Batch | None
+    ) -> SendResult | None:
+        began = time.monotonic()
+        info = await self._try_to_find_topic_publish_info(msg.topic)
+        if not info.ok():
+            raise NoRouteError(msg.topic, "FAQ: the topic does not exist and auto-creation is off")
+        if mode is _Mode.SYNC:
+            times_total = 1 + self.config.retry_times_when_send_failed
+        elif mode is _Mode.ASYNC:
+            times_total = 1 + self.config.retry_times_when_send_async_failed
+        else:
+            times_total = 1
+        brokers_sent: list[str] = []
+        last_error: MQClientError | None = None
+        result: SendResult | None = None
+        mq: MessageQueue | None = None
+        call_timeout = False
+        times = 0
+        for times in range(times_total):
+            mq = self.fault_strategy.select_one_message_queue(
+                info, mq.broker_name if mq is not None else None
+            )
+            brokers_sent.append(mq.broker_name)
+            attempt_began = time.monotonic()
+            cost = int((attempt_began - began) * 1000)
+            if cost >= timeout:
+                call_timeout = True
+                break
+            try:
+                result = await self._send_kernel(msg, mq, mode, timeout - cost, batch)
+            except MQNetworkError as exc:
+                self._update_fault(mq, attempt_began, isolation=True)
+                log.warning("send to %s failed (attempt %d/%d): %s", mq, times + 1, times_total, exc)
+                last_error = exc
+                continue
+            except MQBrokerError as exc:
+                self._update_fault(mq, attempt_began, isolation=True)
+                last_error = exc
+                if mode is not _Mode.ASYNC and exc.response_code in PRODUCER_RETRY_RESPONSE_CODES:
+                    log.warning("send to %s refused (attempt %d/%d): %s", mq, times + 1, times_total, exc)
+                    continue
+                raise
+            except ValidationError:
+                raise
+            except MQClientError as exc:  # the broker is not in the route table any more
+                self._update_fault(mq, attempt_began, isolation=True)
+                last_error = exc
+                continue
+            self._update_fault(mq, attempt_began, isolation=False)
+            if (
+                result is not None
+                and result.send_status is not SendStatus.SEND_OK
+                and mode is _Mode.SYNC
+                and self.config.retry_another_broker_when_not_store_ok
+            ):
+                continue
+            return result
+        if result is not None:
+            return result
+        cost = int((time.monotonic() - began) * 1000)
+        detail = (
+            f"Send [{times + 1}] times, still failed, cost [{cost}]ms, Topic: {msg.topic}, "
+            f"BrokersSent: {brokers_sent}"
+        )
+        if call_timeout or last_error is None:
+            raise MQTimeoutError(f"sendDefaultImpl call timeout: {detail}")
+        last_error.add_note(detail)
+        raise last_error
+
+    def _update_fault(self, mq: MessageQueue, began: float, *, isolation: bool) -> None:
+        self.fault_strategy.update_fault_item(mq.broker_name, (time.monotonic() - began) * 1000, isolation)
+
+    async def _send_kernel(
+        self, msg: Message, mq: MessageQueue, mode: _Mode, timeout: int, batch: _Batch | None
+    ) -> SendResult | None:
+        began = time.monotonic()
+        instance = self.instance
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            await self._try_to_find_topic_publish_info(mq.topic)
+            addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        config = self.config
+        props = msg.properties
+        sys_flag = 0
+        body = msg.body
+        reconsume_times: int | None = None
+        max_reconsume_times: int | None = None
+        if batch is None:
+            uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            extra = ""
+            if not uniq:
+                uniq = self._ids.create_uniq_id()
+                extra = f"{MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX}{NAME_VALUE_SEPARATOR}{uniq}"
+            if len(body) >= config.compress_msg_body_over_howmuch:
+                body = compress_body(body, config.compress_level)
+                sys_flag |= MessageSysFlag.COMPRESSED_FLAG
+            if (props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
+                sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+            if is_retry_topic(msg.topic):
+                props = dict(props)
+                reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
+                if reconsume is not None and reconsume.lstrip("-").isdigit():
+                    reconsume_times = int(reconsume)
+                max_reconsume = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
+                if max_reconsume is not None and max_reconsume.lstrip("-").isdigit():
+                    max_reconsume_times = int(max_reconsume)
+            try:
+                text = properties_to_string(props)
+            except MessageEncodeError as exc:
+                raise ValidationError(str(exc), response_code=ResponseCode.MESSAGE_ILLEGAL) from exc
+            if extra:
+                text = f"{text}{PROPERTY_SEPARATOR}{extra}" if text else extra
+            if len(text) > MAX_PROPERTIES_LENGTH:
+                raise ValidationError(
+                    f"the message properties are {len(text)} characters, over {MAX_PROPERTIES_LENGTH}",
+                    response_code=ResponseCode.MESSAGE_ILLEGAL,
+                )
+        else:
+            uniq = batch.msg_ids
+            text = properties_to_string(props)
+        header = SendMessageRequestHeaderV2(
+            producer_group=config.producer_group,
+            topic=msg.topic,
+            default_topic=config.create_topic_key,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+            queue_id=mq.queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(time.time() * 1000),
+            flag=msg.flag,
+            properties=text,
+            reconsume_times=reconsume_times if reconsume_times is not None else 0,
+            unit_mode=config.unit_mode,
+            max_reconsume_times=max_reconsume_times,
+            batch=batch is not None,
+        )
+        remaining = timeout - int((time.monotonic() - began) * 1000)
+        if remaining <= 0:
+            raise MQTimeoutError(f"send to {mq} timed out before the request was written ({timeout}ms)")
+        if mode is _Mode.ONEWAY:
+            await instance.api.send_message_oneway(addr, header, body, remaining, batch=batch is not None)
+            return None
+        return await instance.api.send_message(
+            addr, mq.broker_name, header, body, remaining, uniq_id=uniq, batch=batch is not None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """An encoded batch: ``message.body`` is the batch body, ``msg_ids`` the items' ids joined."""
+
+    message: Message
+    msg_ids: str

@@ -1,0 +1,66 @@
+"""What sends and pulls return: ``SendResult``/``SendStatus`` and ``PullResult``/``PullStatus``.
+
+Owns: these frozen values (Java ``SendResult``, ``PullResult``). Imports: ``finchmq.protocol``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from finchmq.protocol.message import MessageExt, MessageQueue
+
+__all__ = ["PullResult", "PullStatus", "SendResult", "SendStatus"]
+
+
+class SendStatus(enum.IntEnum):
+    """Java ``SendStatus``: anything but ``SEND_OK`` means stored, but not as safely as asked."""
+
+    SEND_OK = 0
+    FLUSH_DISK_TIMEOUT = 1
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendResult:
+    """The broker's answer to a send.
+
+    ``msg_id`` is the client id (UNIQ_KEY; a batch's ids joined with ``,``), ``offset_msg_id``
+    the broker's id (store host + commit-log offset), ``queue_offset`` the message's index in
+    ``message_queue`` (the first one of a batch).
+    """
+
+    send_status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    region_id: str | None = None
+    trace_on: bool = True
+
+
+class PullStatus(enum.IntEnum):
+    """Java ``PullStatus``."""
+
+    FOUND = 0
+    NO_NEW_MSG = 1
+    NO_MATCHED_MSG = 2
+    OFFSET_ILLEGAL = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullResult:
+    """One pull: the messages found (already filtered by tag) and where to continue.
+
+    ``next_begin_offset`` is the offset to pull from next; ``min_offset``/``max_offset`` bound the
+    queue on the broker.
+    """
+
+    pull_status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    msg_found_list: list[MessageExt] = field(default_factory=list)
+    suggest_which_broker_id: int = 0

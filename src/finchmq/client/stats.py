@@ -1,0 +1,114 @@
+"""Consumer statistics (Java ``ConsumerStatsManager``): pull and consume TPS, response times and
+failures per ``topic@group``, as reported in GET_CONSUMER_RUNNING_INFO.
+
+Strategy: one-second buckets per statistic, kept for an hour. TPS and RT are computed on demand
+over the last minute (or since the first event, if sooner); ``consume_failed_msgs`` sums the last
+hour, as Java's ``statsInHour``. Loop-thread only; no locks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Final
+
+from finchmq.protocol.bodies import ConsumeStatus
+
+__all__ = ["ConsumerStatsManager"]
+
+_MINUTE: Final = 60
+_HOUR: Final = 3600
+
+
+class _Series:
+    """Per-second (sum, count) buckets."""
+
+    __slots__ = ("buckets", "first")
+
+    def __init__(self) -> None:
+        self.buckets: deque[list[float]] = deque()
+        self.first = time.monotonic()
+
+    def add(self, value: float, count: int) -> None:
+        now = int(time.monotonic())
+        buckets = self.buckets
+        if buckets and buckets[-1][0] == now:
+            bucket = buckets[-1]
+            bucket[1] += value
+            bucket[2] += count
+        else:
+            buckets.append([now, value, count])
+            while buckets and buckets[0][0] <= now - _HOUR:
+                buckets.popleft()
+
+    def window(self, seconds: int) -> tuple[float, float, float]:
+        """(sum, count, elapsed seconds) over the last ``seconds``."""
+        now = time.monotonic()
+        since = int(now) - seconds
+        total = 0.0
+        count = 0.0
+        for second, value, n in reversed(self.buckets):
+            if second <= since:
+                break
+            total += value
+            count += n
+        elapsed = min(float(seconds), max(now - self.first, 1.0))
+        return total, count, elapsed
+
+
+class ConsumerStatsManager:
+    """Counters keyed by ``topic@group`` (Java's keys)."""
+
+    def __init__(self) -> None:
+        self._series: dict[tuple[str, str], _Series] = {}
+
+    def _get(self, kind: str, key: str) -> _Series:
+        series = self._series.get((kind, key))
+        if series is None:
+            series = self._series[(kind, key)] = _Series()
+        return series
+
+    def inc_pull_rt(self, group: str, topic: str, rt_ms: float) -> None:
+        self._get("PULL_RT", f"{topic}@{group}").add(rt_ms, 1)
+
+    def inc_pull_tps(self, group: str, topic: str, msgs: int) -> None:
+        self._get("PULL_TPS", f"{topic}@{group}").add(msgs, 1)
+
+    def inc_consume_rt(self, group: str, topic: str, rt_ms: float) -> None:
+        self._get("CONSUME_RT", f"{topic}@{group}").add(rt_ms, 1)
+
+    def inc_consume_ok_tps(self, group: str, topic: str, msgs: int) -> None:
+        if msgs:
+            self._get("CONSUME_OK_TPS", f"{topic}@{group}").add(msgs, 1)
+
+    def inc_consume_failed_tps(self, group: str, topic: str, msgs: int) -> None:
+        if msgs:
+            self._get("CONSUME_FAILED_TPS", f"{topic}@{group}").add(msgs, 1)
+
+    def _tps(self, kind: str, key: str) -> float:
+        series = self._series.get((kind, key))
+        if series is None:
+            return 0.0
+        total, _, elapsed = series.window(_MINUTE)
+        return total / elapsed
+
+    def _rt(self, kind: str, key: str) -> float:
+        series = self._series.get((kind, key))
+        if series is None:
+            return 0.0
+        total, count, _ = series.window(_MINUTE)
+        return total / count if count else 0.0
+
+    def consume_status(self, group: str, topic: str) -> ConsumeStatus:
+        """Java ``ConsumerStatsManager.consumeStatus``."""
+        key = f"{topic}@{group}"
+        failed = self._series.get(("CONSUME_FAILED_TPS", key))
+        failed_hour = int(failed.window(_HOUR)[0]) if failed is not None else 0
+        return ConsumeStatus(
+            pull_rt=self._rt("PULL_RT", key),
+            pull_tps=self._tps("PULL_TPS", key),
+            consume_rt=self._rt("CONSUME_RT", key),
+            consume_ok_tps=self._tps("CONSUME_OK_TPS", key),
+            consume_failed_tps=self._tps("CONSUME_FAILED_TPS", key),
+            consume_failed_msgs=failed_hour,
+        )

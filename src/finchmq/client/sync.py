@@ -1,0 +1,559 @@
+"""The blocking API: a portal thread running the async core (house style §13, anyio's
+``BlockingPortal``).
+
+Owns: ``Portal`` (one daemon thread with its own event loop, shared by every blocking object of
+the process so they share one ``MQClientInstance``) and the blocking façades ``BlockingProducer``,
+``BlockingPushConsumer``, ``BlockingPullConsumer``, ``BlockingLitePullConsumer`` and
+``BlockingAdminClient``. Each method is ``run_coroutine_threadsafe(coro, loop).result(timeout)``
+over the async object of the same name; there is no second copy of any logic. Calling one from
+a thread that runs an event loop raises ``RuntimeError`` (it would block that loop). Blocking
+listeners still run in the consumer's thread pool; send callbacks run in a small callback pool
+(Java's ``clientCallbackExecutorThreads``), never on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+from finchmq.protocol.bodies import (
+    ClusterInfo,
+    ConsumeMessageDirectlyResult,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from finchmq.protocol.message import Message, MessageExt, MessageQueue
+from finchmq.remoting import loop_factory
+
+from .admin import AdminClient
+from .config import (
+    ClientConfig,
+    LitePullConsumerConfig,
+    ProducerConfig,
+    PullConsumerConfig,
+    PushConsumerConfig,
+)
+from .consumer.listener import ConcurrentlyListener, ConsumeMessageHook, OrderlyListener
+from .consumer.lite_pull import LitePullConsumer
+from .consumer.pull import PullConsumer
+from .consumer.push import PushConsumer
+from .producer import ExceptionCallback, MessageQueueSelector, Producer, SendCallback
+from .results import PullResult, SendResult
+
+__all__ = [
+    "BlockingAdminClient",
+    "BlockingLitePullConsumer",
+    "BlockingProducer",
+    "BlockingPullConsumer",
+    "BlockingPushConsumer",
+    "Portal",
+]
+
+_T = TypeVar("_T")
+_LIFECYCLE_TIMEOUT: Final = 120.0  # s: start/close (close may wait for a queue's current batch)
+_CALL_TIMEOUT: Final = 60.0  # s: calls without a deadline of their own
+_MARGIN: Final = 5.0  # s added to a call's own deadline
+
+
+class Portal:
+    """A private event loop in a daemon thread (anyio ``BlockingPortal``); ``Portal.default()``."""
+
+    _default: Portal | None = None
+    _default_lock = threading.Lock()
+
+    def __init__(self, name: str = "finchmq-portal") -> None:
+        ready: concurrent.futures.Future[asyncio.AbstractEventLoop] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._run, args=(ready,), name=name, daemon=True)
+        self._thread.start()
+        self.loop = ready.result(30)
+        self.callbacks = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix=f"{name}-callback")
+
+    def _run(self, ready: concurrent.futures.Future[asyncio.AbstractEventLoop]) -> None:
+        loop = loop_factory()()
+        asyncio.set_event_loop(loop)
+        ready.set_result(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    @classmethod
+    def default(cls) -> Portal:
+        """The process's portal, started on first use."""
+        with cls._default_lock:
+            if cls._default is None:
+                cls._default = Portal()
+            return cls._default
+
+    def call(self, coro: Coroutine[Any, Any, _T], timeout: float | None, who: str) -> _T:
+        """Run ``coro`` on the portal's loop and wait at most ``timeout`` seconds.
+
+        Raises:
+            RuntimeError: called from a thread that runs an event loop.
+            TimeoutError: no result in time (the coroutine is cancelled).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coro.close()
+            raise RuntimeError(
+                f"Blocking{who} cannot be used inside the event loop; use {who} (finchmq.client) instead"
+            )
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"Blocking{who}: no result within {timeout}s") from None
+
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+
+class _Blocking:
+    _who = ""
+
+    def __init__(self, portal: Portal | None) -> None:
+        self._portal = portal or Portal.default()
+
+    def _call(self, coro: Coroutine[Any, Any, _T], timeout: float | None = _CALL_TIMEOUT) -> _T:
+        return self._portal.call(coro, timeout, self._who)
+
+
+class BlockingProducer(_Blocking):
+    """``Producer`` for threads: same arguments, blocking methods."""
+
+    _who = "Producer"
+
+    def __init__(
+        self, config: ProducerConfig | str, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        super().__init__(portal)
+        self.producer = Producer(config, **overrides)
+
+    @property
+    def config(self) -> ProducerConfig:
+        return self.producer.config
+
+    def start(self) -> None:
+        self._call(self.producer.start(), _LIFECYCLE_TIMEOUT)
+
+    def shutdown(self) -> None:
+        self._call(self.producer.close(), _LIFECYCLE_TIMEOUT)
+
+    close = shutdown
+
+    def __enter__(self) -> BlockingProducer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def _send_deadline(self, timeout_millis: int | None) -> float:
+        timeout = self.producer.config.send_msg_timeout if timeout_millis is None else timeout_millis
+        return timeout / 1000 + _MARGIN
+
+    def send(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout_millis: int | None = None,
+    ) -> SendResult:
+        """``Producer.send``, blocking."""
+        coro = self.producer.send(msg, queue=queue, selector=selector, arg=arg, timeout_millis=timeout_millis)
+        return self._call(coro, self._send_deadline(timeout_millis))
+
+    def send_oneway(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> None:
+        self._call(
+            self.producer.send_oneway(msg, queue=queue, selector=selector, arg=arg), self._send_deadline(None)
+        )
+
+    def send_batch(
+        self, messages: Iterable[Message], *, queue: MessageQueue | None = None
+    ) -> list[SendResult]:
+        return self._call(self.producer.send_batch(list(messages), queue=queue), _CALL_TIMEOUT)
+
+    def send_async(
+        self,
+        msg: Message,
+        on_success: SendCallback | None = None,
+        on_exception: ExceptionCallback | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout_millis: int | None = None,
+    ) -> concurrent.futures.Future[SendResult]:
+        """Start a send; a ``concurrent.futures.Future``; callbacks run in the callback pool."""
+        callbacks = self._portal.callbacks
+
+        def success(result: SendResult) -> None:
+            if on_success is not None:
+                callbacks.submit(on_success, result)
+
+        def failure(exc: BaseException) -> None:
+            if on_exception is not None:
+                callbacks.submit(on_exception, exc)
+
+        async def start() -> asyncio.Future[SendResult]:
+            return self.producer.send_async(
+                msg, success, failure, queue=queue, selector=selector, arg=arg, timeout_millis=timeout_millis
+            )
+
+        inner = self._call(start(), _CALL_TIMEOUT)
+        result: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+
+        def copy(done: asyncio.Future[SendResult]) -> None:
+            if done.cancelled():
+                result.cancel()
+            elif done.exception() is not None:
+                result.set_exception(done.exception())
+            else:
+                result.set_result(done.result())
+
+        self._portal.loop.call_soon_threadsafe(inner.add_done_callback, copy)
+        return result
+
+    def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self.producer.fetch_publish_message_queues(topic))
+
+
+class BlockingPushConsumer(_Blocking):
+    """``PushConsumer`` for threads. A blocking listener runs in the consume thread pool."""
+
+    _who = "PushConsumer"
+
+    def __init__(
+        self, config: PushConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        super().__init__(portal)
+        self.consumer = PushConsumer(config, **overrides)
+
+    @property
+    def config(self) -> PushConsumerConfig:
+        return self.consumer.config
+
+    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+        self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._call(_run_sync(lambda: self.consumer.unsubscribe(topic)))
+
+    def register_message_listener(
+        self, listener: ConcurrentlyListener | OrderlyListener, *, orderly: bool | None = None
+    ) -> None:
+        self.consumer.register_message_listener(listener, orderly=orderly)
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        self.consumer.register_consume_message_hook(hook)
+
+    def start(self) -> None:
+        self._call(self.consumer.start(), _LIFECYCLE_TIMEOUT)
+
+    def shutdown(self) -> None:
+        self._call(self.consumer.close(), _LIFECYCLE_TIMEOUT)
+
+    close = shutdown
+
+    def __enter__(self) -> BlockingPushConsumer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def suspend(self) -> None:
+        self._call(_run_sync(self.consumer.suspend))
+
+    def resume(self) -> None:
+        self._call(_run_sync(self.consumer.resume))
+
+    def persist_consumer_offset(self) -> None:
+        self._call(self.consumer.persist_consumer_offset())
+
+    def running_info(self) -> ConsumerRunningInfo:
+        return self._call(_run_sync(self.consumer.consumer_running_info))
+
+    def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        return self._call(self.consumer.fetch_subscribe_message_queues(topic))
+
+    def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None = None) -> None:
+        self._call(self.consumer.send_message_back(msg, delay_level, broker_name))
+
+
+class BlockingPullConsumer(_Blocking):
+    """``PullConsumer`` (the low-level pull API) for threads and Spark tasks."""
+
+    _who = "PullConsumer"
+
+    def __init__(
+        self, config: PullConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        super().__init__(portal)
+        self.consumer = PullConsumer(config, **overrides)
+
+    @property
+    def config(self) -> PullConsumerConfig:
+        return self.consumer.config
+
+    def start(self) -> None:
+        self._call(self.consumer.start(), _LIFECYCLE_TIMEOUT)
+
+    def shutdown(self) -> None:
+        self._call(self.consumer.close(), _LIFECYCLE_TIMEOUT)
+
+    close = shutdown
+
+    def __enter__(self) -> BlockingPullConsumer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        return self._call(self.consumer.fetch_subscribe_message_queues(topic))
+
+    def pull(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        *,
+        timeout_millis: int | None = None,
+    ) -> PullResult:
+        timeout = (timeout_millis or self.consumer.config.consumer_pull_timeout_millis) / 1000 + _MARGIN
+        return self._call(
+            self.consumer.pull(mq, sub_expression, offset, max_nums, timeout_millis=timeout_millis), timeout
+        )
+
+    def pull_block_if_not_found(
+        self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int
+    ) -> PullResult:
+        timeout = self.consumer.config.consumer_timeout_millis_when_suspend / 1000 + _MARGIN
+        return self._call(
+            self.consumer.pull_block_if_not_found(mq, sub_expression, offset, max_nums), timeout
+        )
+
+    def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
+        self._call(_run_sync(lambda: self.consumer.update_consume_offset(mq, offset)))
+
+    def fetch_consume_offset(self, mq: MessageQueue, from_store: bool) -> int:
+        return self._call(self.consumer.fetch_consume_offset(mq, from_store))
+
+    def persist_consumer_offset(self) -> None:
+        self._call(self.consumer.persist_consumer_offset())
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        return self._call(self.consumer.min_offset(mq))
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        return self._call(self.consumer.max_offset(mq))
+
+    def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
+        return self._call(self.consumer.search_offset(mq, timestamp))
+
+    def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None = None) -> None:
+        self._call(self.consumer.send_message_back(msg, delay_level, broker_name))
+
+
+class BlockingLitePullConsumer(_Blocking):
+    """``LitePullConsumer`` for threads: ``poll()`` blocks up to its timeout."""
+
+    _who = "LitePullConsumer"
+
+    def __init__(
+        self, config: LitePullConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        super().__init__(portal)
+        self.consumer = LitePullConsumer(config, **overrides)
+
+    @property
+    def config(self) -> LitePullConsumerConfig:
+        return self.consumer.config
+
+    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+        self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        mqs = list(queues)
+        self._call(_run_sync(lambda: self.consumer.assign(mqs)))
+
+    def assignment(self) -> set[MessageQueue]:
+        return self._call(_run_sync(self.consumer.assignment))
+
+    def start(self) -> None:
+        self._call(self.consumer.start(), _LIFECYCLE_TIMEOUT)
+
+    def shutdown(self) -> None:
+        self._call(self.consumer.close(), _LIFECYCLE_TIMEOUT)
+
+    close = shutdown
+
+    def __enter__(self) -> BlockingLitePullConsumer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def poll(self, timeout_millis: int | None = None) -> list[MessageExt]:
+        timeout = timeout_millis if timeout_millis is not None else self.consumer.config.poll_timeout_millis
+        return self._call(self.consumer.poll(timeout), timeout / 1000 + _MARGIN)
+
+    def commit_sync(self) -> None:
+        self._call(self.consumer.commit_sync())
+
+    def commit(self, offsets: dict[MessageQueue, int], persist: bool = True) -> None:
+        self._call(self.consumer.commit(offsets, persist))
+
+    def committed(self, mq: MessageQueue) -> int:
+        return self._call(self.consumer.committed(mq))
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        self._call(self.consumer.seek(mq, offset))
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        self._call(self.consumer.seek_to_begin(mq))
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        self._call(self.consumer.seek_to_end(mq))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        mqs = list(queues)
+        self._call(_run_sync(lambda: self.consumer.pause(mqs)))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        mqs = list(queues)
+        self._call(_run_sync(lambda: self.consumer.resume(mqs)))
+
+    def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
+        return self._call(self.consumer.fetch_message_queues(topic))
+
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp: int) -> int:
+        return self._call(self.consumer.offset_for_timestamp(mq, timestamp))
+
+
+class BlockingAdminClient(_Blocking):
+    """``AdminClient`` for scripts and the ``finchmq admin`` command."""
+
+    _who = "AdminClient"
+
+    def __init__(
+        self, config: ClientConfig | None = None, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        super().__init__(portal)
+        self.admin = AdminClient(config, **overrides)
+
+    def start(self) -> None:
+        self._call(self.admin.start(), _LIFECYCLE_TIMEOUT)
+
+    def shutdown(self) -> None:
+        self._call(self.admin.close(), _LIFECYCLE_TIMEOUT)
+
+    close = shutdown
+
+    def __enter__(self) -> BlockingAdminClient:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._call(self.admin.cluster_info())
+
+    def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        return self._call(self.admin.master_addrs(cluster))
+
+    def broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
+        return self._call(self.admin.broker_runtime_stats(broker_addr))
+
+    def get_broker_config(self, broker_addr: str) -> dict[str, str]:
+        return self._call(self.admin.get_broker_config(broker_addr))
+
+    def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> str | None:
+        return self._call(self.admin.update_broker_config(broker_addr, properties))
+
+    def create_topic(self, topic: str, **kwargs: Any) -> list[str]:
+        return self._call(self.admin.create_topic(topic, **kwargs))
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        self._call(self.admin.delete_topic(topic, cluster))
+
+    def topic_list(self) -> list[str]:
+        return self._call(self.admin.topic_list())
+
+    def topic_route(self, topic: str) -> TopicRouteData:
+        return self._call(self.admin.topic_route(topic))
+
+    def topic_status(self, topic: str) -> TopicStatsTable:
+        return self._call(self.admin.topic_status(topic))
+
+    def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        return self._call(self.admin.consume_stats(group, topic))
+
+    def consumer_connection(self, group: str) -> ConsumerConnection:
+        return self._call(self.admin.consumer_connection(group))
+
+    def reset_offset_by_time(
+        self, group: str, topic: str, timestamp: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        return self._call(self.admin.reset_offset_by_time(group, topic, timestamp, force=force))
+
+    def consumer_running_info(
+        self, group: str, client_id: str, *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        return self._call(self.admin.consumer_running_info(group, client_id, jstack=jstack))
+
+    def consume_message_directly(
+        self, group: str, client_id: str, msg_id: str
+    ) -> ConsumeMessageDirectlyResult:
+        return self._call(self.admin.consume_message_directly(group, client_id, msg_id))
+
+    def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        return self._call(self.admin.view_message(msg_id, topic))
+
+    def query_message(
+        self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int | None = None
+    ) -> list[MessageExt]:
+        return self._call(self.admin.query_message(topic, key, max_num, begin, end))
+
+    def queue_offsets(self, mq: MessageQueue) -> tuple[int, int]:
+        return self._call(self.admin.queue_offsets(mq))
+
+
+async def _run_sync(fn: Callable[[], _T]) -> _T:
+    """Run a plain function on the portal's loop (objects that belong to it)."""
+    return fn()

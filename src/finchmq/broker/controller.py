@@ -168,6 +168,7 @@ class BrokerController:
         self.flow_control = FlowControlCounters()
         self.store = DefaultMessageStore(store_config)
         self.put_service = StorePutService(
+            threads=config.send_message_thread_pool_nums,
             off_loop_threshold_ms=lambda: self.config.put_off_loop_threshold_ms,
             force_thread=lambda: self.store.config.inject_put_delay_millis > 0,
         )
@@ -317,6 +318,7 @@ class BrokerController:
         self.store.load()
         for problem in self.store.recovery_report:
             log.warning("store recovery: %s", problem)
+        self.schedule_message_service.note_recovered_queues()
 
     async def close(self) -> None:
         """Stop serving and persist everything (idempotent)."""

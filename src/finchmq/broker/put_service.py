@@ -39,12 +39,13 @@ _THREADED_AT_LEAST = 10.0  # s
 
 
 class StorePutService:
-    """Runs store puts on one thread; ``await submit(put, message)`` for the result."""
+    """Runs store appends on the loop or on ``threads`` writer threads (see the module doc)."""
 
     def __init__(
         self,
         name: str = "finchmq-store-put",
         *,
+        threads: int = 1,
         off_loop_threshold_ms: Callable[[], int] = lambda: 50,
         force_thread: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -55,14 +56,23 @@ class StorePutService:
         self._in_flight = 0  # threaded appends not yet handed back to the loop
         self._queue: deque[tuple[_Put, Any, asyncio.Future[Future[PutMessageResult]]]] = deque()
         self._wakeup = threading.Condition(threading.Lock())
-        self._thread: threading.Thread | None = None
+        if threads <= 0:
+            raise ValueError(f"threads must be > 0, got {threads}")
+        self._thread_count = threads
+        self._threads: list[threading.Thread] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-        self._thread.start()
+        # Several threads contend for the store's put lock as Java's send threads do, so a put
+        # that arrives while another holds the lock too long is answered PC_SYNCHRONIZED.
+        self._threads = [
+            threading.Thread(target=self._run, name=f"{self._name}-{i}", daemon=True)
+            for i in range(self._thread_count)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def backlog(self) -> int:
@@ -129,8 +139,10 @@ class StorePutService:
                     self._wakeup.wait()
                 if self._stopping and not self._queue:
                     return
-                batch = list(self._queue)
-                self._queue.clear()
+                take = max(1, len(self._queue) // self._thread_count)
+                batch = [self._queue.popleft() for _ in range(take)]
+                if self._queue:
+                    self._wakeup.notify()
             done: list[
                 tuple[asyncio.Future[Future[PutMessageResult]], Future[PutMessageResult] | BaseException]
             ] = []
@@ -145,13 +157,13 @@ class StorePutService:
                     loop.call_soon_threadsafe(_deliver, done)
 
     def close(self) -> None:
-        """Finish the queued puts and stop the thread (blocking; call from a thread or at exit)."""
+        """Finish the queued puts and stop the threads (blocking; call from a thread or at exit)."""
         with self._wakeup:
             self._stopping = True
-            self._wakeup.notify()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+            self._wakeup.notify_all()
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
 
 
 def _deliver(

@@ -7,6 +7,13 @@ also writes as its consume-queue tag code); when due it is re-stored in REAL_TOP
 DELAY removed and everything else kept, through the broker's writer thread, and the level's
 offset advances. Idle levels look again every 100 ms (Java's DELAY_FOR_A_WHILE), so delivery is
 at most ~0.1 s late.
+
+Exactly once across crashes: offsets are persisted once a second, so after a crash the last
+deliveries may be replayed. For the messages that were already scheduled when the broker started
+(below each level's queue end at load time), delivery first looks the message's UNIQ_KEY up in
+the real topic's index and skips it if a copy stored after it was scheduled is already there.
+Messages without a UNIQ_KEY, or a store with ``messageIndexEnable=false``, keep Java's
+at-least-once behaviour.
 """
 
 from __future__ import annotations
@@ -66,13 +73,23 @@ class ScheduleMessageService:
         self.delay_levels_ms: tuple[int, ...] = controller.store.config.delay_levels_ms
         self._tasks: list[asyncio.Task[None]] = []
         self._wakeups: dict[int, asyncio.Event] = {}
+        self._replay_below: dict[int, int] = {}  # level -> queue end at start: maybe delivered already
 
     @property
     def max_delay_level(self) -> int:
         return len(self.delay_levels_ms)
 
     def load(self) -> None:
+        """Read the persisted offsets (blocking); call after the store has recovered."""
         self.offsets.load()
+
+    def note_recovered_queues(self) -> None:
+        """Remember each level's queue end, below which deliveries may be replays."""
+        store = self.controller.store
+        for level in range(1, self.max_delay_level + 1):
+            end = store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            if end > self.offsets.table.get(level, 0):
+                self._replay_below[level] = end
 
     def maybe_delay(self, topic: str, queue_id: int, properties: MutableMapping[str, str]) -> tuple[str, int]:
         """Where a message goes: the schedule topic if it carries a delay level, else unchanged.
@@ -152,6 +169,10 @@ class ScheduleMessageService:
                 if deliver_at > now:
                     wait = (deliver_at - now) / 1000
                     break
+                if queue_offset < self._replay_below.get(level, 0) and self._delivered_before(msg):
+                    log.info("delay level %d: %s already delivered before the restart", level, msg.msg_id)
+                    self._advance(level, queue_offset + 1)
+                    continue
                 if not await self._deliver(msg, level):
                     wait = _RETRY_AFTER_FAILURE
                     break
@@ -160,6 +181,26 @@ class ScheduleMessageService:
                 if records:
                     continue  # there may be more due right now
             await asyncio.sleep(min(wait, _IDLE_WAIT * 10))
+
+    def _delivered_before(self, msg: MessageExt) -> bool:
+        uniq = msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        real_topic = msg.properties.get(MessageConst.PROPERTY_REAL_TOPIC)
+        if not uniq or not real_topic:
+            return False
+        store = self.controller.store
+        with store.query_message(real_topic, uniq, 32, msg.store_timestamp, 2**62) as found:
+            for buffer in found.buffers:
+                try:
+                    copy = decode_stored(buffer)
+                except MessageDecodeError:
+                    continue
+                if (
+                    copy.store_timestamp >= msg.store_timestamp
+                    and copy.reconsume_times == msg.reconsume_times
+                    and copy.body == msg.body
+                ):
+                    return True
+        return False
 
     def _advance(self, level: int, offset: int) -> None:
         self.offsets.table[level] = offset

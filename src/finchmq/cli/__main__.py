@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from finchmq import __version__
+from finchmq.cli.admin import add_admin_parser
 from finchmq.cli.demo import add_demo_parser
 from finchmq.cli.servers import add_server_parsers
 
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_server_parsers(commands)
     add_demo_parser(commands)
+    add_admin_parser(commands)
     return parser
 
 

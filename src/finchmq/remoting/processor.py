@@ -42,6 +42,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_MAX_RUN_WITHOUT_YIELD = 0.002  # s a worker may go on taking queued requests without yielding
+
 # Java NettyRemotingAbstract.processRequestCommand
 REMARK_OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
 REMARK_REJECT_REQUEST = "[REJECTREQUEST]system busy, start flow control for a while"
@@ -161,11 +163,20 @@ class RequestExecutor:
     async def _work(self) -> None:
         queue = self._queue
         loop = asyncio.get_running_loop()
+        monotonic = time.monotonic
+        yielded_at = monotonic()
         while True:
             if not queue:
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._idle_waiters.append(waiter)
                 await waiter
+                yielded_at = monotonic()
+                continue
+            if monotonic() - yielded_at > _MAX_RUN_WITHOUT_YIELD:
+                # Requests that finish without awaiting would otherwise keep the loop to
+                # themselves: let I/O, other executors and the fast-failure scan run.
+                await asyncio.sleep(0)
+                yielded_at = monotonic()
                 continue
             item = queue.popleft()
             if item.done:

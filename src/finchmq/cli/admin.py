@@ -1,0 +1,520 @@
+"""``finchmq admin COMMAND``: mqadmin's most used commands over ``finchmq.client``'s blocking API.
+
+Each command has mqadmin's name and short options (``-n`` name server, ``-t`` topic, ``-g``
+group, ``-c`` cluster, ``-b`` broker address...), prints a human-readable table, or JSON with
+``--json``. Exit status: 0 on success, 1 when the cluster answers with an error (message on
+stderr), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from finchmq.client import (
+    BlockingAdminClient,
+    BlockingProducer,
+    BlockingPullConsumer,
+    MessageExt,
+    MessageQueue,
+    MQClientError,
+    PullStatus,
+)
+from finchmq.client.sync import Portal
+from finchmq.protocol.bodies import PermName
+from finchmq.protocol.message import Message
+
+__all__ = ["add_admin_parser", "format_table"]
+
+_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns, mqadmin style (``#Header``)."""
+    cells = [[f"#{h}" for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def _time(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime(_TIME_FORMAT) if ms > 0 else "-"
+
+
+def _parse_timestamp(text: str) -> int:
+    """``now``, epoch ms, ``yyyy-MM-dd#HH:mm:ss:SSS`` (mqadmin) or ISO 8601 -> epoch ms."""
+    if text == "now":
+        return int(time.time() * 1000)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    for fmt in ("%Y-%m-%d#%H:%M:%S:%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return int(datetime.strptime(text, fmt).timestamp() * 1000)
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"bad timestamp {text!r}: use now, epoch ms or yyyy-MM-dd#HH:mm:ss:SSS")
+
+
+def _message_dict(msg: MessageExt) -> dict[str, Any]:
+    try:
+        body: Any = msg.body.decode("utf-8")
+    except UnicodeDecodeError:
+        body = {"base64": base64.b64encode(msg.body).decode()}
+    return {
+        "topic": msg.topic,
+        "msgId": msg.client_msg_id,
+        "offsetMsgId": msg.msg_id,
+        "tags": msg.tags,
+        "keys": msg.keys,
+        "queueId": msg.queue_id,
+        "queueOffset": msg.queue_offset,
+        "commitLogOffset": msg.commit_log_offset,
+        "reconsumeTimes": msg.reconsume_times,
+        "bornTimestamp": msg.born_timestamp,
+        "bornHost": str(msg.born_host),
+        "storeTimestamp": msg.store_timestamp,
+        "storeHost": str(msg.store_host),
+        "storeSize": msg.store_size,
+        "properties": dict(msg.properties),
+        "body": body,
+    }
+
+
+# -- commands: each returns (json data, text) --------------------------------------------------------
+
+Result = tuple[Any, str]
+
+
+def _update_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    if not args.cluster and not args.broker:
+        raise SystemExit("updateTopic: give -c CLUSTER or -b BROKER_ADDR")
+    addrs = admin.create_topic(
+        args.topic,
+        read_queue_nums=args.read_queue_nums,
+        write_queue_nums=args.write_queue_nums,
+        perm=args.perm,
+        order=args.order,
+        cluster=args.cluster,
+        broker_addr=args.broker,
+    )
+    data = {
+        "topic": args.topic,
+        "readQueueNums": args.read_queue_nums,
+        "writeQueueNums": args.write_queue_nums,
+        "perm": args.perm,
+        "order": args.order,
+        "brokers": addrs,
+    }
+    text = "\n".join(f"create topic to {a} success." for a in addrs) + f"\n{data}"
+    return data, text
+
+
+def _delete_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    admin.delete_topic(args.topic, args.cluster)
+    return {"topic": args.topic, "deleted": True}, f"delete topic [{args.topic}] from cluster success."
+
+
+def _topic_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    topics = admin.topic_list()
+    return topics, "\n".join(topics)
+
+
+def _topic_route(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    route = admin.topic_route(args.topic)
+    data = json.loads(route.to_json())
+    rows = [
+        (qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, PermName.perm2string(qd.perm))
+        for qd in route.queue_datas
+    ]
+    brokers = [
+        (bd.cluster, bd.broker_name, bid, addr)
+        for bd in route.broker_datas
+        for bid, addr in sorted(bd.broker_addrs.items())
+    ]
+    text = format_table(["Broker Name", "Read Queues", "Write Queues", "Perm"], rows)
+    text += "\n\n" + format_table(["Cluster", "Broker Name", "BID", "Addr"], brokers)
+    return data, text
+
+
+def _topic_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    table = admin.topic_status(args.topic)
+    rows = [
+        (mq.broker_name, mq.queue_id, o.min_offset, o.max_offset, _time(o.last_update_timestamp))
+        for mq, o in table.offset_table.items()
+    ]
+    data = [
+        {
+            "brokerName": mq.broker_name,
+            "queueId": mq.queue_id,
+            "minOffset": o.min_offset,
+            "maxOffset": o.max_offset,
+            "lastUpdateTimestamp": o.last_update_timestamp,
+        }
+        for mq, o in table.offset_table.items()
+    ]
+    return data, format_table(["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"], rows)
+
+
+def _consumer_progress(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    stats = admin.consume_stats(args.group, args.topic)
+    rows = []
+    queues = []
+    for mq, w in stats.offset_table.items():
+        diff = w.broker_offset - w.consumer_offset
+        rows.append(
+            (
+                mq.topic,
+                mq.broker_name,
+                mq.queue_id,
+                w.broker_offset,
+                w.consumer_offset,
+                diff,
+                _time(w.last_timestamp),
+            )
+        )
+        queues.append(
+            {
+                "topic": mq.topic,
+                "brokerName": mq.broker_name,
+                "queueId": mq.queue_id,
+                "brokerOffset": w.broker_offset,
+                "consumerOffset": w.consumer_offset,
+                "diff": diff,
+                "lastTimestamp": w.last_timestamp,
+            }
+        )
+    total = stats.compute_total_diff()
+    text = format_table(
+        ["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"], rows
+    )
+    text += f"\n\nConsume TPS: {stats.consume_tps:.2f}\nDiff Total: {total}"
+    return {"group": args.group, "consumeTps": stats.consume_tps, "diffTotal": total, "queues": queues}, text
+
+
+def _consumer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    conn = admin.consumer_connection(args.group)
+    data = json.loads(conn.to_json())
+    rows = [
+        (i + 1, c.client_id, c.client_addr, c.language.name, c.version)
+        for i, c in enumerate(conn.connection_set)
+    ]
+    subs = [(topic, s.sub_string) for topic, s in sorted(conn.subscription_table.items())]
+    text = format_table(["", "ClientId", "ClientAddr", "Language", "Version"], rows)
+    text += "\n\nBelow is subscription:\n" + format_table(["Topic", "SubExpression"], subs)
+    text += (
+        f"\n\nConsumeType: {conn.consume_type.name if conn.consume_type else '-'}"
+        f"\nMessageModel: {conn.message_model.name if conn.message_model else '-'}"
+        f"\nConsumeFromWhere: {conn.consume_from_where.name if conn.consume_from_where else '-'}"
+    )
+    return data, text
+
+
+def _reset_offset_by_time(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    table = admin.reset_offset_by_time(args.group, args.topic, args.timestamp, force=args.force)
+    rows = [(mq.broker_name, mq.queue_id, offset) for mq, offset in table.items()]
+    data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in table.items()]
+    return data, format_table(["brokerName", "queueId", "offset"], rows)
+
+
+def _describe(msg: MessageExt) -> str:
+    d = _message_dict(msg)
+    lines = [
+        ("OffsetID", d["offsetMsgId"]),
+        ("Topic", d["topic"]),
+        ("Tags", f"[{d['tags'] or ''}]"),
+        ("Keys", f"[{d['keys'] or ''}]"),
+        ("Queue ID", d["queueId"]),
+        ("Queue Offset", d["queueOffset"]),
+        ("CommitLog Offset", d["commitLogOffset"]),
+        ("Reconsume Times", d["reconsumeTimes"]),
+        ("Born Timestamp", _time(d["bornTimestamp"])),
+        ("Store Timestamp", _time(d["storeTimestamp"])),
+        ("Born Host", d["bornHost"]),
+        ("Store Host", d["storeHost"]),
+        ("System Flag", msg.sys_flag),
+        ("Properties", d["properties"]),
+        ("Message Body", d["body"]),
+    ]
+    return "\n".join(f"{k + ':':<20}{v}" for k, v in lines)
+
+
+def _query_msg_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    msg = admin.view_message(args.msg_id, args.topic)
+    return _message_dict(msg), _describe(msg)
+
+
+def _query_msg_by_key(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    msgs = admin.query_message(args.topic, args.key, args.max_num, args.begin, args.end)
+    rows = [(m.client_msg_id, m.msg_id, m.queue_id, m.queue_offset) for m in msgs]
+    return [_message_dict(m) for m in msgs], format_table(["Message ID", "Offset ID", "QID", "Offset"], rows)
+
+
+def _cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    info = admin.cluster_info()
+    rows = []
+    data = []
+    for cluster, names in sorted(info.cluster_addr_table.items()):
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is None:
+                continue
+            for bid, addr in sorted(bd.broker_addrs.items()):
+                try:
+                    stats = admin.broker_runtime_stats(addr)
+                except MQClientError:
+                    stats = {}
+                rows.append(
+                    (
+                        cluster,
+                        name,
+                        bid,
+                        addr,
+                        stats.get("brokerVersionDesc", "-"),
+                        stats.get("putTps", "-"),
+                        stats.get("getTransferedTps", "-"),
+                    )
+                )
+                data.append(
+                    {"cluster": cluster, "brokerName": name, "brokerId": bid, "addr": addr, "stats": stats}
+                )
+    return data, format_table(
+        ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTPS", "OutTPS"], rows
+    )
+
+
+def _broker_addrs(admin: BlockingAdminClient, args: argparse.Namespace) -> list[str]:
+    if args.broker:
+        return [args.broker]
+    if args.cluster:
+        return list(admin.master_addrs(args.cluster).values())
+    raise SystemExit(f"{args.admin_command}: give -b BROKER_ADDR or -c CLUSTER")
+
+
+def _broker_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    data = {addr: admin.broker_runtime_stats(addr) for addr in _broker_addrs(admin, args)}
+    parts = []
+    for addr, stats in data.items():
+        header = f"broker {addr}\n" if len(data) > 1 else ""
+        parts.append(header + "\n".join(f"{k:<36}: {v}" for k, v in sorted(stats.items())))
+    return data, "\n\n".join(parts)
+
+
+def _update_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    results = {}
+    for addr in _broker_addrs(admin, args):
+        remark = admin.update_broker_config(addr, {args.key: args.value})
+        results[addr] = remark or "OK"
+    text = "\n".join(f"update broker config success, {addr}: {r}" for addr, r in results.items())
+    return results, text
+
+
+def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
+    msg = Message.create(
+        args.topic, args.body.encode("utf-8"), tags=args.tags or None, keys=args.keys or None
+    )
+    with BlockingProducer(
+        args.producer_group, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+    ) as producer:
+        queue = None
+        if args.broker and args.queue_id is not None:
+            queue = MessageQueue(args.topic, args.broker, args.queue_id)
+        result = producer.send(msg, queue=queue)
+    data = {
+        "sendStatus": result.send_status.name,
+        "msgId": result.msg_id,
+        "offsetMsgId": result.offset_msg_id,
+        "brokerName": result.message_queue.broker_name,
+        "queueId": result.message_queue.queue_id,
+        "queueOffset": result.queue_offset,
+    }
+    rows = [(data["brokerName"], data["queueId"], data["sendStatus"], data["msgId"], data["queueOffset"])]
+    return data, format_table(["Broker Name", "QID", "Send Result", "MsgId", "Queue Offset"], rows)
+
+
+def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
+    out: list[MessageExt] = []
+    with BlockingPullConsumer(
+        args.consumer_group, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+    ) as consumer:
+        queues = sorted(consumer.fetch_subscribe_message_queues(args.topic))
+        if args.broker:
+            queues = [q for q in queues if q.broker_name == args.broker]
+        if args.queue_id is not None:
+            queues = [q for q in queues if q.queue_id == args.queue_id]
+        for mq in queues:
+            offset = args.offset if args.offset is not None else consumer.min_offset(mq)
+            while len(out) < args.count:
+                result = consumer.pull(mq, args.expression, offset, min(32, args.count - len(out)))
+                if result.pull_status is PullStatus.FOUND:
+                    out.extend(result.msg_found_list)
+                elif result.pull_status is PullStatus.NO_NEW_MSG or result.next_begin_offset == offset:
+                    break
+                offset = result.next_begin_offset
+            if len(out) >= args.count:
+                break
+    text = "\n\n".join(_describe(m) for m in out) or "no message"
+    return [_message_dict(m) for m in out], text
+
+
+_ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] = {
+    "updateTopic": _update_topic,
+    "deleteTopic": _delete_topic,
+    "topicList": _topic_list,
+    "topicRoute": _topic_route,
+    "topicStatus": _topic_status,
+    "consumerProgress": _consumer_progress,
+    "consumerConnection": _consumer_connection,
+    "resetOffsetByTime": _reset_offset_by_time,
+    "queryMsgById": _query_msg_by_id,
+    "queryMsgByKey": _query_msg_by_key,
+    "clusterList": _cluster_list,
+    "brokerStatus": _broker_status,
+    "updateBrokerConfig": _update_broker_config,
+}
+_CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
+    "sendMessage": _send_message,
+    "consumeMessage": _consume_message,
+}
+
+
+def _run(args: argparse.Namespace) -> int:
+    command = args.admin_command
+    portal = Portal.default()
+    try:
+        if command in _CLIENT:
+            data, text = _CLIENT[command](args, portal)
+        else:
+            with BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin:
+                data, text = _ADMIN[command](admin, args)
+    except (MQClientError, TimeoutError) as exc:
+        print(f"{command} failed: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(text)
+    return 0
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``finchmq admin`` and its sub-commands."""
+    admin = commands.add_parser(
+        "admin",
+        help="mqadmin-style administration (topics, groups, offsets, messages)",
+        description="mqadmin's most used commands. Tables by default, --json for machines.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-n",
+        "--namesrvAddr",
+        dest="namesrv",
+        default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
+        help="name server address(es), host:port;host:port (default $NAMESRV_ADDR or 127.0.0.1:9876)",
+    )
+    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        parser = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        parser.set_defaults(handler=_run)
+        return parser
+
+    p = add("updateTopic", "create or update a topic")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+    p.add_argument("-r", "--readQueueNums", dest="read_queue_nums", type=int, default=8)
+    p.add_argument("-w", "--writeQueueNums", dest="write_queue_nums", type=int, default=8)
+    p.add_argument("-p", "--perm", type=int, default=6)
+    p.add_argument("-o", "--order", type=_bool, default=False)
+
+    p = add("deleteTopic", "delete a topic from the brokers and the name servers")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+
+    add("topicList", "every topic the name server knows")
+
+    p = add("topicRoute", "a topic's queues and brokers")
+    p.add_argument("-t", "--topic", required=True)
+
+    p = add("topicStatus", "min/max offset of each queue of a topic")
+    p.add_argument("-t", "--topic", required=True)
+
+    p = add("consumerProgress", "a group's offsets and lag per queue")
+    p.add_argument("-g", "--groupName", dest="group", required=True)
+    p.add_argument("-t", "--topic")
+
+    p = add("consumerConnection", "a group's online consumers and subscriptions")
+    p.add_argument("-g", "--consumerGroup", dest="group", required=True)
+
+    p = add("resetOffsetByTime", "move a group's offsets to a point in time")
+    p.add_argument("-g", "--group", dest="group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument(
+        "-s",
+        "--timestamp",
+        type=_parse_timestamp,
+        required=True,
+        help="now, epoch ms or yyyy-MM-dd#HH:mm:ss:SSS",
+    )
+    p.add_argument("-f", "--force", type=_bool, default=True)
+
+    p = add("queryMsgById", "a message by its offset id (or client id with -t)")
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True)
+    p.add_argument("-t", "--topic")
+
+    p = add("queryMsgByKey", "messages by key")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-k", "--msgKey", dest="key", required=True)
+    p.add_argument("-m", "--maxNum", dest="max_num", type=int, default=64)
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_parse_timestamp, default=0)
+    p.add_argument("-e", "--endTimestamp", dest="end", type=_parse_timestamp, default=None)
+
+    add("clusterList", "every broker of every cluster")
+
+    p = add("brokerStatus", "a broker's runtime statistics")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+
+    p = add("updateBrokerConfig", "change a broker setting at run time")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-k", "--key", required=True)
+    p.add_argument("-v", "--value", required=True)
+
+    p = add("sendMessage", "send one message")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-p", "--body", required=True)
+    p.add_argument("-k", "--keys", default="")
+    p.add_argument("-c", "--tags", default="")
+    p.add_argument("-b", "--broker", help="broker name (with -i: send to that queue)")
+    p.add_argument("-i", "--qid", dest="queue_id", type=int)
+    p.add_argument("--producerGroup", dest="producer_group", default="FINCHMQ_ADMIN_PRODUCER")
+
+    p = add("consumeMessage", "read messages of a topic (no offset is committed)")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-b", "--brokerName", dest="broker")
+    p.add_argument("-i", "--queueId", dest="queue_id", type=int)
+    p.add_argument("-o", "--offset", type=int, help="start offset (default: each queue's first)")
+    p.add_argument("-c", "--messageNumber", dest="count", type=int, default=128)
+    p.add_argument("-s", "--subExpression", dest="expression", default="*")
+    p.add_argument("-g", "--consumerGroup", dest="consumer_group", default="FINCHMQ_ADMIN_CONSUMER")

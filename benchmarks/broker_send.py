@@ -1,6 +1,7 @@
-"""The broker's send capacity, driven by the official C++ client so the broker is measured.
+"""The broker's send capacity, driven by the official C++ client so the broker is measured,
+then an overload run.
 
-    python -m benchmarks.broker_send [--seconds 20] [--threads 32]
+    python -m benchmarks.broker_send [--seconds 20] [--threads 32] [--overload-seconds 60]
 
 Compiles ``cpp_loadgen.c`` against librocketmq (the C++ client bundled in PyPI
 ``rocketmq==0.4.4``, in ``.venv-cpp``; ``make test`` creates it), starts ``finchmq server`` in its
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -82,6 +84,49 @@ def run_case(
     return {"tps": tps, **result}
 
 
+def _generator(
+    server: ServerProcess, mode: list[str], seconds: float, interval: float
+) -> list[dict[str, object]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks._openloop", "--addr", f"127.0.0.1:{server.broker_port}",
+         "--seconds", str(seconds), "--interval", str(interval), *mode],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    reports: list[dict[str, object]] = []
+    for line in proc.stdout:
+        report = json.loads(line)
+        report["rss_mib"] = round(server.rss_mib(), 1)
+        reports.append(report)
+        rejected = report["rejected"]
+        assert isinstance(rejected, dict)
+        by_remark = ", ".join(f"{k} {v:,.0f}/s" for k, v in sorted(rejected.items())) or "none"
+        print(
+            f"  t={report['t']:>5}s offered {report['offered']:>8,.0f}/s "
+            f"accepted {report['accepted']:>8,.0f}/s "
+            f"p99 {report['p99_ms']:6.1f}ms rss {report['rss_mib']:5.1f}MiB rejected: {by_remark}"
+        )
+    proc.wait()
+    return reports
+
+
+def overload(server: ServerProcess, seconds: float) -> None:
+    """Capacity with 64 sends in flight, then 2x that rate offered open-loop."""
+    print("overload: unloaded capacity (raw-protocol generator, 64 sends of 1 KiB in flight, 10 s)")
+    capacity_reports = _generator(server, ["--window", "64"], 10, 5)
+    capacity = max(float(r["accepted"]) for r in capacity_reports)  # type: ignore[arg-type]
+    print(
+        f"overload: capacity {capacity:,.0f} msgs/s; offering {2 * capacity:,.0f} msgs/s for {seconds:.0f} s"
+    )
+    reports = _generator(server, ["--rate", str(2 * capacity)], seconds, 5)
+    steady = reports[1:] or reports
+    accepted = sum(float(r["accepted"]) for r in steady) / len(steady)  # type: ignore[arg-type]
+    print(
+        f"overload: accepted {accepted:,.0f} msgs/s under 2x load = {accepted / capacity * 100:.0f}% "
+        f"of capacity (target >= 80%)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -90,6 +135,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--batch-threads", type=int, default=8)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--overload-seconds", type=float, default=60, help="0 skips the overload run")
     args = parser.parse_args()
     loadgen = build_loadgen()
     with ServerProcess() as server:
@@ -105,6 +151,9 @@ def main() -> None:
             server, loadgen, f"batch32 1KiB x{args.batch_threads} thr", threads=args.batch_threads,
             seconds=args.seconds, batch=32, size=args.size,
         )  # fmt: skip
+    if args.overload_seconds > 0:
+        with ServerProcess() as server:
+            overload(server, args.overload_seconds)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from finchmq.remoting import (
     REMARK_OVERLOAD,
     REMARK_REJECT_REQUEST,
     CloseReason,
+    QueuedRequest,
     RemotingClient,
     RemotingClientConfig,
     RemotingConnectError,
@@ -403,3 +404,16 @@ async def test_close_is_idempotent_and_leaves_nothing_open(echo_server: tuple[Re
     assert server.connections == frozenset()
     with pytest.raises(RemotingConnectError):
         await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)
+
+
+def test_executor_sheds_new_requests_once_its_oldest_has_waited_too_long() -> None:
+    executor = RequestExecutor("shed", workers=1, capacity=100, shed_after_ms=lambda: 50)  # never started
+    ctx = RemotingContext(connection=None)  # type: ignore[arg-type]
+    request = RemotingCommand.request(ECHO)
+    processor = Echo()
+    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.000))
+    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.040))  # oldest waited 40 ms
+    assert not executor.submit(QueuedRequest(ctx, request, processor, created_at=100.060))  # 60 ms > 50
+    assert len(executor) == 2
+    assert executor.poll_oldest() is not None  # the old one leaves: the queue is young again
+    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.070))

@@ -189,6 +189,10 @@ class BrokerController:
             "send",
             workers=config.send_message_thread_pool_nums,
             capacity=config.send_thread_pool_queue_capacity,
+            # Under sustained overload the queue fills to waitTimeMillsInSendQueue, every send
+            # waits that long and most are cleaned anyway: refuse at arrival ([OVERLOAD]) once
+            # the queue is half that deep, so accepted sends wait less and refusals cost little.
+            shed_after_ms=self._send_shed_after_ms,
         )
         self.pull_executor = RequestExecutor(
             "pull",
@@ -274,6 +278,11 @@ class BrokerController:
         self._register_pending = False
         self._started = False
         self._closed = False
+
+    def _send_shed_after_ms(self) -> int:
+        if not self.config.broker_fast_failure_enable:
+            return 1 << 30
+        return self.config.wait_time_mills_in_send_queue // 2
 
     # -- lifecycle --------------------------------------------------------------------------
 

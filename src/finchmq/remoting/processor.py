@@ -101,9 +101,16 @@ class QueuedRequest:
 
 
 class RequestExecutor:
-    """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue)."""
+    """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue).
 
-    def __init__(self, name: str, *, workers: int, capacity: int) -> None:
+    ``shed_after_ms`` (optional) also refuses new requests while the oldest queued one has
+    waited longer than that: a request joining such a queue would only be answered busy later,
+    after costing memory and a scan, so it is answered OVERLOAD at once.
+    """
+
+    def __init__(
+        self, name: str, *, workers: int, capacity: int, shed_after_ms: Callable[[], int] | None = None
+    ) -> None:
         if workers <= 0:
             raise ValueError(f"executor {name}: workers must be > 0, got {workers}")
         if capacity <= 0:
@@ -111,6 +118,7 @@ class RequestExecutor:
         self.name = name
         self.workers = workers
         self.capacity = capacity
+        self.shed_after_ms = shed_after_ms
         self._queue: deque[QueuedRequest] = deque()
         self._idle_waiters: deque[asyncio.Future[None]] = deque()
         self._tasks: list[asyncio.Task[None]] = []
@@ -129,8 +137,13 @@ class RequestExecutor:
 
     def submit(self, item: QueuedRequest) -> bool:
         """Queue ``item``; False when the queue is full (the caller answers OVERLOAD)."""
-        if len(self._queue) >= self.capacity or self._closed:
+        queue = self._queue
+        if len(queue) >= self.capacity or self._closed:
             return False
+        if self.shed_after_ms is not None and queue:
+            oldest = self.oldest()
+            if oldest is not None and (item.created_at - oldest.created_at) * 1000 > self.shed_after_ms():
+                return False
         self._queue.append(item)
         waiters = self._idle_waiters
         while waiters:

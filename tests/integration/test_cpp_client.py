@@ -7,9 +7,11 @@ consumer and straight from the broker's store.
 from __future__ import annotations
 
 import base64
+import re
 import time
 import zlib
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -385,3 +387,28 @@ def test_large_bodies_compressed_by_the_client_round_trip(finchmq_server: Embedd
     assert len(got) == 19
     assert sum(1 for b in got if len(b) == 20000 and b.startswith(b"big-")) == 3
     assert sum(1 for b in got if len(b) == 1500 and b.startswith(b"bat-")) == 16
+
+
+def test_cpp_client_sees_system_busy_with_the_broker_remark(finchmq_server_factory: Any, cpp: Any) -> None:
+    """Flow control reaches the C++ client as RocketMQ's does: code 2 (SYSTEM_BUSY) and the
+    broker's remark, which librocketmq logs (the wheel's async error text is empty)."""
+    server = finchmq_server_factory({"injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"})
+    process = cpp(
+        "produce", "--namesrv", server.namesrv_addr, "--topic", "CppBusy", "--count", "30", "--mode", "async"
+    )
+    records = process.finish()
+    failed = [r for r in records if "error" in r]
+    succeeded = [r for r in records if r.get("status") == 0]
+    assert failed and succeeded and len(failed) + len(succeeded) == 30
+    log = Path.home() / "logs" / "rocketmq-cpp" / f"{process.proc.pid}_rocketmq-cpp.log.0"
+    busy = [line for line in log.read_text(errors="replace").splitlines() if "error code:2[" in line]
+    assert busy, "the C++ client logged SYSTEM_BUSY answers"
+    assert all(
+        re.search(
+            r"remark:\[(REJECTREQUEST|OVERLOAD|PCBUSY_CLEAN_QUEUE|TIMEOUT_CLEAN_QUEUE|PC_SYNCHRONIZED)\]",
+            line,
+        )
+        for line in busy
+    ), busy[:3]
+    # Everything the broker acknowledged is stored.
+    assert len(stored(server, "CppBusy")) == len(succeeded)

@@ -7,6 +7,7 @@ consumer and straight from the broker's store.
 from __future__ import annotations
 
 import base64
+import itertools
 import re
 import time
 import zlib
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored_all
 from finchmq.testing import EmbeddedServer
 
@@ -412,3 +414,61 @@ def test_cpp_client_sees_system_busy_with_the_broker_remark(finchmq_server_facto
     ), busy[:3]
     # Everything the broker acknowledged is stored.
     assert len(stored(server, "CppBusy")) == len(succeeded)
+
+
+async def _create_retry_topic(server: EmbeddedServer, group: str) -> None:
+    assert server.broker is not None
+    server.broker.topic_config_manager.create_topic_in_send_message_back_method(f"%RETRY%{group}", 1, 6)
+    await server.broker.register_broker_all()
+
+
+def test_always_failing_consumer_gets_growing_delays_then_the_dlq(
+    finchmq_server_factory: Any, cpp: Any
+) -> None:
+    """retryMaxTimes=3: the message is seen 1 + 3 times, the retries at delay levels 3, 4, 5
+    (1 s, 2 s, 3 s here), then it is a dead letter with its original properties."""
+    server = finchmq_server_factory({"messageDelayLevel": "1s 1s 1s 2s 3s 5s"})
+    assert server.broker is not None
+    server.broker.subscription_group_manager.update_subscription_group_config(
+        SubscriptionGroupConfig(group_name="cg_dlq", retry_max_times=3)
+    )
+    # An existing group: its retry topic is routable before the consumer starts (a brand-new
+    # group's first retry waits for the C++ client's next route refresh, as with Apache RocketMQ).
+    server.call(_create_retry_topic(server, "cg_dlq"))
+    addr = server.namesrv_addr
+    produce(cpp, addr, "CppDlq", 1, "--tags", "TagX", "--keys-prefix", "dk", "--prop", "color=violet")
+    consumer = cpp(
+        "push",
+        "--namesrv",
+        addr,
+        "--topic",
+        "CppDlq",
+        "--group",
+        "cg_dlq",
+        "--fail-times",
+        "99",
+        "--prop-key",
+        "color",
+        "--timeout",
+        "25",
+    )
+    assert consumer.wait_for(lambda rs: sum(1 for r in rs if "body" in r) >= 4, 25)
+    deadline = time.monotonic() + 10
+    while not stored(server, "%DLQ%cg_dlq") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    consumer.kill()
+    seen = consumer.messages()
+    assert len(seen) == 4, "seen maxReconsumeTimes + 1 times"
+    assert [r["reconsume_times"] for r in seen] == [0, 1, 2, 3]
+    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(seen)]
+    for gap, level_seconds in zip(gaps, [1, 2, 3], strict=True):
+        assert level_seconds - 0.2 <= gap <= level_seconds + 1.5, f"retry gaps {gaps}"
+    for r in seen:
+        assert (r["topic"], r["tags"], r["keys"], r["props"]["color"]) == ("CppDlq", "TagX", "dk0", "violet")
+    [dead] = stored(server, "%DLQ%cg_dlq")
+    assert (
+        dead.body == b"body-0"
+        and dead.properties["color"] == "violet"
+        and dead.properties["RETRY_TOPIC"] == "CppDlq"
+    )
+    assert dead.tags == "TagX" and dead.keys == "dk0" and dead.reconsume_times == 4

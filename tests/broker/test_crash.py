@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -148,7 +149,19 @@ async def stored_bodies(addr: str, topic: str) -> Counter[bytes]:
     return bodies
 
 
-def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(tmp_path: Path) -> None:
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    """Every server a test starts; any still running at the end is killed."""
+    started: list[Server] = []
+    yield started
+    for server in started:
+        if server.proc.poll() is None:
+            server.kill()
+
+
+def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(
+    tmp_path: Path, servers: list[Server]
+) -> None:
     data = tmp_path / "data"
     namesrv_port, broker_port = free_port(), free_port()
     acked: dict[bytes, bool] = {}
@@ -163,12 +176,14 @@ def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(tmp_
 
     for run in range(3):
         server = Server(data, namesrv_port, broker_port)
+        servers.append(server)
         started, reached = asyncio.run(consume(server.addr, "G_crash", {}, commit=True))  # catch up
         if run:
             assert started == committed, "the group resumed from what it committed before the kill"
         committed = reached
         asyncio.run(produce_then_kill(server, run))
     server = Server(data, namesrv_port, broker_port)
+    servers.append(server)
     try:
         time.sleep(3)  # every delayed message is due (level 1 = 1 s) and delivered
         bodies = asyncio.run(stored_bodies(server.addr, "T_crash"))

@@ -393,11 +393,20 @@ class LitePullConsumer:
             raise ValidationError(
                 f"Seek offset illegal, seek offset = {offset}, min offset = {low}, max offset = {high}"
             )
+        self._restart_queue(mq, state, offset)
+
+    def _restart_queue(self, mq: MessageQueue, state: _QueueState, offset: int) -> None:
+        """Drop what was pulled for ``mq`` and pull it again from ``offset`` (a held long poll
+        is abandoned, not waited for)."""
         state.version += 1
         state.process_queue.clear()
         state.seek_offset = offset
         state.consume_offset = offset
         self._drop_cached(lambda r: r.mq == mq)
+        if state.task is not None:
+            state.task.cancel()
+            state.task = None
+        self._start_pull_tasks()
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         await self.seek(mq, await self.instance.min_offset(mq))
@@ -524,8 +533,13 @@ class LitePullConsumer:
                 self._cache.append(_ConsumeRequest(result.msg_found_list, mq, state, version))
                 self._cache_changed.set()
                 self.instance.stats.inc_pull_tps(config.consumer_group, mq.topic, len(result.msg_found_list))
-            elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
-                log.warning("The pull request offset illegal, %s: %s", mq, result)
+            else:
+                if result.pull_status is PullStatus.OFFSET_ILLEGAL:
+                    log.warning("The pull request offset illegal, %s: %s", mq, result)
+                elif pq.msg_count == 0 and not any(r.state is state for r in self._cache):
+                    # nothing pending: skipped (filtered) messages count as consumed, as the push
+                    # consumer's correctTagsOffset does
+                    state.consume_offset = result.next_begin_offset
             state.pull_offset = result.next_begin_offset
 
     def _subscription_of(self, topic: str) -> SubscriptionData:
@@ -606,12 +620,8 @@ class LitePullConsumer:
         for mq, offset in offsets.items():
             state = self._assigned.get(mq)
             if mq.topic == topic and state is not None:
-                state.version += 1
-                state.process_queue.clear()
-                state.seek_offset = offset
-                state.consume_offset = offset
                 self.offset_store.update_offset(mq, offset, False)
-        self._drop_cached(lambda r: r.mq.topic == topic and r.mq in offsets)
+                self._restart_queue(mq, state, offset)
 
     async def consume_message_directly(
         self, msg: MessageExt, broker_name: str | None

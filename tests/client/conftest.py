@@ -1,0 +1,116 @@
+"""Shared set-up of the client tests: a real embedded name server + broker per test (short delay
+levels), short client intervals, topic names from the test id, and a polling helper."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from finchmq.client import AdminClient, Message, MessageExt, Producer, PullConsumer, PullStatus
+from finchmq.client.results import SendResult
+from finchmq.testing import EmbeddedServer
+
+# Retries come back after 1 s instead of 10 s, 30 s, 1 min...
+FAST_BROKER = {"messageDelayLevel": "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"}
+
+# Client intervals shortened so rebalancing and persistence happen within a test.
+FAST_CLIENT: dict[str, Any] = {
+    "rebalance_wait_interval": 1000,
+    "heartbeat_broker_interval": 1000,
+    "persist_consumer_offset_interval": 500,
+    "poll_name_server_interval": 1000,
+}
+
+
+@pytest.fixture
+def server(finchmq_server_factory: Callable[..., EmbeddedServer]) -> EmbeddedServer:
+    return finchmq_server_factory(FAST_BROKER)
+
+
+@pytest.fixture
+def namesrv(server: EmbeddedServer) -> str:
+    return server.namesrv_addr
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> str:
+    """A topic/group-safe name derived from the test id (aiokafka ``random_topic_name``)."""
+    base = re.sub(r"[^a-zA-Z0-9_-]", "_", request.node.name)[:60]
+    return f"{base}_{time.monotonic_ns() % 100000}"
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, interval: float = 0.05) -> None:
+    """Poll ``predicate`` until true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+async def wait_until_async(predicate: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+async def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
+    """Create ``topic`` with ``queues`` read/write queues and wait until the name server routes it."""
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        await admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
+
+        async def routed() -> bool:
+            try:
+                route = await admin.topic_route(topic)
+            except Exception:
+                return False
+            return sum(q.read_queue_nums for q in route.queue_datas) == queues
+
+        await wait_until_async(routed)
+
+
+async def produce(
+    namesrv: str,
+    topic: str,
+    count: int,
+    *,
+    tags: str | None = None,
+    prefix: str = "m",
+    group: str = "pg_test",
+) -> list[SendResult]:
+    async with Producer(
+        group, namesrv_addr=namesrv, instance_name=f"producer-{time.monotonic_ns()}"
+    ) as producer:
+        return [
+            await producer.send(Message.create(topic, f"{prefix}{i}".encode(), tags=tags, keys=f"k{i}"))
+            for i in range(count)
+        ]
+
+
+async def pull_all(namesrv: str, topic: str, expected: int, timeout: float = 15.0) -> list[MessageExt]:
+    """Every message of ``topic`` read with the low-level pull API, once ``expected`` are there."""
+    found: dict[tuple[int, int], MessageExt] = {}
+    async with PullConsumer(
+        "pull_checker", namesrv_addr=namesrv, instance_name=f"checker-{time.monotonic_ns()}"
+    ) as c:
+        deadline = time.monotonic() + timeout
+        while True:
+            for mq in await c.fetch_subscribe_message_queues(topic):
+                offset = 0
+                while True:
+                    result = await c.pull(mq, "*", offset, 32)
+                    for m in result.msg_found_list:
+                        found[(m.queue_id, m.queue_offset)] = m
+                    if result.pull_status is not PullStatus.FOUND:
+                        break
+                    offset = result.next_begin_offset
+            if len(found) >= expected or time.monotonic() > deadline:
+                return [found[k] for k in sorted(found)]
+            await asyncio.sleep(0.1)

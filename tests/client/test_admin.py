@@ -1,0 +1,136 @@
+"""AdminClient and the ``finchmq admin`` commands (mqadmin's names), tables and ``--json``."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from finchmq.cli.__main__ import main
+from finchmq.client import AdminClient, Message, MessageQueue, NoRouteError, Producer
+from finchmq.client.sync import BlockingProducer, BlockingPushConsumer
+from finchmq.testing import EmbeddedServer
+
+from .conftest import create_topic, produce
+
+
+async def test_topics_routes_and_status(server: EmbeddedServer, namesrv: str, name: str) -> None:
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        written = await admin.create_topic(name, read_queue_nums=3, write_queue_nums=3)
+        assert written == [server.broker_addr]
+        await create_topic(namesrv, name, 3)  # waits for the route
+        route = await admin.topic_route(name)
+        assert [(q.broker_name, q.read_queue_nums, q.perm) for q in route.queue_datas] == [("broker-a", 3, 6)]
+        assert name in await admin.topic_list()
+        await produce(namesrv, name, 6)
+        status = await admin.topic_status(name)
+        assert sum(o.max_offset for o in status.offset_table.values()) == 6
+        assert sorted(mq.queue_id for mq in status.offset_table) == [0, 1, 2]
+        await admin.delete_topic(name)
+        with pytest.raises(NoRouteError):
+            await admin.topic_route(name)
+        info = await admin.cluster_info()
+        assert info.cluster_addr_table == {"DefaultCluster": ("broker-a",)}
+        stats = await admin.broker_runtime_stats(server.broker_addr)
+        assert int(stats["msgPutTotalTodayNow"]) >= 6
+        await admin.update_broker_config(server.broker_addr, {"longPollingEnable": "false"})
+        assert (await admin.get_broker_config(server.broker_addr))["longPollingEnable"] == "false"
+
+
+async def test_messages_by_key_and_id(namesrv: str, name: str) -> None:
+    async with Producer("pg", namesrv_addr=namesrv, instance_name="admin-msg") as p:
+        sent = await p.send(Message.create(name, b"findme", keys="order-42 k2", tags="T"))
+        await p.send(Message.create(name, b"other", keys="order-43"))
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        by_key = await admin.query_message(name, "order-42")
+        assert [m.body for m in by_key] == [b"findme"]
+        by_offset_id = await admin.view_message(sent.offset_msg_id)
+        assert by_offset_id.body == b"findme" and by_offset_id.unique_key == sent.msg_id
+        by_client_id = await admin.view_message(sent.msg_id, topic=name)
+        assert by_client_id.msg_id == sent.offset_msg_id
+
+
+def test_cli_admin_commands(server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ns = server.namesrv_addr
+    group = f"g_{name}"
+
+    def run(*args: str) -> str:
+        code = main(["admin", *args, "-n", ns])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out
+
+    out = run("updateTopic", "-t", name, "-c", "DefaultCluster", "-r", "2", "-w", "2")
+    assert f"create topic to {server.broker_addr} success." in out
+    deadline = time.monotonic() + 10
+    while name not in run("topicList") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    route = json.loads(run("topicRoute", "-t", name, "--json"))
+    assert route["queueDatas"][0]["readQueueNums"] == 2
+    sent = json.loads(
+        run("sendMessage", "-t", name, "-p", "hello cli", "-k", "cli-key", "-c", "TagX", "--json")
+    )
+    assert sent["sendStatus"] == "SEND_OK"
+    assert "#Broker Name" in run("topicStatus", "-t", name)
+    read = json.loads(run("consumeMessage", "-t", name, "-c", "5", "--json"))
+    assert [m["body"] for m in read] == ["hello cli"] and read[0]["tags"] == "TagX"
+    found = json.loads(run("queryMsgByKey", "-t", name, "-k", "cli-key", "--json"))
+    assert found[0]["msgId"] == sent["msgId"]
+    shown = run("queryMsgById", "-i", sent["offsetMsgId"])
+    assert "hello cli" in shown and "cli-key" in shown
+    assert "DefaultCluster" in run("clusterList")
+    assert "brokerVersionDesc" in run("brokerStatus", "-b", server.broker_addr)
+    assert "OK" in run(
+        "updateBrokerConfig", "-b", server.broker_addr, "-k", "longPollingEnable", "-v", "true"
+    )
+
+    # a live group: connection, progress with lag, reset by time
+    consumed: list[bytes] = []
+    with BlockingProducer("pg", namesrv_addr=ns, instance_name="cli-producer") as producer:
+        for i in range(6):
+            producer.send(Message(name, f"p{i}".encode()))
+        consumer = BlockingPushConsumer(
+            group, namesrv_addr=ns, instance_name="cli-consumer", persist_consumer_offset_interval=300
+        )
+        consumer.subscribe(name)
+        consumer.register_message_listener(lambda msgs, ctx: consumed.extend(m.body for m in msgs) or None)  # type: ignore[func-returns-value]
+        with consumer:
+            deadline = time.monotonic() + 10
+            while len(consumed) < 7 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.8)
+            conn = run("consumerConnection", "-g", group)
+            assert "cli-consumer" in conn and "PYTHON" in conn and f"%RETRY%{group}" in conn
+            progress = json.loads(run("consumerProgress", "-g", group, "--json"))
+            assert progress["diffTotal"] == 0
+            assert sum(q["consumerOffset"] for q in progress["queues"] if q["topic"] == name) == 7
+            table = json.loads(run("resetOffsetByTime", "-g", group, "-t", name, "-s", "0", "--json"))
+            assert sum(q["offset"] for q in table) == 0
+            deadline = time.monotonic() + 15
+            while len(consumed) < 14 and time.monotonic() < deadline:
+                time.sleep(0.05)
+    assert len(consumed) >= 14, "the reset made the consumer read everything again"
+    assert run("deleteTopic", "-t", name).startswith("delete topic")
+
+
+def test_cli_errors_exit_nonzero(server: EmbeddedServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["admin", "topicRoute", "-t", "NoSuchTopic", "-n", server.namesrv_addr]) == 1
+    assert "No route info of this topic: NoSuchTopic" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["admin", "topicRoute"])
+    assert info.value.code == 2
+
+
+async def test_consumer_progress_shows_lag(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 2)
+    group = f"g_{name}"
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        await produce(namesrv, name, 10)
+        from finchmq.client import PullConsumer  # noqa: PLC0415
+
+        async with PullConsumer(group, namesrv_addr=namesrv, instance_name="lag") as c:
+            c.update_consume_offset(MessageQueue(name, "broker-a", 0), 1)
+            c.update_consume_offset(MessageQueue(name, "broker-a", 1), 1)
+        stats = await admin.consume_stats(group, name)
+    assert stats.compute_total_diff() == 8

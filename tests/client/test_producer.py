@@ -1,0 +1,271 @@
+"""Producer against a real broker (send modes, batches, delays, compression, validation) and
+against scripted brokers (retries, SYSTEM_BUSY, timeouts, latency fault tolerance)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+import pytest
+
+from finchmq.client import (
+    BrokerBusyError,
+    ClientStateError,
+    Message,
+    MessageQueue,
+    MQBrokerError,
+    MQTimeoutError,
+    NoRouteError,
+    Producer,
+    SendResult,
+    SendStatus,
+    ValidationError,
+    select_message_queue_by_hash,
+)
+from finchmq.client.producer import split_batch
+from finchmq.protocol.codes import ResponseCode
+from finchmq.protocol.message import MessageSysFlag, decode_offset_msg_id
+from finchmq.testing import EmbeddedServer
+
+from .conftest import create_topic, pull_all
+from .fakes import Answer, FakeCluster
+
+
+def producer(namesrv: str, **kwargs: object) -> Producer:
+    return Producer("pg", namesrv_addr=namesrv, instance_name=f"p-{time.monotonic_ns()}", **kwargs)
+
+
+async def test_send_returns_a_complete_result_and_stores_the_message_intact(
+    server: EmbeddedServer, namesrv: str, name: str
+) -> None:
+    msg = Message.create(name, b"hello", tags="TagA", keys=["k1", "k2"]).with_user_property("color", "red")
+    async with producer(namesrv) as p:
+        result = await p.send(msg)
+    assert result.send_status is SendStatus.SEND_OK
+    assert len(result.msg_id) == 32 and result.msg_id != result.offset_msg_id
+    where = decode_offset_msg_id(result.offset_msg_id)
+    assert f"{where.host}:{where.port}" == server.broker_addr
+    assert result.message_queue.topic == name and result.message_queue.broker_name == "broker-a"
+    assert result.queue_offset == 0
+    [stored] = await pull_all(namesrv, name, 1)
+    assert stored.body == b"hello" and stored.tags == "TagA" and stored.keys == "k1 k2"
+    assert stored.properties["color"] == "red"
+    assert stored.unique_key == result.msg_id
+    assert stored.msg_id == result.offset_msg_id
+    assert (stored.queue_id, stored.queue_offset) == (result.message_queue.queue_id, 0)
+
+
+async def test_send_async_is_awaitable_and_calls_back(namesrv: str, name: str) -> None:
+    results: list[SendResult] = []
+    async with producer(namesrv) as p:
+        futures = [p.send_async(Message(name, f"a{i}".encode()), results.append) for i in range(20)]
+        awaited = await asyncio.gather(*futures)
+    assert sorted(r.msg_id for r in awaited) == sorted(r.msg_id for r in results)
+    assert all(r.send_status is SendStatus.SEND_OK for r in awaited)
+    assert len(await pull_all(namesrv, name, 20)) == 20
+
+
+async def test_send_async_reports_failure_through_the_exception_callback(namesrv: str) -> None:
+    errors: list[BaseException] = []
+    async with producer(namesrv, max_message_size=1000) as p:
+        future = p.send_async(Message("T", b"x" * 5000), on_exception=errors.append)
+        with pytest.raises(ValidationError):
+            await future
+    assert isinstance(errors[0], ValidationError)
+
+
+async def test_oneway_messages_are_stored(namesrv: str, name: str) -> None:
+    async with producer(namesrv) as p:
+        await p.send(Message(name, b"route-warm-up"))
+        for i in range(10):
+            assert await p.send_oneway(Message(name, f"o{i}".encode())) is None
+    assert len(await pull_all(namesrv, name, 11)) == 11
+
+
+async def test_send_to_a_queue_and_by_sharding_key(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 4)
+    async with producer(namesrv) as p:
+        queues = await p.fetch_publish_message_queues(name)
+        assert sorted(q.queue_id for q in queues) == [0, 1, 2, 3]
+        result = await p.send(Message(name, b"q2"), queue=MessageQueue(name, "broker-a", 2))
+        assert result.message_queue.queue_id == 2
+        by_key: dict[str, set[int]] = {}
+        for i in range(24):
+            key = f"order-{i % 3}"
+            r = await p.send(
+                Message(name, f"{key}:{i}".encode()), selector=select_message_queue_by_hash, arg=key
+            )
+            by_key.setdefault(key, set()).add(r.message_queue.queue_id)
+    assert all(len(q) == 1 for q in by_key.values()), "a sharding key always maps to one queue"
+    # Java: Math.abs("order-0".hashCode() % 4); "order-0".hashCode() == -1207126487
+    assert by_key["order-0"] == {abs(-1207126487 % -4)}
+
+
+async def test_batch_is_split_to_the_size_limit_and_keeps_every_message(namesrv: str, name: str) -> None:
+    msgs = [Message.create(name, bytes([65 + i % 26]) * 300, tags="B", keys=f"b{i}") for i in range(20)]
+    assert len(split_batch(msgs, 2000)) > 3
+    async with producer(namesrv, max_message_size=2000) as p:
+        results = await p.send_batch(msgs)
+    assert len(results) == len(split_batch(msgs, 2000))
+    ids = [i for r in results for i in r.msg_id.split(",")]
+    assert len(ids) == 20 and len(set(ids)) == 20
+    stored = await pull_all(namesrv, name, 20)
+    assert sorted(m.unique_key or "" for m in stored) == sorted(ids)
+    assert sorted(m.keys or "" for m in stored) == sorted(f"b{i}" for i in range(20))
+
+
+async def test_batch_validation(namesrv: str, name: str) -> None:
+    async with producer(namesrv) as p:
+        with pytest.raises(ValidationError, match="should be the same"):
+            await p.send_batch([Message(name, b"a"), Message(name + "x", b"b")])
+        with pytest.raises(ValidationError, match="TimeDelayLevel is not supported for batching"):
+            await p.send_batch([Message(name, b"a").with_delay_time_level(2)])
+        with pytest.raises(ValidationError, match="Retry Group is not supported"):
+            await p.send_batch([Message("%RETRY%g", b"a")])
+
+
+async def test_delay_level_holds_the_message_back(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 1)
+    async with producer(namesrv) as p:
+        began = time.monotonic()
+        await p.send(Message(name, b"later").with_delay_time_level(3))  # 1 s with FAST_BROKER
+        assert await pull_all(namesrv, name, 1, timeout=0.2) == []
+        [msg] = await pull_all(namesrv, name, 1, timeout=10)
+    assert time.monotonic() - began >= 0.9
+    assert msg.body == b"later" and msg.properties.get("REAL_TOPIC") == name  # it went through the schedule
+
+
+async def test_large_bodies_are_compressed_on_the_wire_and_read_back_whole(
+    server: EmbeddedServer, namesrv: str, name: str
+) -> None:
+    body = b"0123456789" * 1000
+    async with producer(namesrv) as p:
+        result = await p.send(Message(name, body))
+    [msg] = await pull_all(namesrv, name, 1)
+    assert msg.body == body, "the client inflates"
+    assert server.broker is not None
+    offset = decode_offset_msg_id(result.offset_msg_id).commit_log_offset
+    raw = server.broker.store.look_message_by_offset(offset)
+    assert raw is not None and raw.sys_flag & MessageSysFlag.COMPRESSED_FLAG and len(raw.body) < 1000
+
+
+@pytest.mark.parametrize(
+    ("msg", "match"),
+    [
+        (Message("bad topic!", b"x"), "illegal characters"),
+        (Message("t" * 128, b"x"), "longer than topic max length"),
+        (Message("TBW102", b"x"), "conflict with AUTO_CREATE_TOPIC_KEY_TOPIC"),
+        (
+            Message("SCHEDULE_TOPIC_XXXX", b"x"),
+            r"Sending message to topic\[SCHEDULE_TOPIC_XXXX\] is forbidden",
+        ),
+        (Message("T", b""), "the message body length is zero"),
+        (Message("T", b"x" * 1025), "the message body size over max value, MAX: 1024"),
+    ],
+)
+async def test_invalid_messages_are_refused_with_the_reason(namesrv: str, msg: Message, match: str) -> None:
+    async with producer(namesrv, max_message_size=1024) as p:
+        with pytest.raises(ValidationError, match=match) as info:
+            await p.send(msg)
+    assert info.value.response_code == ResponseCode.MESSAGE_ILLEGAL
+
+
+async def test_no_route_without_auto_create(
+    finchmq_server_factory: Callable[..., EmbeddedServer], name: str
+) -> None:
+    server = finchmq_server_factory({"autoCreateTopicEnable": "false"})
+    async with producer(server.namesrv_addr) as p:
+        with pytest.raises(NoRouteError, match=f"No route info of this topic: {name}"):
+            await p.send(Message(name, b"x"))
+
+
+async def test_lifecycle_states(namesrv: str) -> None:
+    p = producer(namesrv)
+    with pytest.raises(ClientStateError, match="not OK"):
+        await p.send(Message("T", b"x"))
+    await p.start()
+    twin = Producer("pg", namesrv_addr=namesrv, instance_name=p.config.instance_name)
+    with pytest.raises(ClientStateError, match=r"producer group\[pg\] has been created before"):
+        await twin.start()
+    await p.close()
+    await p.close()  # idempotent
+    with pytest.raises(ClientStateError, match="Cannot reopen"):
+        await p.start()
+
+
+# -- scripted brokers --------------------------------------------------------------------------
+
+
+async def test_system_busy_is_a_typed_retriable_error_and_is_not_resent() -> None:
+    async with FakeCluster("broker-a") as cluster:
+        remark = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 205ms"
+        cluster.brokers["broker-a"].answers.append(Answer(ResponseCode.SYSTEM_BUSY, remark))
+        async with producer(cluster.namesrv_addr) as p:
+            with pytest.raises(BrokerBusyError) as info:
+                await p.send(Message("T", b"x"))
+            assert info.value.retriable and info.value.remark == remark
+            assert info.value.broker_addr == cluster.brokers["broker-a"].addr
+            assert len(cluster.brokers["broker-a"].sends) == 1, "flow control is not retried (seed 000)"
+            assert (await p.send(Message("T", b"y"))).send_status is SendStatus.SEND_OK
+
+
+async def test_system_error_moves_to_another_broker() -> None:
+    async with FakeCluster("broker-a", "broker-b") as cluster:
+        for b in cluster.brokers.values():
+            b.answers.extend([Answer(ResponseCode.SYSTEM_ERROR, "store error")])
+        async with producer(cluster.namesrv_addr) as p:
+            result = await p.send(Message("T", b"x"))
+        sends = sorted(len(b.sends) for b in cluster.brokers.values())
+        assert sends == [1, 2], "failed on one broker, failed on the other, then succeeded"
+        assert result.send_status is SendStatus.SEND_OK
+
+
+async def test_exhausted_retries_raise_the_last_error_with_the_attempts() -> None:
+    async with FakeCluster("broker-a", "broker-b") as cluster:
+        for b in cluster.brokers.values():
+            b.answers.extend([Answer(ResponseCode.SYSTEM_ERROR, "no")] * 5)
+        async with producer(cluster.namesrv_addr, retry_times_when_send_failed=2) as p:
+            with pytest.raises(MQBrokerError) as info:
+                await p.send(Message("T", b"x"))
+        assert sum(len(b.sends) for b in cluster.brokers.values()) == 3
+        assert any("Send [3] times, still failed" in note for note in info.value.__notes__)
+        assert {h.topic for b in cluster.brokers.values() for h in b.sends} == {"T"}
+
+
+async def test_one_timeout_budget_covers_every_attempt() -> None:
+    async with FakeCluster("broker-a") as cluster:
+        cluster.brokers["broker-a"].answers.extend([Answer(delay=3)] * 3)
+        async with producer(cluster.namesrv_addr, send_msg_timeout=400) as p:
+            began = time.monotonic()
+            with pytest.raises(MQTimeoutError):
+                await p.send(Message("T", b"x"))
+            assert time.monotonic() - began < 1.5
+
+
+async def test_latency_fault_tolerance_avoids_a_slow_broker() -> None:
+    async with FakeCluster("broker-a", "broker-b") as cluster:
+        cluster.brokers["broker-a"].answers.extend([Answer(delay=0.6)] * 20)
+        async with producer(cluster.namesrv_addr, send_latency_fault_enable=True) as p:
+            for i in range(12):
+                await p.send(Message("T", f"{i}".encode()))
+        slow = len(cluster.brokers["broker-a"].sends)
+        assert slow == 1, f"after one 600 ms answer broker-a is avoided for 30 s, got {slow} sends"
+        assert len(cluster.brokers["broker-b"].sends) == 11
+
+
+async def test_not_store_ok_answer_is_returned_or_retried_elsewhere() -> None:
+    async with FakeCluster("broker-a", "broker-b") as cluster:
+        for b in cluster.brokers.values():
+            b.answers = deque([Answer(ResponseCode.FLUSH_DISK_TIMEOUT, "slow disk")])
+        async with producer(cluster.namesrv_addr) as p:
+            result = await p.send(Message("T", b"x"))
+            assert result.send_status is SendStatus.FLUSH_DISK_TIMEOUT, "stored: returned, not retried"
+        assert sum(len(b.sends) for b in cluster.brokers.values()) == 1
+        for b in cluster.brokers.values():
+            b.answers = deque([Answer(ResponseCode.FLUSH_DISK_TIMEOUT, "slow disk")])
+        async with producer(cluster.namesrv_addr, retry_another_broker_when_not_store_ok=True) as p:
+            result = await p.send(Message("T", b"x"))
+            assert result.send_status is SendStatus.SEND_OK
+        assert sum(len(b.sends) for b in cluster.brokers.values()) == 4, "two stores not OK, then another try"

@@ -1,0 +1,165 @@
+"""The low-level pull API (``PullConsumer``) and the ``LitePullConsumer`` (subscribe or assign,
+poll, seek, pause, commit)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from finchmq.client import (
+    ClientStateError,
+    ConsumeFromWhere,
+    LitePullConsumer,
+    MessageQueue,
+    PullConsumer,
+    PullStatus,
+    ValidationError,
+)
+from finchmq.testing import EmbeddedServer
+
+from .conftest import FAST_CLIENT, create_topic, produce, wait_until
+
+
+def pull_consumer(namesrv: str, group: str = "pull_group") -> PullConsumer:
+    return PullConsumer(group, namesrv_addr=namesrv, instance_name=f"pc-{time.monotonic_ns()}")
+
+
+async def test_pull_statuses_and_offsets(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 1)
+    await produce(namesrv, name, 5, tags="TagA")
+    mq = MessageQueue(name, "broker-a", 0)
+    async with pull_consumer(namesrv) as c:
+        assert await c.fetch_subscribe_message_queues(name) == {mq}
+        found = await c.pull(mq, "*", 0, 3)
+        assert found.pull_status is PullStatus.FOUND
+        assert [m.body for m in found.msg_found_list] == [b"m0", b"m1", b"m2"]
+        assert (found.next_begin_offset, found.min_offset, found.max_offset) == (3, 0, 5)
+        assert found.msg_found_list[0].properties["MAX_OFFSET"] == "5"
+        assert (await c.pull(mq, "*", 5, 32)).pull_status is PullStatus.NO_NEW_MSG
+        illegal = await c.pull(mq, "*", 50, 32)
+        # Java's rule for an offset past the end: restart at the min offset when it is 0
+        assert illegal.pull_status is PullStatus.OFFSET_ILLEGAL and illegal.next_begin_offset == 0
+        other = await c.pull(mq, "TagB || TagC", 0, 32)
+        assert other.pull_status is PullStatus.NO_MATCHED_MSG and other.next_begin_offset == 5
+        tagged = await c.pull(mq, "TagA", 0, 32)
+        assert len(tagged.msg_found_list) == 5
+        assert (await c.min_offset(mq), await c.max_offset(mq)) == (0, 5)
+        earliest = await c.earliest_msg_store_time(mq)
+        assert abs(earliest / 1000 - time.time()) < 30
+        assert await c.search_offset(mq, earliest + 60_000) in (4, 5)
+        with pytest.raises(ValidationError, match="maxNums 0 out of range"):
+            await c.pull(mq, "*", 0, 0)
+
+
+async def test_committed_offsets_reach_the_broker(server: EmbeddedServer, namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 2)
+    mq = MessageQueue(name, "broker-a", 1)
+    async with pull_consumer(namesrv, "pull_commit") as c:
+        c.update_consume_offset(mq, 7)
+        assert await c.fetch_consume_offset(mq, from_store=False) == 7
+    async with pull_consumer(namesrv, "pull_commit") as c:
+        assert await c.fetch_consume_offset(mq, from_store=True) == 7, "persisted by close()"
+    assert server.broker is not None
+    assert server.broker.consumer_offset_manager.query_offset("pull_commit", name, 1) == 7
+
+
+async def test_blocking_pull_wakes_when_a_message_arrives(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 1)
+    mq = MessageQueue(name, "broker-a", 0)
+    async with pull_consumer(namesrv) as c:
+        began = time.monotonic()
+        pulling = asyncio.get_running_loop().create_task(c.pull_block_if_not_found(mq, "*", 0, 32))
+        await asyncio.sleep(0.5)
+        assert not pulling.done(), "held by the broker"
+        await produce(namesrv, name, 1)
+        result = await pulling
+    assert result.pull_status is PullStatus.FOUND
+    assert 0.5 <= time.monotonic() - began < 3
+
+
+def lite(namesrv: str, group: str, **kwargs: object) -> LitePullConsumer:
+    settings = {
+        **FAST_CLIENT,
+        "instance_name": f"lp-{time.monotonic_ns()}",
+        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        **kwargs,
+    }
+    return LitePullConsumer(group, namesrv_addr=namesrv, **settings)
+
+
+async def poll_all(c: LitePullConsumer, count: int, timeout: float = 15) -> list[str]:
+    bodies: list[str] = []
+    deadline = time.monotonic() + timeout
+    while len(bodies) < count and time.monotonic() < deadline:
+        bodies.extend(m.body.decode() for m in await c.poll(500))
+    return bodies
+
+
+async def test_lite_pull_subscribe_poll_and_commit(server: EmbeddedServer, namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 4)
+    await produce(namesrv, name, 40, tags="TagA")
+    await produce(namesrv, name, 10, tags="TagB", prefix="b")
+    group = f"g_{name}"
+    c = lite(namesrv, group, auto_commit=False, pull_batch_size=5)
+    c.subscribe(name, "TagA")
+    async with c:
+        bodies = await poll_all(c, 40)
+        assert sorted(bodies) == sorted(f"m{i}" for i in range(40))
+        assert await c.poll(300) == [], "nothing left: poll times out empty"
+        await c.commit_sync()
+        committed = {mq: await c.committed(mq) for mq in c.assignment()}
+    assert sum(committed.values()) == 50, "the TagB messages were skipped, not left behind"
+    assert server.broker is not None
+    assert sum(server.broker.consumer_offset_manager.query_offset(group, name, q) for q in range(4)) == 50
+    c = lite(namesrv, group)
+    c.subscribe(name, "TagA")
+    async with c:
+        await produce(namesrv, name, 3, tags="TagA", prefix="again")
+        assert sorted(await poll_all(c, 3)) == ["again0", "again1", "again2"], "resumed at the commits"
+
+
+async def test_lite_pull_assign_seek_and_pause(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 2)
+    mq0, mq1 = MessageQueue(name, "broker-a", 0), MessageQueue(name, "broker-a", 1)
+    await produce(namesrv, name, 20)
+    c = lite(namesrv, f"g_{name}")
+    c.assign([mq0])
+    with pytest.raises(ClientStateError, match="mutually exclusive"):
+        c.subscribe(name)
+    async with c:
+        first = await poll_all(c, 10)
+        assert len(first) >= 1 and all(b in {f"m{i}" for i in range(20)} for b in first)
+        count0 = await c.instance.max_offset(mq0)
+        first += await poll_all(c, count0 - len(first), timeout=5)
+        assert len(first) == count0, "only the assigned queue"
+        await c.seek(mq0, 0)
+        again = await poll_all(c, count0)
+        assert again == first, "seek replays the queue in order"
+        with pytest.raises(ValidationError, match="Seek offset illegal"):
+            await c.seek(mq0, count0 + 5)
+        c.pause([mq0])
+        await c.seek_to_begin(mq0)
+        assert await c.poll(700) == [], "paused"
+        c.resume([mq0])
+        assert len(await poll_all(c, count0)) == count0
+        c.assign([mq1])
+        assert c.assignment() == {mq1}
+        assert len(await poll_all(c, 20 - count0)) == 20 - count0
+
+
+async def test_lite_pull_members_share_the_queues(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 4)
+    group = f"g_{name}"
+    a = lite(namesrv, group, instance_name="lite-A")
+    b = lite(namesrv, group, instance_name="lite-B")
+    a.subscribe(name)
+    b.subscribe(name)
+    async with a, b:
+        await wait_until(lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, timeout=10)
+        assert a.assignment().isdisjoint(b.assignment())
+        await produce(namesrv, name, 40)
+        got_a, got_b = await asyncio.gather(poll_all(a, 40, timeout=4), poll_all(b, 40, timeout=4))
+    assert sorted(got_a + got_b) == sorted(f"m{i}" for i in range(40))
+    assert got_a and got_b

@@ -1,0 +1,171 @@
+"""``finchmq.compat.rocketmq``: the official Python client's API (2.x names, 0.4.x spellings) on
+finchmq, driven as an application written for ``rocketmq.client`` would drive it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from finchmq.compat import rocketmq
+from finchmq.compat.rocketmq import (
+    ConsumeStatus,
+    Message,
+    MessageModel,
+    MessageProperty,
+    Producer,
+    ProducerException,
+    ProducerSendSyncFailed,
+    PullConsumer,
+    PushConsumer,
+    RecvMessage,
+    SendStatus,
+)
+from finchmq.testing import EmbeddedServer
+
+FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s"}
+
+
+def wait(predicate: object, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def make_message(topic: str, i: int) -> Message:
+    msg = Message(topic)
+    msg.set_keys(f"key-{i}")
+    msg.set_tags("TagA")
+    msg.set_body(f"body-{i}")
+    msg.set_property("color", f"red{i}")
+    return msg
+
+
+def test_the_official_names_exist() -> None:
+    for name in (
+        "Producer",
+        "PushConsumer",
+        "PullConsumer",
+        "Message",
+        "RecvMessage",
+        "SendStatus",
+        "ConsumeStatus",
+        "MessageModel",
+        "SendResult",
+    ):
+        assert hasattr(rocketmq, name)
+    assert (SendStatus.OK, ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.RECONSUME_LATER) == (0, 0, 1)
+    assert (MessageModel.BROADCASTING, MessageModel.CLUSTERING) == (0, 1)
+
+
+def test_producer_and_push_consumer_round_trip(finchmq_server_factory: object) -> None:
+    server: EmbeddedServer = finchmq_server_factory(FAST)  # type: ignore[operator]
+    topic = "CompatTopic"
+    producer = Producer("compat_pg", timeout=5000, compress_level=5, max_message_size=1024 * 1024)
+    producer.set_name_server_address(server.namesrv_addr)
+    with pytest.raises(ProducerException):
+        producer.send_sync(make_message(topic, 0))
+    producer.start()
+    try:
+        results = [producer.send_sync(make_message(topic, i)) for i in range(6)]
+        assert all(r.status == SendStatus.OK and len(r.msg_id) == 32 for r in results)
+        producer.send_oneway(make_message(topic, 6))
+        queues = {
+            producer.send_orderly_with_sharding_key(make_message(topic, 7 + i), "shard-1").offset >= 0
+            for i in range(2)
+        }
+        assert queues == {True}
+        called = threading.Event()
+        producer.send_async(make_message(topic, 9), lambda r: called.set(), None)
+        assert called.wait(10)
+        assert producer.send_batch([make_message(topic, 10), make_message(topic, 11)]).status == SendStatus.OK
+        with pytest.raises(ProducerSendSyncFailed, match="the message body size over max value") as info:
+            big = Message(topic)
+            big.set_body(b"x" * (2 * 1024 * 1024))
+            producer.send_sync(big)
+        assert info.value.__cause__ is not None
+    finally:
+        producer.shutdown()
+
+    received: list[RecvMessage] = []
+    attempts: dict[bytes, int] = {}
+    lock = threading.Lock()
+
+    def callback(msg: RecvMessage) -> ConsumeStatus:
+        with lock:
+            attempts[msg.body] = attempts.get(msg.body, 0) + 1
+            if msg.body == b"body-1" and attempts[msg.body] == 1:
+                return ConsumeStatus.RECONSUME_LATER
+            if msg.body == b"body-2" and attempts[msg.body] == 1:
+                raise RuntimeError("a failing callback means RECONSUME_LATER")
+            received.append(msg)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("compat_cg")
+    consumer.set_namesrv_addr(server.namesrv_addr)  # the 0.4.x spelling
+    consumer.set_thread_count(2)
+    consumer.subscribe(topic, callback)
+    consumer.start()
+    try:
+        wait(lambda: len(received) >= 12)
+    finally:
+        consumer.shutdown()
+    by_body = {m.body: m for m in received}
+    m = by_body[b"body-3"]
+    assert isinstance(m.topic, str) and m.topic == topic
+    assert (m.tags, m.keys) == (b"TagA", b"key-3")
+    assert m.get_property("color") == b"red3" and m[MessageProperty.KEYS] == b"key-3"
+    assert isinstance(m.id, str) and len(m.id) == 32
+    assert str(m) == "body-3" and bytes(m) == b"body-3"
+    assert by_body[b"body-1"].reconsume_times == 1 and by_body[b"body-2"].reconsume_times == 1
+    assert {"body-7", "body-8"} <= {str(x) for x in received}
+
+
+def test_orderly_push_consumer_keeps_the_sharding_key_order(finchmq_server_factory: object) -> None:
+    server: EmbeddedServer = finchmq_server_factory(FAST)  # type: ignore[operator]
+    topic = "CompatOrderly"
+    producer = Producer("compat_pg_orderly", orderly=True)
+    producer.set_name_server_address(server.namesrv_addr)
+    producer.start()
+    try:
+        for i in range(10):
+            producer.send_orderly_with_sharding_key(make_message(topic, i), "the-only-key")
+    finally:
+        producer.shutdown()
+    seen: list[str] = []
+    consumer = PushConsumer("compat_orderly", orderly=True, message_model=MessageModel.CLUSTERING)
+    consumer.set_name_server_address(server.namesrv_addr)
+    consumer.set_instance_name("compat-orderly")
+    consumer.subscribe(topic, lambda msg: seen.append(str(msg)))  # returns None: success, as in 0.4.x
+    with consumer:
+        wait(lambda: len(seen) >= 10)
+    assert seen == [f"body-{i}" for i in range(10)], "one sharding key: one queue, consumed in order"
+
+
+def test_pull_consumer_walks_every_queue_from_its_offsets(finchmq_server_factory: object) -> None:
+    server: EmbeddedServer = finchmq_server_factory(FAST)  # type: ignore[operator]
+    topic = "CompatPull"
+    producer = Producer("compat_pg_pull")
+    producer.set_namesrv_addr(server.namesrv_addr)
+    with producer:
+        for i in range(12):
+            producer.send_sync(make_message(topic, i))
+    consumer = PullConsumer("compat_pull")
+    consumer.set_name_server_address(server.namesrv_addr)
+    consumer.start()
+    try:
+        bodies = sorted(str(m) for m in consumer.pull(topic, max_num=5))
+        assert bodies == sorted(f"body-{i}" for i in range(12))
+        assert list(consumer.pull(topic)) == [], "offsets remembered: nothing twice"
+        queues = consumer.get_message_queues(topic)
+        assert sum(consumer.get_message_queue_offset(q) for q in queues) == 12
+    finally:
+        consumer.shutdown()
+
+
+def test_unsupported_name_server_domain_says_so() -> None:
+    producer = Producer("compat_pg_domain")
+    with pytest.raises(rocketmq.RocketMQException, match="name server domains are not supported"):
+        producer.set_name_server_domain("example.com")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from finchmq import __version__
 from finchmq.cli.admin import add_admin_parser
+from finchmq.cli.bench import add_bench_parser
 from finchmq.cli.demo import add_demo_parser
 from finchmq.cli.servers import add_server_parsers
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_parsers(commands)
     add_demo_parser(commands)
     add_admin_parser(commands)
+    add_bench_parser(commands)
     return parser
 
 

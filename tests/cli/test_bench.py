@@ -1,0 +1,143 @@
+"""``finchmq bench``: producer, consumer and e2e really run against an embedded server, print
+RocketMQ's progress labels or JSON lines, and the messages they count really are on the broker."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from finchmq.cli.__main__ import main
+from finchmq.cli.bench import LatencyHistogram, stamp_body, stamped_latency_ms
+from finchmq.client import BlockingAdminClient
+from finchmq.testing import EmbeddedServer
+
+
+def _json_lines(out: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert lines, out
+    assert lines[-1]["type"] == "summary", lines[-1]
+    assert all(line["type"] == "progress" for line in lines[:-1])
+    return lines[:-1], lines[-1]
+
+
+def _stored(server: EmbeddedServer, topic: str) -> int:
+    with BlockingAdminClient(namesrv_addr=server.namesrv_addr) as admin:
+        table = admin.topic_status(topic).offset_table
+    return sum(o.max_offset - o.min_offset for o in table.values())
+
+
+def test_producer_json_counts_what_the_broker_stored(
+    finchmq_server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "producer", "-n", finchmq_server.namesrv_addr, "-t", "BenchJson"]
+    assert main([*argv, "-d", "2", "--interval", "0.5", "-w", "4", "--json"]) == 0
+    progress, summary = _json_lines(capsys.readouterr().out)
+    assert len(progress) >= 2
+    for line in progress:
+        assert {
+            "tps",
+            "avg_ms",
+            "max_ms",
+            "p50_ms",
+            "p99_ms",
+            "p999_ms",
+            "send_failed",
+            "response_failed",
+        } <= set(line)
+    assert summary["command"] == "producer"
+    assert summary["send_failed"] == summary["response_failed"] == 0
+    assert summary["messages"] > 0 and summary["tps"] > 0
+    assert 0 < summary["p50_ms"] <= summary["p99_ms"] <= summary["p999_ms"] <= summary["max_ms"]
+    assert _stored(finchmq_server, "BenchJson") == summary["messages"]
+
+
+def test_producer_text_uses_rocketmq_labels_and_batches(
+    finchmq_server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "producer", "-n", finchmq_server.namesrv_addr, "-b", "10", "-w", "2", "-s", "1024"]
+    assert main([*argv, "-t", "BenchText", "-d", "1.5", "--interval", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "created topic BenchText with 8 queues" in out
+    labels = (
+        "Send TPS:",
+        "Max RT(ms):",
+        "Average RT(ms):",
+        "p99.9(ms):",
+        "Send Failed: 0",
+        "Response Failed: 0",
+    )
+    for label in labels:
+        assert label in out
+    assert "Summary (producer): batches of 10 x 1024 B to BenchText, 2 concurrent senders (sync)" in out
+    stored = _stored(finchmq_server, "BenchText")
+    assert stored > 0 and stored % 10 == 0
+    assert f"{stored:,} messages in" in out
+    assert main([*argv, "-t", "BenchCount", "-q", "200", "-d", "0"]) == 0
+    assert _stored(finchmq_server, "BenchCount") == 200  # -q stops at exactly 200 (20 batches)
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_consumer_drains_the_backlog(
+    finchmq_server: EmbeddedServer, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    addr = finchmq_server.namesrv_addr
+    assert main(["bench", "producer", "-n", addr, "-t", "BenchDrain", "-q", "500", "-w", "8", "--json"]) == 0
+    capsys.readouterr()
+    argv = ["bench", "consumer", "-n", addr, "-t", "BenchDrain", "-g", f"drain_{mode}", "-m", mode]
+    assert main([*argv, "--from", "first", "-q", "500", "-d", "20", "--json"]) == 0
+    _, summary = _json_lines(capsys.readouterr().out)
+    assert summary["messages"] == 500
+    assert summary["mode"] == mode
+    assert summary["mib_per_s"] > 0
+    assert summary["s2c_max_ms"] <= summary["max_ms"] + 1  # stored after it was born
+
+
+def test_e2e_receives_every_message_sent_at_the_fixed_rate(
+    finchmq_server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "e2e", "-n", finchmq_server.namesrv_addr, "-r", "200", "-d", "2", "--interval", "0.5"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Max E2E RT(ms):" in out and "Send TPS:" in out
+    assert "lost 0, duplicates 0" in out
+    assert main([*argv, "--json"]) == 0
+    _, summary = _json_lines(capsys.readouterr().out)
+    assert 380 <= summary["sent"] <= 401  # 200/s for 2 s, on schedule
+    assert summary["messages"] == summary["sent"] and summary["lost"] == 0
+    assert 0 < summary["p50_ms"] <= summary["p99_ms"] <= summary["max_ms"]
+    assert summary["send_rt"]["messages"] == summary["sent"]
+
+
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "producer", "-n", "127.0.0.1:9876", "-w", "0"])
+    assert info.value.code == 2
+    assert "must be > 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["bench"])
+    assert info.value.code == 2
+
+
+def test_histogram_percentiles_within_one_percent() -> None:
+    h = LatencyHistogram()
+    for i in range(1, 10_001):
+        h.record(i / 100)  # 0.01 .. 100 ms, uniform
+    assert h.count == 10_000 and h.max == 100.0
+    assert h.mean == pytest.approx(50.005)
+    assert h.percentile(50) == pytest.approx(50, rel=0.01)
+    assert h.percentile(99) == pytest.approx(99, rel=0.01)
+    assert h.percentile(99.9) == pytest.approx(99.9, rel=0.01)
+    assert h.percentile(100) == 100.0
+    assert LatencyHistogram().percentile(99) == 0.0
+
+
+def test_stamped_body_round_trip() -> None:
+    body = stamp_body(128, 42)
+    assert len(body) == 128
+    stamped = stamped_latency_ms(body)
+    assert stamped is not None
+    ms, seq = stamped
+    assert seq == 42 and 0 <= ms < 1000
+    assert stamped_latency_ms(b"short") is None

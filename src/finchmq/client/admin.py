@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 
 from finchmq.protocol.bodies import (
@@ -84,6 +85,12 @@ class AdminClient:
         self._state = ServiceState.SHUTDOWN_ALREADY
         self._instance.admin_count -= 1
         await self._instance.shutdown()
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) is ServiceState.RUNNING:
+            warnings.warn(
+                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
+            )
 
     async def __aenter__(self) -> AdminClient:
         await self.start()
@@ -265,6 +272,21 @@ class AdminClient:
         for table in results:
             merged.update(table)
         return dict(sorted(merged.items()))
+
+    async def update_consume_offsets(self, group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """Store ``group``'s consumed offsets on each queue's master (Java
+        ``DefaultMQAdminExt.updateConsumeOffset``), without joining the group: monitoring
+        (``consume_stats``) then shows the lag of a consumer that keeps its offsets elsewhere."""
+        masters: dict[str, dict[str, str]] = {}
+        for topic in sorted({mq.topic for mq in offsets}):
+            masters[topic] = await self._topic_masters(topic)
+        calls = []
+        for mq, offset in offsets.items():
+            addr = masters[mq.topic].get(mq.broker_name)
+            if addr is None:
+                raise MQClientError(f"The broker[{mq.broker_name}] of {mq} has no master")
+            calls.append(self.instance.api.update_consumer_offset(addr, group, mq, offset, _TIMEOUT_MS))
+        await asyncio.gather(*calls)
 
     async def consumer_running_info(
         self, group: str, client_id: str, *, jstack: bool = False

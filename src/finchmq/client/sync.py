@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
@@ -531,6 +531,9 @@ class BlockingAdminClient(_Blocking):
         self, group: str, topic: str, timestamp: int, *, force: bool = True
     ) -> dict[MessageQueue, int]:
         return self._call(self.admin.reset_offset_by_time(group, topic, timestamp, force=force))
+
+    def update_consume_offsets(self, group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        self._call(self.admin.update_consume_offsets(group, dict(offsets)))
 
     def consumer_running_info(
         self, group: str, client_id: str, *, jstack: bool = False

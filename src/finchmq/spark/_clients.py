@@ -1,0 +1,112 @@
+"""Blocking finchmq clients shared by everything the data source runs in one Python process.
+
+Owns: one ``BlockingPullConsumer``, ``BlockingAdminClient`` or ``BlockingProducer`` per
+(process, name server[, group]), created on first use and closed at exit. Spark reuses its
+Python workers across tasks, so a worker connects once and every later task of any query
+reuses the connections, routes and portal thread. Imports: ``finchmq.client`` only.
+
+The client instance name carries the process id and a hash of the name-server address: the
+client shares one ``MQClientInstance`` per instance name, and an instance talks to the name
+server its first user gave, so two queries on different clusters must not share one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import zlib
+from typing import Final
+
+from finchmq.client import BlockingAdminClient, BlockingProducer, BlockingPullConsumer, MQClientError
+
+__all__ = ["READER_GROUP", "admin", "close_all", "producer", "pull_consumer"]
+
+log = logging.getLogger(__name__)
+
+READER_GROUP: Final = "finchmq-spark-reader"
+"""The group the source pulls with. Pulls commit nothing; the group never rebalances (it pulls
+actively), so sharing it between queries is harmless. ``consumerGroup`` offsets are committed
+through the admin API instead, without joining that group."""
+
+_lock = threading.Lock()
+_clients: dict[tuple[str, ...], BlockingPullConsumer | BlockingAdminClient | BlockingProducer] = {}
+_pid = os.getpid()
+
+
+def _instance_name(name_server: str) -> str:
+    return f"finchmq-spark-{os.getpid()}-{zlib.crc32(name_server.encode()):08x}"
+
+
+def _check_fork() -> None:
+    global _pid  # noqa: PLW0603 - a forked child must not use its parent's connections
+    if os.getpid() != _pid:
+        _clients.clear()
+        _pid = os.getpid()
+
+
+def pull_consumer(name_server: str) -> BlockingPullConsumer:
+    """The process's started pull consumer for ``name_server``."""
+    key = ("pull", name_server)
+    with _lock:
+        _check_fork()
+        client = _clients.get(key)
+        if isinstance(client, BlockingPullConsumer):
+            return client
+        consumer = BlockingPullConsumer(
+            READER_GROUP, namesrv_addr=name_server, instance_name=_instance_name(name_server)
+        )
+        consumer.start()
+        _clients[key] = consumer
+        return consumer
+
+
+def admin(name_server: str) -> BlockingAdminClient:
+    """The process's started admin client for ``name_server``."""
+    key = ("admin", name_server)
+    with _lock:
+        _check_fork()
+        client = _clients.get(key)
+        if isinstance(client, BlockingAdminClient):
+            return client
+        created = BlockingAdminClient(
+            namesrv_addr=name_server, instance_name=_instance_name(name_server) + "-admin"
+        )
+        created.start()
+        _clients[key] = created
+        return created
+
+
+def producer(name_server: str, group: str, send_timeout_ms: int) -> BlockingProducer:
+    """The process's started producer of ``group`` for ``name_server``."""
+    key = ("producer", name_server, group, str(send_timeout_ms))
+    with _lock:
+        _check_fork()
+        client = _clients.get(key)
+        if isinstance(client, BlockingProducer):
+            return client
+        created = BlockingProducer(
+            group,
+            namesrv_addr=name_server,
+            instance_name=_instance_name(name_server) + f"-{send_timeout_ms}",
+            send_msg_timeout=send_timeout_ms,
+        )
+        created.start()
+        _clients[key] = created
+        return created
+
+
+def close_all() -> None:
+    """Close every client of this process (at exit, and in tests)."""
+    with _lock:
+        clients = list(_clients.values()) if os.getpid() == _pid else []
+        _clients.clear()
+    for client in clients:
+        try:
+            client.shutdown()
+        except (MQClientError, TimeoutError, RuntimeError) as exc:
+            log.warning("closing %s failed: %s", type(client).__name__, exc)
+
+
+atexit.register(close_all)

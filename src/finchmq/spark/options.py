@@ -1,0 +1,350 @@
+"""Options of the ``rocketmq`` data source: parsed once, validated, and named in every error.
+
+Owns: ``ReadOptions`` and ``WriteOptions`` (frozen, picklable: they travel to Spark's Python
+workers inside the reader and writer objects), ``OptionError``, and the starting/ending offset
+specifications (``OffsetSpec``). Imports: the standard library and ``finchmq.client``; no pyspark,
+so the parsing is unit-tested without a JVM.
+
+Strategy: Spark hands a data source its options as a case-insensitive ``str -> str`` mapping.
+``ReadOptions.parse`` and ``WriteOptions.parse`` turn it into typed values, and every problem
+raises ``OptionError("rocketmq option startingOffsets='...': <what is wrong>")``: the option, the
+value as given, and what would be accepted. Option names follow Spark's Kafka source (camelCase,
+``startingOffsets``/``endingOffsets`` with -2 = earliest and -1 = latest) and the old RocketMQ
+connector (``nameServer``, ``subExpression``, ``pullBatchSize``). Unknown options are ignored,
+as Spark passes its own (``path``, ``checkpointLocation``) through the same mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from finchmq.client.config import check_group
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "OffsetSpec",
+    "OptionError",
+    "QueueKey",
+    "ReadOptions",
+    "WriteOptions",
+]
+
+EARLIEST: Final = -2  # in offset JSON, as in Spark's Kafka source
+LATEST: Final = -1
+
+QueueKey = tuple[str, str, int]
+"""``(topic, broker_name, queue_id)``: one message queue."""
+
+_ADDR: Final = re.compile(r"^\[?[^\s\[\];]+\]?:\d{1,5}$")
+_TOPIC: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ Validators.VALID_PATTERN_STR
+_MAX_PULL_BATCH: Final = 1024
+_DEFAULT_PRODUCER_GROUP: Final = "finchmq-spark-writer"
+_TRUE: Final = frozenset({"true"})
+_FALSE: Final = frozenset({"false"})
+
+
+class OptionError(ValueError):
+    """A ``rocketmq`` option has a bad value; the message names the option and the value."""
+
+    def __init__(self, option: str, value: object, problem: str) -> None:
+        shown = value if isinstance(value, str) else str(value)
+        if len(shown) > 200:
+            shown = shown[:200] + "..."
+        super().__init__(f"rocketmq option {option}={shown!r}: {problem}")
+        self.option = option
+        self.value = value
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSpec:
+    """Where reading starts or ends: ``earliest``, ``latest``, a timestamp or per-queue offsets.
+
+    ``kind`` is ``"earliest"``, ``"latest"``, ``"timestamp"`` (``timestamp`` in epoch ms, resolved
+    per queue to the first message stored at or after it) or ``"offsets"`` (``offsets`` maps a
+    queue to an offset, ``EARLIEST`` or ``LATEST``; queues it does not name use ``default``).
+    ``option`` is the option the spec came from, for error messages.
+    """
+
+    kind: Literal["earliest", "latest", "timestamp", "offsets"]
+    option: str
+    timestamp: int = 0
+    offsets: tuple[tuple[QueueKey, int], ...] = ()
+    default: Literal["earliest", "latest"] = "earliest"
+
+    def offset_map(self) -> dict[QueueKey, int]:
+        return dict(self.offsets)
+
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    """Case-insensitive lookup (Spark's mapping is case-insensitive already; plain dicts in
+    unit tests are not)."""
+    value = options.get(name)
+    if value is None:
+        lowered = name.lower()
+        for key, candidate in options.items():
+            if key.lower() == lowered:
+                return str(candidate)
+        return None
+    return str(value)
+
+
+def _required(options: Mapping[str, str], name: str, what: str) -> str:
+    value = _get(options, name)
+    if value is None or not value.strip():
+        raise OptionError(name, value if value is not None else "", f"required: {what}")
+    return value.strip()
+
+
+def _int(
+    options: Mapping[str, str], name: str, default: int | None, *, low: int, high: int | None = None
+) -> int | None:
+    text = _get(options, name)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise OptionError(name, text, "expected an integer") from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise OptionError(name, text, f"must be {bound}")
+    return value
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    text = _get(options, name)
+    if text is None:
+        return default
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise OptionError(name, text, "expected true or false")
+
+
+def _name_server(options: Mapping[str, str]) -> str:
+    value = _required(options, "nameServer", "the name server address, host:port[;host:port...]")
+    for addr in value.split(";"):
+        if not _ADDR.match(addr.strip()):
+            raise OptionError("nameServer", value, "expected host:port[;host:port...]")
+    return ";".join(a.strip() for a in value.split(";"))
+
+
+def _check_topic(option: str, value: str, topic: str) -> str:
+    if not _TOPIC.match(topic) or len(topic) > 127:
+        raise OptionError(
+            option, value, f"{topic!r} is not a valid topic name (letters, digits, %|_-; at most 127)"
+        )
+    return topic
+
+
+def _topics(options: Mapping[str, str]) -> tuple[str, ...]:
+    value = _required(options, "topic", "the topic(s) to read, comma-separated")
+    topics = [t.strip() for t in value.split(",")]
+    if any(not t for t in topics):
+        raise OptionError("topic", value, "empty topic name in the comma-separated list")
+    for topic in topics:
+        _check_topic("topic", value, topic)
+    return tuple(dict.fromkeys(topics))
+
+
+def _offset_json(option: str, text: str, topics: tuple[str, ...]) -> tuple[tuple[QueueKey, int], ...]:
+    """``{"topic": {"brokerName": {"queueId": offset}}}`` -> sorted ``((topic, broker, qid), offset)``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(
+            option,
+            text,
+            f'malformed JSON ({exc.msg} at character {exc.pos}); expected "earliest", "latest" or '
+            '{"topic":{"brokerName":{"queueId":offset}}}',
+        ) from None
+    if not isinstance(data, dict):
+        raise OptionError(option, text, 'expected a JSON object {"topic":{"brokerName":{"queueId":offset}}}')
+    out: dict[QueueKey, int] = {}
+    for topic, brokers in data.items():
+        if topic not in topics:
+            raise OptionError(option, text, f"topic {topic!r} is not one of the topics read {list(topics)}")
+        if not isinstance(brokers, dict):
+            raise OptionError(option, text, f"topic {topic!r}: expected an object of broker names")
+        for broker, queues in brokers.items():
+            if not isinstance(queues, dict):
+                raise OptionError(option, text, f"{topic}/{broker}: expected an object of queue ids")
+            for qid, offset in queues.items():
+                try:
+                    queue_id = int(qid)
+                except ValueError:
+                    raise OptionError(
+                        option, text, f"{topic}/{broker}: queue id {qid!r} is not an integer"
+                    ) from None
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
+                    raise OptionError(
+                        option,
+                        text,
+                        f"{topic}/{broker}/{qid}: offset {offset!r} must be an integer >= 0, "
+                        "or -2 (earliest) or -1 (latest)",
+                    )
+                out[(topic, broker, queue_id)] = offset
+    return tuple(sorted(out.items()))
+
+
+def _offset_spec(
+    options: Mapping[str, str],
+    offsets_option: str,
+    timestamp_option: str,
+    topics: tuple[str, ...],
+    default: Literal["earliest", "latest"],
+) -> OffsetSpec:
+    """The timestamp option wins over the offsets option (Spark's Kafka source precedence)."""
+    timestamp = _int(options, timestamp_option, None, low=0)
+    if timestamp is not None:
+        return OffsetSpec("timestamp", timestamp_option, timestamp=timestamp)
+    text = _get(options, offsets_option)
+    if text is None:
+        return OffsetSpec(default, offsets_option)
+    lowered = text.strip().lower()
+    if lowered == "earliest":
+        return OffsetSpec("earliest", offsets_option)
+    if lowered == "latest":
+        return OffsetSpec("latest", offsets_option)
+    if not text.strip().startswith("{"):
+        raise OptionError(
+            offsets_option,
+            text,
+            'expected "earliest", "latest" or {"topic":{"brokerName":{"queueId":offset}}}',
+        )
+    return OffsetSpec(
+        "offsets", offsets_option, offsets=_offset_json(offsets_option, text, topics), default=default
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """The source's options, typed; see ``docs/spark.md`` for the table."""
+
+    name_server: str
+    topics: tuple[str, ...]
+    starting: OffsetSpec
+    ending: OffsetSpec
+    sub_expression: str = "*"
+    fail_on_data_loss: bool = True
+    pull_batch_size: int = 32
+    pull_timeout_ms: int = 3_000
+    max_records_per_partition: int | None = None
+    max_offsets_per_trigger: int | None = None
+    consumer_group: str | None = None
+    streaming: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
+        """Raises ``OptionError`` for a missing or bad option."""
+        name_server = _name_server(options)
+        topics = _topics(options)
+        starting = _offset_spec(
+            options, "startingOffsets", "startingTimestamp", topics, "latest" if streaming else "earliest"
+        )
+        if streaming:
+            for batch_only in ("endingOffsets", "endingTimestamp"):
+                given = _get(options, batch_only)
+                if given is not None:
+                    raise OptionError(
+                        batch_only, given, "only for batch queries; a stream has no end (use a trigger)"
+                    )
+            ending = OffsetSpec("latest", "endingOffsets")
+        else:
+            ending = _offset_spec(options, "endingOffsets", "endingTimestamp", topics, "latest")
+            if starting.kind == "latest":
+                raise OptionError(
+                    "startingOffsets", _get(options, "startingOffsets") or "latest",
+                    "a batch query cannot start at latest (it would read nothing); "
+                    "use earliest, offsets or startingTimestamp",
+                )  # fmt: skip
+            if ending.kind == "earliest":
+                raise OptionError(
+                    "endingOffsets", _get(options, "endingOffsets") or "earliest",
+                    "a batch query cannot end at earliest; use latest, offsets or endingTimestamp",
+                )  # fmt: skip
+            for key, offset in starting.offsets:
+                if offset == LATEST:
+                    raise OptionError(
+                        "startingOffsets",
+                        _get(options, "startingOffsets") or "",
+                        f"{key[0]}/{key[1]}/{key[2]}: -1 (latest) is not allowed as a batch query's start",
+                    )
+            for key, offset in ending.offsets:
+                if offset == EARLIEST:
+                    raise OptionError(
+                        "endingOffsets",
+                        _get(options, "endingOffsets") or "",
+                        f"{key[0]}/{key[1]}/{key[2]}: -2 (earliest) is not allowed as a batch query's end",
+                    )
+        sub_expression = (_get(options, "subExpression") or "*").strip()
+        if not sub_expression:
+            raise OptionError("subExpression", _get(options, "subExpression") or "", "empty tag expression")
+        consumer_group = _get(options, "consumerGroup")
+        if consumer_group is not None:
+            try:
+                check_group(consumer_group.strip(), "consumerGroup")
+            except ValueError as exc:
+                raise OptionError("consumerGroup", consumer_group, str(exc).split(": ", 1)[-1]) from None
+            consumer_group = consumer_group.strip()
+        pull_batch_size = _int(options, "pullBatchSize", 32, low=1, high=_MAX_PULL_BATCH)
+        pull_timeout_ms = _int(options, "pullTimeoutMs", 3_000, low=1)
+        assert pull_batch_size is not None and pull_timeout_ms is not None
+        return cls(
+            name_server=name_server,
+            topics=topics,
+            starting=starting,
+            ending=ending,
+            sub_expression=sub_expression,
+            fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+            pull_batch_size=pull_batch_size,
+            pull_timeout_ms=pull_timeout_ms,
+            max_records_per_partition=_int(options, "maxRecordsPerPartition", None, low=1),
+            max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger", None, low=1),
+            consumer_group=consumer_group,
+            streaming=streaming,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """The sink's options, typed; see ``docs/spark.md``."""
+
+    name_server: str
+    topic: str | None = None
+    producer_group: str = _DEFAULT_PRODUCER_GROUP
+    send_timeout_ms: int = 3_000
+    send_batch_size: int = 64
+    max_in_flight: int = 4
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+        """Raises ``OptionError`` for a missing or bad option."""
+        name_server = _name_server(options)
+        topic = _get(options, "topic")
+        if topic is not None:
+            topic = _check_topic("topic", topic, topic.strip())
+        group = (_get(options, "producerGroup") or _DEFAULT_PRODUCER_GROUP).strip()
+        try:
+            check_group(group, "producerGroup")
+        except ValueError as exc:
+            raise OptionError("producerGroup", group, str(exc).split(": ", 1)[-1]) from None
+        send_timeout_ms = _int(options, "sendTimeoutMs", 3_000, low=1)
+        send_batch_size = _int(options, "sendBatchSize", 64, low=1, high=1024)
+        max_in_flight = _int(options, "maxInFlight", 4, low=1, high=64)
+        assert send_timeout_ms is not None and send_batch_size is not None and max_in_flight is not None
+        return cls(
+            name_server=name_server,
+            topic=topic,
+            producer_group=group,
+            send_timeout_ms=send_timeout_ms,
+            send_batch_size=send_batch_size,
+            max_in_flight=max_in_flight,
+        )

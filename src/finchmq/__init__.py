@@ -1,11 +1,73 @@
 """finchmq: a RocketMQ-compatible messaging system in Python.
 
-The package root only names the version; the public client API lives in ``finchmq.client``
-(and is re-exported here once it exists). See the README for the tour.
+The package root names the version and re-exports the public client API (``finchmq.Producer``,
+``finchmq.PushConsumer``, ``finchmq.Message``, the errors...) from ``finchmq.client``, loaded on
+first use so the servers do not import the client. See the README for the tour.
 """
 
 from __future__ import annotations
 
-__all__ = ["__version__"]
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from finchmq.client import (
+        AdminClient,
+        BlockingAdminClient,
+        BlockingLitePullConsumer,
+        BlockingProducer,
+        BlockingPullConsumer,
+        BlockingPushConsumer,
+        BrokerBusyError,
+        ClientStateError,
+        ConsumeConcurrentlyStatus,
+        ConsumeOrderlyStatus,
+        LitePullConsumer,
+        Message,
+        MessageExt,
+        MessageQueue,
+        MQBrokerError,
+        MQClientError,
+        Producer,
+        PullConsumer,
+        PushConsumer,
+        SendResult,
+        SendStatus,
+        ValidationError,
+    )
+
+__all__ = [
+    "AdminClient",
+    "BlockingAdminClient",
+    "BlockingLitePullConsumer",
+    "BlockingProducer",
+    "BlockingPullConsumer",
+    "BlockingPushConsumer",
+    "BrokerBusyError",
+    "ClientStateError",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyStatus",
+    "LitePullConsumer",
+    "MQBrokerError",
+    "MQClientError",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "Producer",
+    "PullConsumer",
+    "PushConsumer",
+    "SendResult",
+    "SendStatus",
+    "ValidationError",
+    "__version__",
+]
+
+_CLIENT_NAMES = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        return getattr(importlib.import_module("finchmq.client"), name)
+    raise AttributeError(f"module 'finchmq' has no attribute {name!r}")

@@ -21,6 +21,7 @@ from finchmq.client import (
     PushConsumer,
     select_message_queue_by_hash,
 )
+from finchmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from finchmq.protocol.message import decode_stored_all
 from finchmq.testing import EmbeddedServer
 
@@ -184,3 +185,31 @@ async def test_a_message_failing_too_often_goes_to_the_dlq(
     with store.get_message("check", dead, 0, 0, 1) as result:
         [msg] = decode_stored_all(result.body())
     assert msg.body == b"poison"
+
+
+async def test_a_busy_queue_yields_after_max_time_consume_continuously(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 1)
+    await produce_ordered(namesrv, name, keys=1, per_key=30)
+    checker = OrderChecker()
+    calls: list[float] = []
+
+    def slow(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        calls.append(time.monotonic())
+        time.sleep(0.02)
+        return checker.consume_message(msgs, ctx)
+
+    c = make(namesrv, f"g_{name}", name, slow, max_time_consume_continuously=60)
+    yields: list[int] = []
+    async with c:
+        service = c.consume_service
+        assert isinstance(service, ConsumeMessageOrderlyService)
+        submit_later = service._submit_later
+
+        def counting(pq: object, mq: object, delay_ms: int) -> None:
+            yields.append(delay_ms)
+            submit_later(pq, mq, delay_ms)  # type: ignore[arg-type]
+
+        service._submit_later = counting  # type: ignore[method-assign]
+        await wait_until(lambda: checker.total_done() >= 30, timeout=20)
+    assert checker.done["order-0"] == list(range(30)), "resubmitted requests keep the order"
+    assert yields.count(10) >= 4, "600 ms of work in 60 ms turns: the request gave the queue up and came back"

@@ -269,3 +269,24 @@ async def test_not_store_ok_answer_is_returned_or_retried_elsewhere() -> None:
             result = await p.send(Message("T", b"x"))
             assert result.send_status is SendStatus.SEND_OK
         assert sum(len(b.sends) for b in cluster.brokers.values()) == 4, "two stores not OK, then another try"
+
+
+async def test_a_new_topic_gets_default_topic_queue_nums_queues(namesrv: str, name: str) -> None:
+    async with producer(namesrv) as p:
+        await p.send(Message(name, b"first"))  # created by the broker from TBW102's route
+        queues = await p.fetch_publish_message_queues(name)
+    assert sorted(q.queue_id for q in queues) == [0, 1, 2, 3], "defaultTopicQueueNums = 4"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_an_unreachable_broker_is_retried_on_another(mode: str) -> None:
+    async with FakeCluster("broker-a", "broker-b") as cluster:
+        down = cluster.brokers["broker-a"]
+        assert down.server is not None
+        await down.server.close()  # the route still names it: connection refused
+        async with producer(cluster.namesrv_addr) as p:
+            for i in range(4):
+                msg = Message("T", f"{i}".encode())
+                result = await (p.send(msg) if mode == "sync" else p.send_async(msg))
+                assert result.message_queue.broker_name == "broker-b"
+        assert len(cluster.brokers["broker-b"].sends) == 4

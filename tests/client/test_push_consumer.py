@@ -562,3 +562,43 @@ async def test_start_requires_a_listener_and_a_free_group(namesrv: str, name: st
     await c.close()
     with pytest.raises(ClientStateError, match="cannot be reopened"):
         await c.start()
+
+
+async def test_a_queue_whose_pull_stalled_is_rebuilt(namesrv: str, name: str) -> None:
+    """pull_max_idle_time: a ProcessQueue not pulled for that long is dropped and re-created."""
+    await create_topic(namesrv, name, 1)
+    rec = Recorder()
+    # The broker holds each pull 3 s (empty queue) while the idle limit is 1 s.
+    c = consumer(namesrv, f"g_{name}", pull_max_idle_time=1000, broker_suspend_max_time_millis=3000)
+    c.subscribe(name)
+    c.register_message_listener(rec)
+    async with c:
+        mq = MessageQueue(name, "broker-a", 0)
+        await wait_until(lambda: mq in c.rebalance.process_queue_table)
+        first = c.rebalance.process_queue_table[mq]
+        await wait_until(lambda: c.rebalance.process_queue_table.get(mq) not in (None, first), timeout=10)
+        assert first.dropped
+        await produce(namesrv, name, 3)
+        await wait_until(lambda: len(rec.msgs) >= 3)
+
+
+async def test_thread_pool_grows_with_the_backlog_and_shrinks_back(namesrv: str, name: str) -> None:
+    c = consumer(
+        namesrv, f"g_{name}", consume_thread_min=2, consume_thread_max=4, adjust_thread_pool_nums_threshold=10
+    )
+    c.subscribe(name)
+    c.register_message_listener(Recorder())
+    async with c:
+        await wait_until(lambda: len(c.rebalance.process_queue_table) >= 1)
+        service = c.consume_service
+        assert service is not None and service.core_pool_size == 2
+        pq = next(iter(c.rebalance.process_queue_table.values()))
+        pq.msg_acc_cnt = 100  # far behind the broker's max offset
+        c.adjust_thread_pool()
+        c.adjust_thread_pool()
+        c.adjust_thread_pool()
+        assert service.core_pool_size == 4, "up to consume_thread_max"
+        pq.msg_acc_cnt = 0
+        for _ in range(5):
+            c.adjust_thread_pool()
+        assert service.core_pool_size == 2, "down to consume_thread_min"

@@ -23,10 +23,11 @@ import enum
 import logging
 import random
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, cast
 
 from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.headers import SendMessageRequestHeaderV2
@@ -87,6 +88,9 @@ SendCallback: TypeAlias = Callable[[SendResult], object]
 ExceptionCallback: TypeAlias = Callable[[BaseException], object]
 
 _BATCH_ITEM_OVERHEAD: Final = 22  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH (5 x 4) + PROPERTIESLENGTH (2)
+
+
+_RUNNING: Final = ServiceState.RUNNING
 
 
 class _Mode(enum.Enum):
@@ -297,8 +301,8 @@ class Producer:
         self._publish_info: dict[str, TopicPublishInfo] = {}
         self.fault_strategy = MQFaultStrategy(self.config)
         self._ids = _id_generator(self.config.client_ip)
-        self._async_in_flight = 0
-        self._async_tasks: set[asyncio.Task[SendResult]] = set()
+        self._async_tasks: set[asyncio.Task[SendResult | None]] = set()
+        self._checked_topics: set[str] = set()  # topics that passed the name checks
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -354,6 +358,12 @@ class Producer:
         if shutdown_instance:
             await instance.shutdown()
 
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) is ServiceState.RUNNING:
+            warnings.warn(
+                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
+            )
+
     async def __aenter__(self) -> Producer:
         await self.start()
         return self
@@ -364,7 +374,7 @@ class Producer:
         await self.close()
 
     def _make_sure_state_ok(self) -> MQClientInstance:
-        if self._state is not ServiceState.RUNNING or self._instance is None:
+        if self._state is not _RUNNING or self._instance is None:
             raise ClientStateError(
                 f"The producer service state not OK, {self._state.name} (start it first; a closed producer "
                 "cannot be reopened)"
@@ -460,47 +470,37 @@ class Producer:
         async sends are in flight; beyond that this raises ``MQTooManyRequestsError`` at once.
         """
         self._make_sure_state_ok()
-        if self._async_in_flight >= self.config.client_async_semaphore_value:
+        tasks = self._async_tasks
+        if len(tasks) >= self.config.client_async_semaphore_value:
             raise MQTooManyRequestsError(
-                f"{self._async_in_flight} async sends in flight: client_async_semaphore_value "
+                f"{len(tasks)} async sends in flight: client_async_semaphore_value "
                 f"({self.config.client_async_semaphore_value}) reached; await some sends first"
             )
         timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
-        self._async_in_flight += 1
         task = asyncio.get_running_loop().create_task(
-            self._send_async(msg, queue, selector, arg, timeout), name="finchmq-send-async"
+            self._dispatch(msg, _Mode.ASYNC, queue, selector, arg, timeout)
         )
-        self._async_tasks.add(task)
+        tasks.add(task)
+        if on_success is None and on_exception is None:
+            task.add_done_callback(tasks.discard)
+        else:
 
-        def done(t: asyncio.Task[SendResult]) -> None:
-            self._async_in_flight -= 1
-            self._async_tasks.discard(t)
-            if t.cancelled():
-                return
-            exc = t.exception()
-            try:
-                if exc is None:
-                    if on_success is not None:
-                        on_success(t.result())
-                elif on_exception is not None:
-                    on_exception(exc)
-            except Exception:
-                log.exception("send callback failed")
+            def done(t: asyncio.Task[SendResult | None]) -> None:
+                tasks.discard(t)
+                if t.cancelled():
+                    return
+                exc = t.exception()
+                try:
+                    if exc is None:
+                        if on_success is not None:
+                            on_success(cast(SendResult, t.result()))
+                    elif on_exception is not None:
+                        on_exception(exc)
+                except Exception:
+                    log.exception("send callback failed")
 
-        task.add_done_callback(done)
-        return task
-
-    async def _send_async(
-        self,
-        msg: Message,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        arg: object,
-        timeout: int,
-    ) -> SendResult:
-        result = await self._dispatch(msg, _Mode.ASYNC, queue, selector, arg, timeout)
-        assert result is not None
-        return result
+            task.add_done_callback(done)
+        return cast("asyncio.Future[SendResult]", task)
 
     async def send_batch(
         self,
@@ -576,7 +576,13 @@ class Producer:
     ) -> SendResult | None:
         self._make_sure_state_ok()
         if batch is None:
-            check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+            if msg.topic in self._checked_topics and isinstance(msg, Message):
+                if not msg.body or len(msg.body) > self.config.max_message_size:  # the message checks
+                    check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+            else:
+                check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+                if len(self._checked_topics) < 10_000:
+                    self._checked_topics.add(msg.topic)
         elif len(msg.body) > self.config.max_message_size:
             raise ValidationError(
                 f"the message body size over max value, MAX: {self.config.max_message_size}",
@@ -616,7 +622,9 @@ class Producer:
         self, msg: Message, mode: _Mode, timeout: int, batch: _Batch | None
     ) -> SendResult | None:
         began = time.monotonic()
-        info = await self._try_to_find_topic_publish_info(msg.topic)
+        info = self._publish_info.get(msg.topic)
+        if info is None or not info.ok():
+            info = await self._try_to_find_topic_publish_info(msg.topic)
         if not info.ok():
             raise NoRouteError(msg.topic, "FAQ: the topic does not exist and auto-creation is off")
         if mode is _Mode.SYNC:

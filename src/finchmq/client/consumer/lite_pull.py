@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -312,6 +313,12 @@ class LitePullConsumer:
             state.process_queue.dropped = True
         self._cache.clear()
 
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) is ServiceState.RUNNING:
+            warnings.warn(
+                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
+            )
+
     async def __aenter__(self) -> LitePullConsumer:
         await self.start()
         return self
@@ -533,13 +540,12 @@ class LitePullConsumer:
                 self._cache.append(_ConsumeRequest(result.msg_found_list, mq, state, version))
                 self._cache_changed.set()
                 self.instance.stats.inc_pull_tps(config.consumer_group, mq.topic, len(result.msg_found_list))
-            else:
-                if result.pull_status is PullStatus.OFFSET_ILLEGAL:
-                    log.warning("The pull request offset illegal, %s: %s", mq, result)
-                elif pq.msg_count == 0 and not any(r.state is state for r in self._cache):
-                    # nothing pending: skipped (filtered) messages count as consumed, as the push
-                    # consumer's correctTagsOffset does
-                    state.consume_offset = result.next_begin_offset
+            elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
+                log.warning("The pull request offset illegal, %s: %s", mq, result)
+            elif pq.msg_count == 0 and not any(r.state is state for r in self._cache):
+                # nothing pending: skipped (filtered) messages count as consumed, as the push
+                # consumer's correctTagsOffset does
+                state.consume_offset = result.next_begin_offset
             state.pull_offset = result.next_begin_offset
 
     def _subscription_of(self, topic: str) -> SubscriptionData:

@@ -9,6 +9,7 @@ Imports: ``finchmq.protocol`` and the client's modules.
 from __future__ import annotations
 
 import logging
+import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
@@ -248,6 +249,12 @@ class PullConsumer:
         self._state = ServiceState.SHUTDOWN_ALREADY
         await instance.unregister_consumer(self.config.consumer_group)
         await instance.shutdown()
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) is ServiceState.RUNNING:
+            warnings.warn(
+                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
+            )
 
     async def __aenter__(self) -> PullConsumer:
         await self.start()

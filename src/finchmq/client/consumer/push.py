@@ -24,6 +24,7 @@ import asyncio
 import enum
 import logging
 import time
+import warnings
 from dataclasses import fields
 from types import TracebackType
 from typing import Any, Final
@@ -382,6 +383,12 @@ class PushConsumer:
         await instance.shutdown()
         self.rebalance.destroy()
         log.info("the consumer [%s] shutdown OK", self.config.consumer_group)
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) is ServiceState.RUNNING:
+            warnings.warn(
+                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
+            )
 
     async def __aenter__(self) -> PushConsumer:
         await self.start()

@@ -1,8 +1,10 @@
-"""Closing connections that have been idle too long (Java's ``IdleStateHandler``, all-idle)."""
+"""Closing connections: those idle too long (Java's ``IdleStateHandler``, all-idle), and all of
+them at shutdown."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -10,6 +12,30 @@ from collections.abc import Callable, Iterable
 from .connection import CloseReason, RemotingConnection
 
 log = logging.getLogger(__name__)
+
+
+_CLOSE_GRACE = 5.0  # s to flush and close before a connection is aborted
+
+
+async def close_all(connections: Iterable[RemotingConnection]) -> None:
+    """Close ``connections`` (failing their pending calls) and wait; abort any that hang."""
+    closing = list(connections)
+    for conn in closing:
+        conn.close(CloseReason.SHUTDOWN)
+    for conn in closing:
+        try:
+            async with asyncio.timeout(_CLOSE_GRACE):
+                await conn.wait_closed()
+        except TimeoutError:
+            conn.abort()
+
+
+async def stop_task(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task and wait for it to end."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def close_idle_connections(

@@ -21,7 +21,7 @@ from types import TracebackType
 
 from finchmq.protocol.command import RemotingCommand
 
-from ._idle import close_idle_connections
+from ._idle import close_all, close_idle_connections, stop_task
 from ._permits import acquire_permit
 from .config import RemotingClientConfig
 from .connection import ChannelEventListener, CloseReason, RemotingConnection
@@ -257,10 +257,7 @@ class RemotingClient:
         if self._closed:
             return
         self._closed = True
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._idle_task
+        await stop_task(self._idle_task)
         for task in list(self._background):
             task.cancel()
         for task in list(self._background):
@@ -268,14 +265,7 @@ class RemotingClient:
                 await task
         connections = list(self._connections.values())
         self._connections.clear()
-        for conn in connections:
-            conn.close(CloseReason.SHUTDOWN)
-        for conn in connections:
-            try:
-                async with asyncio.timeout(5):
-                    await conn.wait_closed()
-            except TimeoutError:
-                conn.abort()
+        await close_all(connections)
         await self.dispatcher.close()
 
     async def __aenter__(self) -> RemotingClient:

@@ -12,17 +12,16 @@ Strategy:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 from types import TracebackType
 
 from finchmq.protocol.command import RemotingCommand
 
-from ._idle import close_idle_connections
+from ._idle import close_all, close_idle_connections, stop_task
 from ._permits import acquire_permit
 from .config import RemotingServerConfig
-from .connection import ChannelEventListener, CloseReason, RemotingConnection
+from .connection import ChannelEventListener, RemotingConnection
 from .processor import RequestDispatcher, RequestExecutor, RequestProcessor
 
 __all__ = ["RemotingServer"]
@@ -138,21 +137,10 @@ class RemotingServer:
         if self._closed:
             return
         self._closed = True
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._idle_task
+        await stop_task(self._idle_task)
         if self._server is not None:
             self._server.close()
-        connections = list(self._connections)
-        for conn in connections:
-            conn.close(CloseReason.SHUTDOWN)
-        for conn in connections:
-            try:
-                async with asyncio.timeout(5):
-                    await conn.wait_closed()
-            except TimeoutError:
-                conn.abort()
+        await close_all(self._connections)
         if self._server is not None:
             await self._server.wait_closed()
         await self.dispatcher.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from types import TracebackType
-from typing import NamedTuple
+from typing import NamedTuple, Self
 
 from finchmq.protocol.message import offset_msg_id_from_packed
 
@@ -126,7 +126,34 @@ class PutMessageResult(NamedTuple):
         return self.status is PutMessageStatus.PUT_OK
 
 
-class GetMessageResult:
+class _StoredRecords:
+    """Records held as zero-copy views of segment mappings, released explicitly or by ``with``."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self) -> None:
+        self.buffers: list[memoryview] = []
+
+    def body(self) -> bytes:
+        """All records concatenated (one copy), e.g. a pull or query response body."""
+        return b"".join(self.buffers)
+
+    def release(self) -> None:
+        """Release the views so their segments can be unmapped; the result is then empty."""
+        for view in self.buffers:
+            view.release()
+        self.buffers = []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+class GetMessageResult(_StoredRecords):
     """Java ``GetMessageResult``: the stored records found for one pull, plus offsets.
 
     ``buffers`` holds one read-only ``memoryview`` per message (the stored bytes, zero copy);
@@ -136,7 +163,6 @@ class GetMessageResult:
 
     __slots__ = (
         "buffer_total_size",
-        "buffers",
         "max_offset",
         "min_offset",
         "next_begin_offset",
@@ -146,8 +172,8 @@ class GetMessageResult:
     )
 
     def __init__(self) -> None:
+        super().__init__()
         self.status = GetMessageStatus.NO_MESSAGE_IN_QUEUE
-        self.buffers: list[memoryview] = []
         self.queue_offsets: list[int] = []
         self.buffer_total_size = 0
         self.next_begin_offset = 0
@@ -159,24 +185,6 @@ class GetMessageResult:
     def message_count(self) -> int:
         return len(self.buffers)
 
-    def body(self) -> bytes:
-        """The pull body: all records concatenated (one copy)."""
-        return b"".join(self.buffers)
-
-    def release(self) -> None:
-        """Release the views so their segments can be unmapped; the result is then empty."""
-        for view in self.buffers:
-            view.release()
-        self.buffers = []
-
-    def __enter__(self) -> GetMessageResult:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.release()
-
     def __repr__(self) -> str:
         return (
             f"GetMessageResult(status={self.status.name}, messages={len(self.buffers)}, "
@@ -185,32 +193,16 @@ class GetMessageResult:
         )
 
 
-class QueryMessageResult:
+class QueryMessageResult(_StoredRecords):
     """Java ``QueryMessageResult``: records found by key, newest first, plus index freshness."""
 
-    __slots__ = ("buffers", "index_last_update_phyoffset", "index_last_update_timestamp")
+    __slots__ = ("index_last_update_phyoffset", "index_last_update_timestamp")
 
     def __init__(self) -> None:
-        self.buffers: list[memoryview] = []
+        super().__init__()
         self.index_last_update_timestamp = 0
         self.index_last_update_phyoffset = 0
 
     @property
     def buffer_total_size(self) -> int:
         return sum(len(b) for b in self.buffers)
-
-    def body(self) -> bytes:
-        return b"".join(self.buffers)
-
-    def release(self) -> None:
-        for view in self.buffers:
-            view.release()
-        self.buffers = []
-
-    def __enter__(self) -> QueryMessageResult:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.release()

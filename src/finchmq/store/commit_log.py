@@ -200,6 +200,18 @@ class CommitLog:
                 hook()  # type: ignore[operator]
         return mf
 
+    def _file_for_append(self, size: int) -> MappedFile | tuple[PutMessageStatus, AppendMessageResult | None]:
+        """Under the put lock: the segment to append ``size`` bytes to, or the failed outcome.
+        The chaos knob ``inject_put_delay_millis`` holds the lock here."""
+        if self._inject_delay:
+            time.sleep(self._inject_delay)
+        mf = self._writable_file(size)
+        if isinstance(mf, MappedFile):
+            return mf
+        if isinstance(mf, AppendMessageStatus):
+            return PutMessageStatus.UNKNOWN_ERROR, AppendMessageResult(status=mf)
+        return mf, None
+
     def put_message(
         self,
         *,
@@ -274,13 +286,9 @@ class CommitLog:
             now = _now_ms()
             self.begin_time_in_lock = now
             try:
-                if self._inject_delay:
-                    time.sleep(self._inject_delay)
-                mf = self._writable_file(size)
+                mf = self._file_for_append(size)
                 if not isinstance(mf, MappedFile):
-                    if isinstance(mf, AppendMessageStatus):
-                        return PutMessageStatus.UNKNOWN_ERROR, AppendMessageResult(status=mf)
-                    return mf, None
+                    return mf
                 pos = mf.wrote_position
                 phy = mf.file_from_offset + pos
                 if tran in (_PREPARED, _ROLLBACK):
@@ -503,13 +511,9 @@ class CommitLog:
             now = _now_ms()
             self.begin_time_in_lock = now
             try:
-                if self._inject_delay:
-                    time.sleep(self._inject_delay)
-                mf = self._writable_file(total)
+                mf = self._file_for_append(total)
                 if not isinstance(mf, MappedFile):
-                    if isinstance(mf, AppendMessageStatus):
-                        return PutMessageStatus.UNKNOWN_ERROR, AppendMessageResult(status=mf)
-                    return mf, None
+                    return mf
                 pos = mf.wrote_position
                 phy = mf.file_from_offset + pos
                 queue_offset = self.topic_queue_table.get(key, 0)

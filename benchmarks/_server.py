@@ -11,10 +11,24 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["ServerProcess", "free_port"]
+__all__ = ["ServerProcess", "cpu_seconds", "free_port", "rss_mib"]
 
 ROOT = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def rss_mib(pid: int) -> float:
+    """A live process's resident memory in MiB (from /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def free_port() -> int:
@@ -70,14 +84,10 @@ class ServerProcess:
         return self.proc.pid
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+        return cpu_seconds(self.pid)
 
     def rss_mib(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+        return rss_mib(self.pid)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

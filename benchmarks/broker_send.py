@@ -20,31 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._server import CLK_TCK, ROOT, ServerProcess
-
-LIB_DIR = ROOT / ".venv-cpp" / "lib"
-SOURCE = Path(__file__).with_name("cpp_loadgen.c")
-BUILD = Path(__file__).with_name(".build")
-
-
-def build_loadgen() -> Path:
-    libs = sorted(LIB_DIR.glob("python3*/site-packages/rocketmq/librocketmq.so"))
-    if not libs:
-        raise SystemExit(f"librocketmq.so not found under {LIB_DIR}: run `make test` first (it installs it)")
-    lib = libs[0]
-    binary = BUILD / "cpp_loadgen"
-    if not binary.exists() or binary.stat().st_mtime < SOURCE.stat().st_mtime:
-        BUILD.mkdir(exist_ok=True)
-        subprocess.run(
-            ["gcc", "-O2", "-o", str(binary), str(SOURCE), str(lib), "-lpthread", f"-Wl,-rpath,{lib.parent}"],
-            check=True,
-        )
-    return binary
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+from benchmarks._cpp import build_loadgen, run_loadgen
+from benchmarks._server import ROOT, ServerProcess
 
 
 def run_case(
@@ -52,25 +29,12 @@ def run_case(
 ) -> dict[str, float]:
     topic = "Bench_" + "".join(c for c in name if c.isalnum())
     cpu_before = server.cpu_seconds()
-    began = time.monotonic()
-    proc = subprocess.Popen(
-        [str(loadgen), server.namesrv_addr, topic, str(threads), str(seconds), str(size), str(batch), "3"],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd="/tmp",
+    result = run_loadgen(
+        loadgen, server.namesrv_addr, topic, threads=threads, seconds=seconds, size=size, batch=batch
     )
-    loadgen_cpu = 0.0
-    while proc.poll() is None:
-        try:
-            loadgen_cpu = _cpu_seconds(proc.pid)
-        except (FileNotFoundError, ProcessLookupError):
-            break
-        time.sleep(0.2)
-    out, _ = proc.communicate()
-    wall = time.monotonic() - began
+    wall = result["wall"]
     broker_cpu = (server.cpu_seconds() - cpu_before) / wall * 100
-    result = json.loads(out.strip().splitlines()[-1])
-    tps = result["messages"] / result["elapsed"]
+    tps = result["tps"]
     print(
         f"{name:<24} {tps:>9,.0f} msgs/s  avg={result['avg_ms']:.2f}ms p99={result['p99_ms']:.2f}ms "
         f"max={result['max_ms']:.1f}ms errors={result['errors']}"
@@ -78,10 +42,10 @@ def run_case(
     if result["errors"]:
         print(f"{'':<24} first error: {result['error_samples'][0]}")
     print(
-        f"{'':<24} broker cpu {broker_cpu:.0f}%  load generator cpu {loadgen_cpu / wall * 100:.0f}%  "
-        f"broker rss {server.rss_mib():.0f} MiB"
+        f"{'':<24} broker cpu {broker_cpu:.0f}%  load generator cpu "
+        f"{result['client_cpu_s'] / wall * 100:.0f}%  broker rss {server.rss_mib():.0f} MiB"
     )
-    return {"tps": tps, **result}
+    return result
 
 
 def _generator(

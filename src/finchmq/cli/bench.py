@@ -44,6 +44,7 @@ from finchmq.client import (
     MessageExt,
     MessageQueue,
     MQBrokerError,
+    MQClientError,
     Producer,
     PullConsumer,
     PullStatus,
@@ -806,6 +807,7 @@ async def _e2e(args: argparse.Namespace, report: Report) -> int:
         send_rt=send_total,
         lost=max(0, send_total["messages"] - len(seen)),
         duplicates=duplicates,
+        first_error=send_total["first_error"] or total["first_error"],
         mib_per_s=round(total["tps"] * args.size / 2**20, 3),
     )
     report.summary("e2e", total)
@@ -934,6 +936,10 @@ def _run_command(
             args.topic = f"BenchmarkE2E_{os.getpid()}"
         if getattr(args, "rate", 1.0) <= 0:
             raise SystemExit("--rate must be > 0")
-        return run(command(args, Report(as_json=args.json)))
+        try:
+            return run(command(args, Report(as_json=args.json)))
+        except (MQClientError, TimeoutError) as exc:
+            print(f"finchmq bench: {exc}", file=sys.stderr)
+            return 1
 
     return handler

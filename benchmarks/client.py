@@ -32,6 +32,7 @@ from typing import Any
 from benchmarks._server import ServerProcess
 from finchmq.client import (
     AdminClient,
+    BrokerBusyError,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -123,16 +124,22 @@ class Bench:
             async def body() -> tuple[int, list[float], str]:
                 latencies: list[float] = []
                 perf = time.perf_counter
+                busy = 0
 
                 async def sender() -> None:
+                    nonlocal busy
                     msg = Message(topic, BODY)
                     for _ in range(per_sender):
                         t0 = perf()
-                        await producer.send(msg)
+                        try:
+                            await producer.send(msg)
+                        except BrokerBusyError:  # the broker shed it: counted, not stored
+                            busy += 1
+                            continue
                         latencies.append(perf() - t0)
 
                 await asyncio.gather(*(sender() for _ in range(senders)))
-                return per_sender * senders, latencies, ""
+                return per_sender * senders - busy, latencies, f"SYSTEM_BUSY {busy}" if busy else ""
 
             return await self.measure(f"sync{senders}", body)
 
@@ -146,12 +153,15 @@ class Bench:
                 msg = Message(topic, BODY)
                 slots = asyncio.Semaphore(window)
                 done = 0
+                busy = 0
                 finished = asyncio.get_running_loop().create_future()
 
-                def release(_: object) -> None:
-                    nonlocal done
+                def release(future: asyncio.Future[object]) -> None:
+                    nonlocal done, busy
                     slots.release()
                     done += 1
+                    if future.exception() is not None:
+                        busy += 1
                     if done == self.messages and not finished.done():
                         finished.set_result(None)
 
@@ -159,7 +169,7 @@ class Bench:
                     await slots.acquire()
                     producer.send_async(msg).add_done_callback(release)
                 await finished
-                return self.messages, [], f"window {window}"
+                return self.messages - busy, [], f"window {window}" + (f", failed {busy}" if busy else "")
 
             return await self.measure("async", body)
 
@@ -341,8 +351,13 @@ def _serve_fake(pipe: Connection) -> None:
     async def main() -> None:
         server = RemotingServer(RemotingServerConfig(bind_address="127.0.0.1", listen_port=0))
         fake = _FakeBroker(lambda: server.port)
-        codes = [RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
-                 RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT]  # fmt: skip
+        codes = [
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            RequestCode.SEND_MESSAGE_V2,
+            RequestCode.SEND_BATCH_MESSAGE,
+            RequestCode.HEART_BEAT,
+            RequestCode.UNREGISTER_CLIENT,
+        ]
         server.register_processor(codes, fake, RequestExecutor("fake", workers=1, capacity=100_000))
         await server.start()
         pipe.send(server.port)

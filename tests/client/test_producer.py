@@ -29,7 +29,7 @@ from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.message import MessageSysFlag, decode_offset_msg_id
 from finchmq.testing import EmbeddedServer
 
-from .conftest import create_topic, pull_all
+from .conftest import FAST_BROKER, create_topic, pull_all
 from .fakes import Answer, FakeCluster
 
 
@@ -175,7 +175,7 @@ async def test_invalid_messages_are_refused_with_the_reason(namesrv: str, msg: M
 async def test_no_route_without_auto_create(
     finchmq_server_factory: Callable[..., EmbeddedServer], name: str
 ) -> None:
-    server = finchmq_server_factory({"autoCreateTopicEnable": "false"})
+    server = finchmq_server_factory({**FAST_BROKER, "autoCreateTopicEnable": "false"})
     async with producer(server.namesrv_addr) as p:
         with pytest.raises(NoRouteError, match=f"No route info of this topic: {name}"):
             await p.send(Message(name, b"x"))
@@ -290,3 +290,29 @@ async def test_an_unreachable_broker_is_retried_on_another(mode: str) -> None:
                 result = await (p.send(msg) if mode == "sync" else p.send_async(msg))
                 assert result.message_queue.broker_name == "broker-b"
         assert len(cluster.brokers["broker-b"].sends) == 4
+
+
+async def test_real_broker_flow_control_reaches_the_caller_as_broker_busy(
+    finchmq_server_factory: Callable[..., EmbeddedServer], name: str
+) -> None:
+    """The broker's page cache is held busy (every append takes 400 ms, busy after 100 ms): it
+    sheds sends with SYSTEM_BUSY; the producer raises them, typed and retriable, without resending."""
+    server = finchmq_server_factory({"injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"})
+    async with producer(server.namesrv_addr, send_msg_timeout=10_000) as p:
+        await p.send(Message(name, b"warm-up"))
+        outcomes = await asyncio.gather(
+            *(p.send(Message(name, f"{i}".encode())) for i in range(20)), return_exceptions=True
+        )
+    busy = [o for o in outcomes if isinstance(o, BrokerBusyError)]
+    sent = [o for o in outcomes if isinstance(o, SendResult)]
+    assert busy and sent and len(busy) + len(sent) == 20, outcomes
+    assert all(e.retriable and e.response_code == ResponseCode.SYSTEM_BUSY for e in busy)
+    assert all(
+        any(
+            tag in e.remark
+            for tag in ("[REJECTREQUEST]", "[PCBUSY_CLEAN_QUEUE]", "[TIMEOUT_CLEAN_QUEUE]", "[OVERLOAD]")
+        )
+        for e in busy
+    ), [e.remark for e in busy]
+    stored = await pull_all(server.namesrv_addr, name, len(sent) + 1, timeout=3)
+    assert len(stored) == len(sent) + 1, "what was refused was not resent behind the caller's back"

@@ -37,7 +37,7 @@ from finchmq.protocol.headers import GetConsumerStatusRequestHeader
 from finchmq.protocol.message import HostAddress
 from finchmq.testing import EmbeddedServer
 
-from .conftest import FAST_CLIENT, create_topic, produce, pull_all, wait_until
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, produce, pull_all, wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -452,7 +452,7 @@ async def test_offsets_survive_a_broker_restart(
 ) -> None:
     data = tmp_path / "broker-data"
     group = f"g_{name}"
-    server = finchmq_server_factory(data_dir=data)
+    server = finchmq_server_factory(FAST_BROKER, data_dir=data)
     await produce(server.namesrv_addr, name, 30, prefix="a")
     first = Recorder()
     c = consumer(server.namesrv_addr, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
@@ -462,7 +462,7 @@ async def test_offsets_survive_a_broker_restart(
         await wait_until(lambda: len(first.msgs) >= 30)
         await wait_until(lambda: all(pq.msg_count == 0 for pq in c.rebalance.process_queue_table.values()))
     await asyncio.to_thread(server.stop)
-    server = finchmq_server_factory(data_dir=data)
+    server = finchmq_server_factory(FAST_BROKER, data_dir=data)
     await produce(server.namesrv_addr, name, 10, prefix="b")
     second = Recorder()
     c = consumer(server.namesrv_addr, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)

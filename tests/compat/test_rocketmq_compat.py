@@ -24,7 +24,7 @@ from finchmq.compat.rocketmq import (
 )
 from finchmq.testing import EmbeddedServer
 
-FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s"}
+FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s", "waitTimeMillsInSendQueue": "5000"}
 
 
 def wait(predicate: object, timeout: float = 15) -> None:

@@ -11,6 +11,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
+import pytest
+
 from finchmq.client import (
     AdminClient,
     ConsumeConcurrentlyContext,
@@ -27,6 +29,14 @@ from finchmq.client import (
 from finchmq.testing import EmbeddedServer
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+# Sends are shed after 100 ms in the broker's queue by default; a loaded test machine is not the subject here.
+RELAXED = {"waitTimeMillsInSendQueue": "5000"}
+
+
+@pytest.fixture
+def finchmq_server(finchmq_server_factory: Any) -> EmbeddedServer:
+    server: EmbeddedServer = finchmq_server_factory(RELAXED)
+    return server
 
 
 def body(record: dict[str, Any]) -> str:

@@ -20,18 +20,22 @@ from finchmq.store import MessageStoreConfig
 __all__ = ["EmbeddedServer"]
 
 _TEST_SEGMENT = 64 * 1024 * 1024  # smaller than RocketMQ's 1 GiB: tests create many stores
+# Test machines are often busy with the tests themselves; a send that waits 200 ms in the queue
+# there is not overload. Flow-control tests set these back to what they study.
+_TEST_DEFAULTS = {"waitTimeMillsInSendQueue": "3000"}
 
 
 class EmbeddedServer:
     """A running name server and broker on 127.0.0.1; use as a context manager or start/stop.
 
     ``broker_properties`` are ``broker.conf`` keys (e.g. ``{"messageDelayLevel": "1s 2s"}``);
-    they override the test-friendly defaults (64 MiB commit-log segments, ASYNC_FLUSH).
+    they override the test-friendly defaults (64 MiB commit-log segments, ASYNC_FLUSH,
+    ``waitTimeMillsInSendQueue=3000`` so a busy test machine is not mistaken for overload).
     """
 
     def __init__(self, data_dir: Path, broker_properties: Mapping[str, str] | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self.broker_properties = dict(broker_properties or {})
+        self.broker_properties = {**_TEST_DEFAULTS, **(broker_properties or {})}
         self.namesrv_addr = ""
         self.broker_addr = ""
         self.namesrv: NamesrvController | None = None

@@ -18,9 +18,18 @@ from finchmq.testing import EmbeddedServer
 # Retries come back after 1 s instead of 10 s, 30 s, 1 min... The broker sheds sends queued for
 # half of waitTimeMillsInSendQueue (100 ms by default): on a loaded test machine that would make
 # tests about other things see SYSTEM_BUSY, so it is raised here (flow control has its own test).
+# Small store files: the defaults (64 MiB commit-log segments, a 420 MB index file allocated up
+# front) would make this suite write ~25 GB.
+SMALL_STORE = {
+    "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(6000 * 20),
+    "maxHashSlotNum": "20000",
+    "maxIndexNum": "80000",
+}
 FAST_BROKER = {
     "messageDelayLevel": "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s",
     "waitTimeMillsInSendQueue": "5000",
+    **SMALL_STORE,
 }
 
 # Client intervals shortened so rebalancing and persistence happen within a test.

@@ -29,7 +29,7 @@ from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.message import MessageSysFlag, decode_offset_msg_id
 from finchmq.testing import EmbeddedServer
 
-from .conftest import FAST_BROKER, create_topic, pull_all
+from .conftest import FAST_BROKER, SMALL_STORE, create_topic, pull_all
 from .fakes import Answer, FakeCluster
 
 
@@ -297,7 +297,9 @@ async def test_real_broker_flow_control_reaches_the_caller_as_broker_busy(
 ) -> None:
     """The broker's page cache is held busy (every append takes 400 ms, busy after 100 ms): it
     sheds sends with SYSTEM_BUSY; the producer raises them, typed and retriable, without resending."""
-    server = finchmq_server_factory({"injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"})
+    server = finchmq_server_factory(
+        {**SMALL_STORE, "injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"}
+    )
     async with producer(server.namesrv_addr, send_msg_timeout=10_000) as p:
         await p.send(Message(name, b"warm-up"))
         outcomes = await asyncio.gather(

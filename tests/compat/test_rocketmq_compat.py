@@ -24,7 +24,14 @@ from finchmq.compat.rocketmq import (
 )
 from finchmq.testing import EmbeddedServer
 
-FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s", "waitTimeMillsInSendQueue": "5000"}
+FAST = {
+    "messageDelayLevel": "1s 1s 1s 1s 1s",
+    "waitTimeMillsInSendQueue": "5000",
+    "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(6000 * 20),
+    "maxHashSlotNum": "20000",
+    "maxIndexNum": "80000",
+}
 
 
 def wait(predicate: object, timeout: float = 15) -> None:

@@ -30,7 +30,14 @@ from finchmq.testing import EmbeddedServer
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 # Sends are shed after 100 ms in the broker's queue by default; a loaded test machine is not the subject here.
-RELAXED = {"waitTimeMillsInSendQueue": "5000"}
+# Small store files too (the default index file alone is 420 MB).
+RELAXED = {
+    "waitTimeMillsInSendQueue": "5000",
+    "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(6000 * 20),
+    "maxHashSlotNum": "20000",
+    "maxIndexNum": "80000",
+}
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.remoting import loop_factory
 
 from .admin import AdminClient
+from .api import PullResultExt
 from .config import (
     ClientConfig,
     LitePullConsumerConfig,
@@ -352,6 +353,22 @@ class BlockingPullConsumer(_Blocking):
         timeout = (timeout_millis or self.consumer.config.consumer_pull_timeout_millis) / 1000 + _MARGIN
         return self._call(
             self.consumer.pull(mq, sub_expression, offset, max_nums, timeout_millis=timeout_millis), timeout
+        )
+
+    def pull_raw(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        *,
+        timeout_millis: int | None = None,
+    ) -> PullResultExt:
+        """``PullConsumer.pull_raw`` (undecoded records), blocking."""
+        timeout = (timeout_millis or self.consumer.config.consumer_pull_timeout_millis) / 1000 + _MARGIN
+        return self._call(
+            self.consumer.pull_raw(mq, sub_expression, offset, max_nums, timeout_millis=timeout_millis),
+            timeout,
         )
 
     def pull_block_if_not_found(

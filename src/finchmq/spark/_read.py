@@ -1,19 +1,17 @@
 """The reading half of the source: planning offsets on the driver, pulling a partition on a worker.
 
-Owns: ``SCHEMA``/``ARROW_SCHEMA`` (the source's row layout), ``Planner`` (queue listing and
-offset resolution: earliest, latest, JSON offsets, timestamps), ``read_partition`` (one queue's
-offset range as Arrow record batches) and ``DataLossError``. Imports: ``finchmq.client``,
-pyarrow, pyspark's types.
+Owns: ``SCHEMA`` (the source's row layout), ``Planner`` (queue listing and offset resolution:
+earliest, latest, JSON offsets, timestamps), ``read_partition`` (one queue's offset range as
+Arrow record batches) and ``DataLossError``. Imports: ``finchmq.client``, pyspark's types.
 
 Strategy (``read_partition``): the range ``[start, end)`` is cut into chunks of
-``pullBatchSize`` offsets and up to ``_PULLS_IN_FLIGHT`` pulls run ahead on the client's portal
-loop while this thread turns the previous answer into columns. Answers are consumed in chunk
-order; a chunk the broker answered only in part (its per-pull caps) is continued before the next
-chunk, so rows come out in offset order and each offset at most once. Columns accumulate into
-record batches of ``_ROWS_PER_BATCH`` rows: Arrow arrays are built from whole Python lists (no
-per-row conversion in Spark). Offsets the broker no longer has (segments deleted, queue reset)
-are reported through ``_report_loss``: ``DataLossError`` when ``failOnDataLoss`` (the default),
-else a warning, and the read goes on after them.
+``pullBatchSize`` offsets, and up to ``_PULLS_IN_FLIGHT`` undecoded pulls (``pull_raw``) run
+ahead on the client's portal loop while this thread decodes the previous answer straight into
+columns (``_columns``). Answers are consumed in chunk order; a chunk the broker answered only in
+part (its per-pull caps) is continued before the next chunk, so rows come out in offset order
+and each offset at most once. Columns become record batches of ``_ROWS_PER_BATCH`` rows.
+Offsets the broker no longer has (segments deleted, queue reset) go to ``_report_loss``:
+``DataLossError`` when ``failOnDataLoss`` (the default), else a warning, and the read goes on.
 """
 
 from __future__ import annotations
@@ -38,22 +36,22 @@ from pyspark.sql.types import (
 
 from finchmq.client import (
     BlockingPullConsumer,
-    MessageConst,
     MessageQueue,
     MQClientError,
     MQNetworkError,
     MQTimeoutError,
     NoRouteError,
     Portal,
-    PullResult,
     PullStatus,
 )
+from finchmq.client.api import PullResultExt
 
 from . import _clients
+from ._columns import Columns
 from .options import EARLIEST, LATEST, OffsetSpec, OptionError, QueueKey, ReadOptions
 from .partitions import QueuePartition
 
-__all__ = ["ARROW_SCHEMA", "SCHEMA", "DataLossError", "Planner", "read_partition"]
+__all__ = ["SCHEMA", "DataLossError", "Planner", "read_partition", "tag_set"]
 
 log = logging.getLogger(__name__)
 
@@ -74,38 +72,6 @@ SCHEMA: Final = StructType(
     ]
 )
 
-_TS: Final = pa.timestamp("us", tz="UTC")  # what Spark expects for TimestampType (session tz aside)
-_TS_MS: Final = pa.timestamp("ms", tz="UTC")
-ARROW_SCHEMA: Final = pa.schema(
-    [
-        pa.field("topic", pa.string(), False),
-        pa.field("brokerName", pa.string(), False),
-        pa.field("queueId", pa.int32(), False),
-        pa.field("queueOffset", pa.int64(), False),
-        pa.field("msgId", pa.string(), False),
-        pa.field("keys", pa.string(), True),
-        pa.field("tags", pa.string(), True),
-        pa.field("body", pa.binary(), False),
-        pa.field("properties", pa.map_(pa.string(), pa.string()), False),
-        pa.field("bornTimestamp", _TS, False),
-        pa.field("storeTimestamp", _TS, False),
-        pa.field("reconsumeTimes", pa.int32(), False),
-    ]
-)
-
-# Not in the ``properties`` column: those with a column of their own, those the client adds at
-# pull time (not stored), and the broker's bookkeeping (CLUSTER; WAIT, which batches carry).
-_HIDDEN_PROPERTIES: Final = frozenset(
-    {
-        MessageConst.PROPERTY_TAGS,
-        MessageConst.PROPERTY_KEYS,
-        MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-        MessageConst.PROPERTY_MIN_OFFSET,
-        MessageConst.PROPERTY_MAX_OFFSET,
-        MessageConst.PROPERTY_CLUSTER,
-        MessageConst.PROPERTY_WAIT_STORE_MSG_OK,
-    }
-)
 _PULLS_IN_FLIGHT: Final = 8
 _ROWS_PER_BATCH: Final = 8192
 _MARGIN_S: Final = 5.0
@@ -127,6 +93,12 @@ def _report_loss(opts: ReadOptions, key: QueueKey, lo: int, hi: int, why: str) -
             "failOnDataLoss=false to skip lost offsets and go on."
         )
     log.warning("rocketmq: %s; skipped (failOnDataLoss=false)", what)
+
+
+def tag_set(sub_expression: str) -> frozenset[str] | None:
+    """The tags a ``TagA || TagB`` expression names; None for ``*`` (every message)."""
+    tags = frozenset(t.strip() for t in sub_expression.split("||") if t.strip())
+    return None if not tags or "*" in tags else tags
 
 
 # -- planning (driver) ----------------------------------------------------------------------
@@ -173,10 +145,8 @@ class Planner:
         out: dict[QueueKey, tuple[int, int]] = {}
         try:
             for mq in queues:
-                out[(mq.topic, mq.broker_name, mq.queue_id)] = (
-                    consumer.min_offset(mq),
-                    consumer.max_offset(mq),
-                )
+                key = (mq.topic, mq.broker_name, mq.queue_id)
+                out[key] = (consumer.min_offset(mq), consumer.max_offset(mq))
         except (MQNetworkError, MQTimeoutError) as exc:
             raise self._unreachable(exc) from None
         return out
@@ -201,7 +171,7 @@ class Planner:
             known = ", ".join(_queue_name(k) for k in sorted(bounds)) or "none"
             raise OptionError(
                 spec.option,
-                "...",
+                spec.text,
                 f"queue {_queue_name(unknown[0])} does not exist (the queues read are: {known})",
             )
         out: dict[QueueKey, int] = {}
@@ -241,103 +211,6 @@ class Planner:
 # -- reading (worker) -------------------------------------------------------------------------
 
 
-class _Columns:
-    """Column lists for one queue's rows, flushed into record batches."""
-
-    __slots__ = (
-        "bodies",
-        "born",
-        "broker",
-        "keys",
-        "map_offsets",
-        "msg_ids",
-        "offsets",
-        "prop_keys",
-        "prop_values",
-        "queue_id",
-        "reconsume",
-        "stored",
-        "tags",
-        "topic",
-    )
-
-    def __init__(self, topic: str, broker: str, queue_id: int) -> None:
-        self.topic, self.broker, self.queue_id = topic, broker, queue_id
-        self._reset()
-
-    def _reset(self) -> None:
-        self.offsets: list[int] = []
-        self.msg_ids: list[str] = []
-        self.keys: list[str | None] = []
-        self.tags: list[str | None] = []
-        self.bodies: list[bytes] = []
-        self.map_offsets: list[int] = [0]
-        self.prop_keys: list[str] = []
-        self.prop_values: list[str] = []
-        self.born: list[int] = []
-        self.stored: list[int] = []
-        self.reconsume: list[int] = []
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def add(self, result: PullResult, lo: int, hi: int) -> int:
-        """Add the messages of ``result`` with offsets in ``[lo, hi)``; returns the first offset
-        added (``hi`` if none)."""
-        first = hi
-        hidden = _HIDDEN_PROPERTIES
-        offsets, msg_ids, keys, tags = self.offsets, self.msg_ids, self.keys, self.tags
-        bodies, born, stored, reconsume = self.bodies, self.born, self.stored, self.reconsume
-        map_offsets, prop_keys, prop_values = self.map_offsets, self.prop_keys, self.prop_values
-        for msg in result.msg_found_list:
-            offset = msg.queue_offset
-            if offset < lo or offset >= hi:
-                continue
-            if first == hi:
-                first = offset
-            props = msg.properties
-            offsets.append(offset)
-            msg_ids.append(props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id)
-            keys.append(props.get(MessageConst.PROPERTY_KEYS))
-            tags.append(props.get(MessageConst.PROPERTY_TAGS))
-            bodies.append(msg.body)
-            for name, value in props.items():
-                if name not in hidden:
-                    prop_keys.append(name)
-                    prop_values.append(value)
-            map_offsets.append(len(prop_keys))
-            born.append(msg.born_timestamp)
-            stored.append(msg.store_timestamp)
-            reconsume.append(msg.reconsume_times)
-        return first
-
-    def flush(self) -> pa.RecordBatch:
-        n = len(self.offsets)
-        batch = pa.RecordBatch.from_arrays(
-            [
-                pa.array([self.topic] * n, pa.string()),
-                pa.array([self.broker] * n, pa.string()),
-                pa.array([self.queue_id] * n, pa.int32()),
-                pa.array(self.offsets, pa.int64()),
-                pa.array(self.msg_ids, pa.string()),
-                pa.array(self.keys, pa.string()),
-                pa.array(self.tags, pa.string()),
-                pa.array(self.bodies, pa.binary()),
-                pa.MapArray.from_arrays(
-                    pa.array(self.map_offsets, pa.int32()),
-                    pa.array(self.prop_keys, pa.string()),
-                    pa.array(self.prop_values, pa.string()),
-                ),
-                pa.array(self.born, _TS_MS).cast(_TS),
-                pa.array(self.stored, _TS_MS).cast(_TS),
-                pa.array(self.reconsume, pa.int32()),
-            ],
-            schema=ARROW_SCHEMA,
-        )
-        self._reset()
-        return batch
-
-
 def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     """Pull ``partition``'s offsets and yield them as record batches of ``ARROW_SCHEMA``.
 
@@ -350,18 +223,18 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
     key = partition.key
     mq = MessageQueue(*key)
     end = partition.end
-    columns = _Columns(*key)
+    columns = Columns(*key)
     step = opts.pull_batch_size
     sub = opts.sub_expression
-    unfiltered = sub == "*"
+    tags = tag_set(sub)
     timeout = opts.pull_timeout_ms / 1000 + _MARGIN_S
 
-    def submit(lo: int) -> concurrent.futures.Future[PullResult]:
-        coro = consumer.consumer.pull(mq, sub, lo, step, timeout_millis=opts.pull_timeout_ms)
+    def submit(lo: int) -> concurrent.futures.Future[PullResultExt]:
+        coro = consumer.consumer.pull_raw(mq, sub, lo, step, timeout_millis=opts.pull_timeout_ms)
         return portal.submit(coro)
 
     # (chunk start, chunk end, pull) in offset order; a chunk's continuation goes to the front.
-    inflight: deque[tuple[int, int, concurrent.futures.Future[PullResult]]] = deque()
+    inflight: deque[tuple[int, int, concurrent.futures.Future[PullResultExt]]] = deque()
     chunks = iter(range(partition.start, end, step))
 
     def refill() -> None:
@@ -386,8 +259,8 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
             status = result.pull_status
             nxt = result.next_begin_offset
             if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
-                first = columns.add(result, lo, hi) if status is PullStatus.FOUND else hi
-                if unfiltered and first > lo:
+                first = columns.add(result.body, lo, hi, tags) if status is PullStatus.FOUND else hi
+                if tags is None and first > lo:
                     # Without a tag filter every offset holds a message: a skipped offset is lost.
                     gap_end = min(first, nxt) if status is PullStatus.FOUND else min(nxt, hi)
                     if gap_end > lo:
@@ -415,14 +288,9 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
             future.cancel()
 
 
-def _result(future: concurrent.futures.Future[PullResult], timeout: float) -> PullResult:
+def _result(future: concurrent.futures.Future[PullResultExt], timeout: float) -> PullResultExt:
     try:
         return future.result(timeout)
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise MQTimeoutError(f"pull: no answer within {timeout:.0f}s") from None
-
-
-def offsets_of(bounds: Mapping[QueueKey, tuple[int, int]], which: int) -> dict[QueueKey, int]:
-    """``which`` 0: the min offsets; 1: the max offsets."""
-    return {key: pair[which] for key, pair in bounds.items()}

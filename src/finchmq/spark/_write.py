@@ -18,9 +18,11 @@ first attempt and a consumer can drop duplicates by ``msgId``.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import hashlib
 import logging
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,11 +44,13 @@ from pyspark.sql.types import (
 
 from finchmq.client import (
     BlockingProducer,
+    BrokerBusyError,
     Message,
     MessageConst,
     MessageQueue,
     MQClientError,
     Portal,
+    Producer,
     SendResult,
     select_message_queue_by_hash,
 )
@@ -60,7 +64,10 @@ log = logging.getLogger(__name__)
 
 _BODY_TYPES: Final = (BinaryType, StringType)
 _KEY_TYPES: Final = (StringType, ByteType, ShortType, IntegerType, LongType)
-_MARGIN_S: Final = 30.0
+_BUSY_FIRST_PAUSE_S: Final = 0.02
+_BUSY_MAX_PAUSE_S: Final = 1.0
+_BUSY_BUDGET_S: Final = 60.0
+_MARGIN_S: Final = _BUSY_BUDGET_S + 30.0
 
 
 class SinkError(ValueError):
@@ -175,9 +182,7 @@ class _Sender:
                     self._wait_one()
             while len(self.pending) >= self.opts.max_in_flight:
                 self._wait_one()
-            coro = self.producer.producer.send_batch(
-                chunk, queue=lane.queue, timeout_millis=self.opts.send_timeout_ms
-            )
+            coro = _send_batch(self.producer.producer, chunk, lane.queue, self.opts.send_timeout_ms)
             self.pending.append((lane, self.portal.submit(coro)))
 
     def drain(self) -> None:
@@ -188,6 +193,25 @@ class _Sender:
         for _, future in self.pending:
             future.cancel()
         self.pending.clear()
+
+
+async def _send_batch(
+    producer: Producer, messages: list[Message], queue: MessageQueue | None, timeout_ms: int
+) -> list[SendResult]:
+    """``send_batch``, retried with a growing pause while the broker's flow control refuses it
+    (SYSTEM_BUSY: nothing was stored, so a resend cannot duplicate), for ``_BUSY_BUDGET_S``."""
+    pause = _BUSY_FIRST_PAUSE_S
+    deadline = time.monotonic() + _BUSY_BUDGET_S
+    while True:
+        try:
+            return await producer.send_batch(messages, queue=queue, timeout_millis=timeout_ms)
+        except BrokerBusyError as exc:
+            if time.monotonic() + pause > deadline:
+                exc.add_note(f"rocketmq sink: the broker stayed busy for {_BUSY_BUDGET_S:.0f}s")
+                raise
+            log.debug("rocketmq sink: broker busy (%s), resend in %.0f ms", exc, pause * 1000)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _BUSY_MAX_PAUSE_S)
 
 
 def _bodies(column: pa.Array, first_row: int) -> list[bytes]:

@@ -67,11 +67,12 @@ class OffsetSpec:
     ``kind`` is ``"earliest"``, ``"latest"``, ``"timestamp"`` (``timestamp`` in epoch ms, resolved
     per queue to the first message stored at or after it) or ``"offsets"`` (``offsets`` maps a
     queue to an offset, ``EARLIEST`` or ``LATEST``; queues it does not name use ``default``).
-    ``option`` is the option the spec came from, for error messages.
+    ``option`` and ``text`` are the option the spec came from and its value, for error messages.
     """
 
     kind: Literal["earliest", "latest", "timestamp", "offsets"]
     option: str
+    text: str = ""
     timestamp: int = 0
     offsets: tuple[tuple[QueueKey, int], ...] = ()
     default: Literal["earliest", "latest"] = "earliest"
@@ -204,15 +205,17 @@ def _offset_spec(
     """The timestamp option wins over the offsets option (Spark's Kafka source precedence)."""
     timestamp = _int(options, timestamp_option, None, low=0)
     if timestamp is not None:
-        return OffsetSpec("timestamp", timestamp_option, timestamp=timestamp)
+        return OffsetSpec(
+            "timestamp", timestamp_option, _get(options, timestamp_option) or "", timestamp=timestamp
+        )
     text = _get(options, offsets_option)
     if text is None:
         return OffsetSpec(default, offsets_option)
     lowered = text.strip().lower()
     if lowered == "earliest":
-        return OffsetSpec("earliest", offsets_option)
+        return OffsetSpec("earliest", offsets_option, text)
     if lowered == "latest":
-        return OffsetSpec("latest", offsets_option)
+        return OffsetSpec("latest", offsets_option, text)
     if not text.strip().startswith("{"):
         raise OptionError(
             offsets_option,
@@ -220,7 +223,7 @@ def _offset_spec(
             'expected "earliest", "latest" or {"topic":{"brokerName":{"queueId":offset}}}',
         )
     return OffsetSpec(
-        "offsets", offsets_option, offsets=_offset_json(offsets_option, text, topics), default=default
+        "offsets", offsets_option, text, offsets=_offset_json(offsets_option, text, topics), default=default
     )
 
 

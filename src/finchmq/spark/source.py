@@ -135,17 +135,18 @@ class RocketMQReader(DataSourceReader):
         bounds = planner.bounds(planner.queues())
         start = planner.resolve(self.opts.starting, bounds)
         end = planner.resolve(self.opts.ending, bounds)
-        explicit = self.opts.starting.offset_map()
+        starting, ending = self.opts.starting, self.opts.ending
         for key, begin in start.items():
             if begin > end[key]:
-                if key in explicit or key in self.opts.ending.offset_map():
+                if key in starting.offset_map() or key in ending.offset_map():
+                    spec = starting if key in starting.offset_map() else ending
                     raise OptionError(
-                        "startingOffsets",
-                        "...",
-                        f"queue {key[0]}@{key[1]}:{key[2]}: starting offset {begin} is after the ending "
-                        f"offset {end[key]}",
+                        spec.option,
+                        spec.text,
+                        f"queue {key[0]}@{key[1]}:{key[2]}: the range would start at {begin}, after its "
+                        f"end {end[key]}",
                     )
-                start[key] = end[key]
+                start[key] = end[key]  # timestamps or latest-vs-earliest: an empty range
         return start, end
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -162,14 +163,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     Each micro-batch reads from the previous end to the queues' max offsets, at most
     ``maxOffsetsPerTrigger`` offsets in all (``ReadMaxRows``, split across queues by backlog).
-    A queue that appears later starts at offset 0. After a committed micro-batch, the offsets
-    are stored for ``consumerGroup`` (if set) so RocketMQ's lag monitoring sees the query.
+    A queue that appears later starts at offset 0. After each completed micro-batch, its end
+    offsets are stored for ``consumerGroup`` (if set) so RocketMQ's lag monitoring sees the query.
     """
 
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
         self._target: dict[QueueKey, int] | None = None  # Trigger.AvailableNow's end
         self._latest: dict[QueueKey, int] | None = None
+        self._committed: dict[QueueKey, int] | None = None  # last offsets stored for consumerGroup
 
     def _max_offsets(self) -> dict[QueueKey, int]:
         planner = Planner(self.opts)
@@ -190,6 +192,10 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = from_offset_json(start)
+        # Micro-batches run one after the other: the one that ended at ``start`` is complete
+        # when Spark plans the next. Spark's own commit(end) of a batch comes only when a later
+        # batch with data is planned, so an idle query would show a stale lag without this.
+        self._commit_group(begin)
         latest = self._max_offsets()
         for key, hi in latest.items():
             if hi < begin.get(key, 0):
@@ -224,14 +230,21 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(partition, self.opts)
 
     def commit(self, end: dict[str, Any]) -> None:
+        self._commit_group(from_offset_json(end))
+
+    def _commit_group(self, offsets: dict[QueueKey, int]) -> None:
+        """Store ``offsets`` as ``consumerGroup``'s on the brokers (lag monitoring), once each."""
         group = self.opts.consumer_group
-        if group is None:
+        if group is None or offsets == self._committed:
             return
-        offsets = {MessageQueue(*key): offset for key, offset in from_offset_json(end).items()}
         try:
-            _clients.admin(self.opts.name_server).update_consume_offsets(group, offsets)
+            _clients.admin(self.opts.name_server).update_consume_offsets(
+                group, {MessageQueue(*key): offset for key, offset in offsets.items()}
+            )
         except (MQClientError, TimeoutError) as exc:  # monitoring only: the checkpoint is the truth
             log.warning("rocketmq: committing offsets of group %s failed: %s", group, exc)
+            return
+        self._committed = dict(offsets)
 
     def stop(self) -> None:
         _clients.close_all()

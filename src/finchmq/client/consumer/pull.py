@@ -13,7 +13,7 @@ import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
-from finchmq.client.api import MQClientAPI
+from finchmq.client.api import MQClientAPI, PullResultExt
 from finchmq.client.config import PullConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
 from finchmq.client.instance import MQClientInstance, ServiceState
@@ -76,6 +76,60 @@ class PullAPIWrapper:
         Raises:
             MQClientError: no broker of ``mq.broker_name`` is known; the broker's error answer.
         """
+        ext, addr = await self.pull_kernel_raw(
+            mq,
+            sub_expression,
+            expression_type,
+            sub_version,
+            offset,
+            max_nums,
+            sys_flag,
+            commit_offset,
+            broker_suspend_max_time_millis,
+            timeout_millis,
+        )
+        if ext.pull_status is not PullStatus.FOUND:
+            return PullResult(
+                pull_status=ext.pull_status,
+                next_begin_offset=ext.next_begin_offset,
+                min_offset=ext.min_offset,
+                max_offset=ext.max_offset,
+                suggest_which_broker_id=ext.suggest_which_broker_id,
+            )
+        msgs = MQClientAPI.decode_messages(ext.body, addr)
+        if subscription.tags_set and not subscription.class_filter_mode:
+            tags = frozenset(subscription.tags_set)
+            msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
+        min_text, max_text = str(ext.min_offset), str(ext.max_offset)
+        for msg in msgs:
+            # The decoder made these dicts for us alone; nobody has seen the messages yet.
+            props = msg.properties
+            if isinstance(props, dict):
+                props[MessageConst.PROPERTY_MIN_OFFSET] = min_text
+                props[MessageConst.PROPERTY_MAX_OFFSET] = max_text
+        return PullResult(
+            pull_status=PullStatus.FOUND,
+            next_begin_offset=ext.next_begin_offset,
+            min_offset=ext.min_offset,
+            max_offset=ext.max_offset,
+            msg_found_list=msgs,
+            suggest_which_broker_id=ext.suggest_which_broker_id,
+        )
+
+    async def pull_kernel_raw(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        broker_suspend_max_time_millis: int,
+        timeout_millis: int,
+    ) -> tuple[PullResultExt, str]:
+        """``pull_kernel_impl``'s round trip, undecoded: the answer and the broker's address."""
         instance = self.instance
         found = instance.find_broker_address_in_subscribe(
             mq.broker_name, self.recalculate_pull_from_which_node(mq), False
@@ -104,33 +158,7 @@ class PullAPIWrapper:
         )
         ext = await instance.api.pull_message(found.broker_addr, header, timeout_millis)
         self.update_pull_from_which_node(mq, ext.suggest_which_broker_id)
-        if ext.pull_status is not PullStatus.FOUND:
-            return PullResult(
-                pull_status=ext.pull_status,
-                next_begin_offset=ext.next_begin_offset,
-                min_offset=ext.min_offset,
-                max_offset=ext.max_offset,
-                suggest_which_broker_id=ext.suggest_which_broker_id,
-            )
-        msgs = MQClientAPI.decode_messages(ext.body, found.broker_addr)
-        if subscription.tags_set and not subscription.class_filter_mode:
-            tags = frozenset(subscription.tags_set)
-            msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
-        min_text, max_text = str(ext.min_offset), str(ext.max_offset)
-        for msg in msgs:
-            # The decoder made these dicts for us alone; nobody has seen the messages yet.
-            props = msg.properties
-            if isinstance(props, dict):
-                props[MessageConst.PROPERTY_MIN_OFFSET] = min_text
-                props[MessageConst.PROPERTY_MAX_OFFSET] = max_text
-        return PullResult(
-            pull_status=PullStatus.FOUND,
-            next_begin_offset=ext.next_begin_offset,
-            min_offset=ext.min_offset,
-            max_offset=ext.max_offset,
-            msg_found_list=msgs,
-            suggest_which_broker_id=ext.suggest_which_broker_id,
-        )
+        return ext, found.broker_addr
 
 
 async def send_message_back(
@@ -288,6 +316,24 @@ class PullConsumer:
         expression (``*`` or ``TagA || TagB``); answers at once (no long polling)."""
         return await self._pull_sync(mq, sub_expression, offset, max_nums, False, timeout_millis)
 
+    async def pull_raw(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        *,
+        timeout_millis: int | None = None,
+    ) -> PullResultExt:
+        """``pull`` without decoding: ``body`` holds the stored records as the broker sent them
+        (``finchmq.protocol.message.iter_stored`` reads them), for readers that decode in bulk
+        into a layout of their own (the Spark source). The broker filters by tag hash only, so
+        a reader whose expression names tags must check each record's TAGS (``pull`` does)."""
+        args = self._pull_args(mq, sub_expression, offset, max_nums, False, timeout_millis)
+        assert self._pull_api is not None
+        ext, _ = await self._pull_api.pull_kernel_raw(*args[:-1])
+        return ext
+
     async def pull_block_if_not_found(
         self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int
     ) -> PullResult:
@@ -304,6 +350,20 @@ class PullConsumer:
         block: bool,
         timeout_millis: int | None,
     ) -> PullResult:
+        args = self._pull_args(mq, sub_expression, offset, max_nums, block, timeout_millis)
+        assert self._pull_api is not None
+        return await self._pull_api.pull_kernel_impl(*args)
+
+    def _pull_args(
+        self,
+        mq: MessageQueue,
+        sub_expression: str | None,
+        offset: int,
+        max_nums: int,
+        block: bool,
+        timeout_millis: int | None,
+    ) -> tuple[MessageQueue, str, str | None, int, int, int, int, int, int, int, SubscriptionData]:
+        """Validate a pull; ``pull_kernel_impl``'s arguments."""
         instance = self.instance
         if offset < 0:
             raise ValidationError(f"offset < 0: {offset}")
@@ -319,7 +379,7 @@ class PullConsumer:
             if block
             else (timeout_millis if timeout_millis is not None else self.config.consumer_pull_timeout_millis)
         )
-        return await self._pull_api.pull_kernel_impl(
+        return (
             mq,
             subscription.sub_string,
             subscription.expression_type,

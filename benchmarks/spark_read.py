@@ -1,0 +1,108 @@
+"""Spark reading from and writing to finchmq through the ``rocketmq`` data source.
+
+    python -m benchmarks.spark_read [--rows 400000] [--repeat 3] [--cores 2] [--only write read]
+
+A ``finchmq server`` runs in its own process (ASYNC_FLUSH, fresh data directory); Spark runs in
+local mode (``local[2]`` by default) in this one. Rows have 1 KiB bodies; the topic has 8 queues.
+    write   spark.range(N) with a 1 KiB body column, df.write.format("rocketmq"): rows/s
+    read    spark.read.format("rocketmq") of the whole topic into Spark's ``noop`` sink (every
+            column materialised, nothing else done): rows/s; then a ``count()`` check
+Each case runs ``--repeat`` times (reads re-read the same rows; writes go to a fresh topic each
+time) and prints the best rate and the spread, with the CPU seconds the broker process used.
+Targets (issue 7, 2-core machine): read >= 100,000 rows/s, write >= 30,000 rows/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from benchmarks._server import ServerProcess
+from finchmq.client import BlockingAdminClient
+from finchmq.spark import local_session
+
+QUEUES = 8
+BODY_BYTES = 1024
+
+
+def _create_topic(namesrv: str, topic: str) -> None:
+    with BlockingAdminClient(namesrv_addr=namesrv) as admin:
+        admin.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+
+
+def _write(spark: Any, namesrv: str, topic: str, rows: int) -> float:
+    df = spark.range(rows).selectExpr(
+        f"cast(concat(cast(id as string), repeat('x', {BODY_BYTES} - length(cast(id as string)))) as binary)"
+        " as body"
+    )
+    t0 = time.perf_counter()
+    df.write.format("rocketmq").option("nameServer", namesrv).option("topic", topic).mode("append").save()
+    return time.perf_counter() - t0
+
+
+def _read(spark: Any, namesrv: str, topic: str) -> float:
+    df = spark.read.format("rocketmq").option("nameServer", namesrv).option("topic", topic).load()
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def _report(name: str, rows: int, seconds: list[float], cpu: list[float]) -> None:
+    rates = [rows / s for s in seconds]
+    spread = ", ".join(f"{r:,.0f}" for r in rates)
+    cpu_text = ", ".join(f"{c:.1f}" for c in cpu)
+    print(
+        f"{name:<6} {rows:>9,} rows  best {max(rates):>9,.0f} rows/s "
+        f"({max(rates) * BODY_BYTES / 2**20:,.1f} MiB/s of bodies)  runs: {spread}  broker CPU s: {cpu_text}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=400_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--only", nargs="*", choices=["write", "read"], default=["write", "read"])
+    args = parser.parse_args()
+    with ServerProcess() as server:
+        namesrv = server.namesrv_addr
+        spark = local_session("finchmq-bench", cores=args.cores)
+        try:
+            warm = "SparkWarmup"
+            _create_topic(namesrv, warm)
+            _write(spark, namesrv, warm, 2_000)  # start the Python workers, connect, route
+            _read(spark, namesrv, warm)
+            source = "SparkBench0"
+            times: list[float] = []
+            cpu: list[float] = []
+            for run in range(args.repeat if "write" in args.only else 1):
+                topic = f"SparkBench{run}"
+                _create_topic(namesrv, topic)
+                before = server.cpu_seconds()
+                times.append(_write(spark, namesrv, topic, args.rows))
+                cpu.append(server.cpu_seconds() - before)
+            if "write" in args.only:
+                _report("write", args.rows, times, cpu)
+            if "read" in args.only:
+                times, cpu = [], []
+                for _ in range(args.repeat):
+                    before = server.cpu_seconds()
+                    times.append(_read(spark, namesrv, source))
+                    cpu.append(server.cpu_seconds() - before)
+                _report("read", args.rows, times, cpu)
+                df = (
+                    spark.read.format("rocketmq").option("nameServer", namesrv).option("topic", source).load()
+                )
+                count = df.count()
+                if count != args.rows:
+                    raise SystemExit(f"read {count} rows, wrote {args.rows}")
+        finally:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main()

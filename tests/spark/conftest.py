@@ -1,0 +1,128 @@
+"""Shared set-up of the Spark tests: one local-mode SparkSession and one embedded finchmq server
+for the whole suite (Spark takes ~15 s to start), topic names from the test id, and helpers to
+fill queues with known messages.
+
+Spark's Python workers are separate processes; they reach the embedded broker on loopback.
+Tests that need a server of their own (small segments for data loss) start one with
+``finchmq_server_factory``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install 'finchmq[spark]'")
+
+from finchmq.client import BlockingAdminClient, BlockingProducer, Message, MessageQueue
+from finchmq.spark import local_session
+from finchmq.testing import EmbeddedServer
+
+# The broker sheds sends queued for half of waitTimeMillsInSendQueue; Spark and the broker share
+# two cores here, so that is raised to keep tests about other things free of SYSTEM_BUSY.
+BROKER = {"waitTimeMillsInSendQueue": "5000"}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    session = local_session("finchmq-tests", cores=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    with EmbeddedServer(tmp_path_factory.mktemp("spark-broker"), BROKER) as embedded:
+        yield embedded
+
+
+@pytest.fixture(scope="session")
+def namesrv(server: EmbeddedServer) -> str:
+    return server.namesrv_addr
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> str:
+    """A topic/group-safe name derived from the test id."""
+    base = re.sub(r"[^a-zA-Z0-9_-]", "_", request.node.name)[:50]
+    return f"{base}_{time.monotonic_ns() % 1_000_000}"
+
+
+@dataclass
+class Sent:
+    """What ``fill`` stored: queue id -> list of (offset, body, tags, keys, properties)."""
+
+    topic: str
+    rows: dict[int, list[tuple[int, bytes, str | None, str | None, dict[str, str]]]] = field(
+        default_factory=dict
+    )
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.rows.values())
+
+    def keys(self) -> set[tuple[int, int]]:
+        return {(q, row[0]) for q, rows in self.rows.items() for row in rows}
+
+
+def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
+    with BlockingAdminClient(namesrv_addr=namesrv) as admin:
+        admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
+    deadline = time.monotonic() + 10
+    with BlockingAdminClient(namesrv_addr=namesrv) as admin:
+        while True:  # the broker registers the new topic with the name server right away
+            route = admin.topic_route(topic)
+            if route.queue_datas and route.queue_datas[0].read_queue_nums == queues:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {topic} has no route with {queues} queues")
+            time.sleep(0.05)
+
+
+def fill(
+    namesrv: str,
+    topic: str,
+    per_queue: int,
+    queues: int = 4,
+    *,
+    body: Callable[[int, int], bytes] = lambda q, i: f"q{q}-m{i}".encode(),
+    tags: Callable[[int, int], str | None] = lambda q, i: None,
+    keys: Callable[[int, int], str | None] = lambda q, i: None,
+    props: Callable[[int, int], dict[str, str]] = lambda q, i: {},
+    sent: Sent | None = None,
+) -> Sent:
+    """Send ``per_queue`` messages to each of ``queues`` queues (in batches, to the queue), so
+    offsets are known: message ``i`` of queue ``q`` is at offset ``i`` (plus what was there)."""
+    sent = sent or Sent(topic)
+    with BlockingProducer(f"fill_{abs(hash(topic)) % 10**8}", namesrv_addr=namesrv) as producer:
+        for q in range(queues):
+            mq = MessageQueue(topic, "broker-a", q)
+            msgs = [
+                Message.create(topic, body(q, i), tags=tags(q, i), keys=keys(q, i), properties=props(q, i))
+                for i in range(per_queue)
+            ]
+            base = None
+            for lo in range(0, per_queue, 200):
+                result = producer.send_batch(msgs[lo : lo + 200], queue=mq)[0]
+                base = result.queue_offset - lo if base is None else base
+            rows = sent.rows.setdefault(q, [])
+            for i, msg in enumerate(msgs):
+                rows.append((base + i if base is not None else i, msg.body, msg.tags, msg.keys, props(q, i)))
+    return sent
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout}s")
+        time.sleep(0.2)
+
+
+def checkpoint(tmp_path: Path, name: str = "checkpoint") -> str:
+    return str(tmp_path / name)

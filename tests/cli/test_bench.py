@@ -4,6 +4,7 @@ RocketMQ's progress labels or JSON lines, and the messages they count really are
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -85,6 +86,23 @@ def test_producer_text_uses_rocketmq_labels_and_batches(
     assert f"{stored:,} messages in" in out
     assert main([*argv, "-t", "BenchCount", "-q", "200", "-d", "0"]) == 0
     assert _stored(server, "BenchCount") == 200  # -q stops at exactly 200 (20 batches)
+
+
+@pytest.mark.parametrize("mode", ["async", "oneway"])
+def test_producer_async_and_oneway_modes(
+    server: EmbeddedServer, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    topic = f"BenchMode{mode}"
+    argv = ["bench", "producer", "-n", server.namesrv_addr, "-t", topic, "-m", mode, "-w", "4"]
+    assert main([*argv, "-d", "1", "--json"]) == 0
+    _, summary = _json_lines(capsys.readouterr().out)
+    assert summary["mode"] == mode and summary["messages"] > 0
+    assert summary["elapsed"] < 3  # a oneway send that never suspends must not outlive -d
+    if mode == "async":
+        assert _stored(server, topic) == summary["messages"]
+    else:  # written to the socket; a broker whose send queue is full drops oneway requests unanswered
+        time.sleep(0.5)
+        assert 0 < _stored(server, topic) <= summary["messages"]
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])

@@ -344,11 +344,13 @@ async def closed_loop(
     seconds (after the warm-up)."""
     stop = stop or asyncio.Event()
     issued = 0
+    # the workers check the deadline too: a send that never suspends would starve the timer
+    deadline = time.monotonic() + warmup + duration if duration > 0 else math.inf
 
     async def worker() -> None:
         nonlocal issued
         while not stop.is_set():
-            if max_messages and issued >= max_messages:
+            if (max_messages and issued >= max_messages) or time.monotonic() >= deadline:
                 stop.set()
                 return
             issued += messages_per_call
@@ -507,6 +509,7 @@ async def _producer(args: argparse.Namespace, report: Report) -> int:
 
     async def send_oneway() -> int:
         await producer.send_oneway(message())
+        await asyncio.sleep(0)  # send_oneway may not suspend: let the loop run I/O and timers
         return 1
 
     async def send_batch() -> int:
@@ -865,7 +868,8 @@ def add_bench_parser(commands: Any) -> None:
     )
     producer.add_argument(
         "-m", "--mode", choices=["sync", "async", "oneway"], default="sync",
-        help="send API: sync (await the answer), async (send_async future), oneway (no answer)",
+        help="send API: sync (await the answer), async (send_async future), oneway (no answer: counts "
+        "what was written; a broker whose send queue is full drops oneway requests, as RocketMQ does)",
     )  # fmt: skip
     producer.add_argument("-g", "--group", default="benchmark_producer", help="producer group")
     producer.add_argument("--tag", default="", help="tag of every message (default none)")

@@ -4,6 +4,7 @@ time once a rebalance settles, and duplicates happen only around a rebalance."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections import defaultdict
 from typing import Any
@@ -115,19 +116,21 @@ async def test_queues_move_between_members_without_loss(namesrv: str, name: str)
         assert sorted(owners) == list(range(8)), f"at {t}: {snapshot}"
 
     # and only that member consumes it
+    times = [t for t, _ in samples]
     for when, tag, queue_id, _ in consumed:
         if not settled(when):
             continue
-        holders = [s for t, s in samples if abs(t - when) < 0.06]
-        assert any(queue_id in s.get(tag, set()) for s in holders), (
+        i = bisect.bisect_right(times, when)
+        around = [samples[j][1] for j in (i - 1, i) if 0 <= j < len(samples)]  # the samples either side
+        assert any(queue_id in s.get(tag, set()) for s in around), (
             f"{tag} consumed queue {queue_id} it did not hold"
         )
 
     # duplicates only around a rebalance
-    times: dict[tuple[int, int], list[float]] = defaultdict(list)
+    by_message: dict[tuple[int, int], list[float]] = defaultdict(list)
     for when, _, queue_id, offset in consumed:
-        times[(queue_id, offset)].append(when)
-    duplicates = {k: sorted(v) for k, v in times.items() if len(v) > 1}
+        by_message[(queue_id, offset)].append(when)
+    duplicates = {k: sorted(v) for k, v in by_message.items() if len(v) > 1}
     for key, when in duplicates.items():
         assert not settled(when[-1]) or any(c <= when[-1] <= c + 2 * SETTLE for c in changes), (
             f"duplicate {key} consumed at {when}, far from any rebalance {changes}"

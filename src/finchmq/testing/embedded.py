@@ -20,17 +20,23 @@ from finchmq.store import MessageStoreConfig
 __all__ = ["EmbeddedServer"]
 
 _TEST_SEGMENT = 64 * 1024 * 1024  # smaller than RocketMQ's 1 GiB: tests create many stores
-# Test machines are often busy with the tests themselves; a send that waits 200 ms in the queue
-# there is not overload. Flow-control tests set these back to what they study.
-_TEST_DEFAULTS = {"waitTimeMillsInSendQueue": "3000"}
+_TEST_DEFAULTS = {
+    # Test machines are often busy with the tests themselves; a send that waits 200 ms in the
+    # queue there is not overload. Flow-control tests set this back to what they study.
+    "waitTimeMillsInSendQueue": "3000",
+    # RocketMQ's index file (5M slots, 20M entries) is ~420 MB allocated up front; a test's is 8 MB.
+    "maxHashSlotNum": "100000",
+    "maxIndexNum": "400000",
+}
 
 
 class EmbeddedServer:
     """A running name server and broker on 127.0.0.1; use as a context manager or start/stop.
 
     ``broker_properties`` are ``broker.conf`` keys (e.g. ``{"messageDelayLevel": "1s 2s"}``);
-    they override the test-friendly defaults (64 MiB commit-log segments, ASYNC_FLUSH,
-    ``waitTimeMillsInSendQueue=3000`` so a busy test machine is not mistaken for overload).
+    they override the test-friendly defaults (64 MiB commit-log segments, an 8 MB index file,
+    ASYNC_FLUSH, ``waitTimeMillsInSendQueue=3000`` so a busy test machine is not mistaken for
+    overload).
     """
 
     def __init__(self, data_dir: Path, broker_properties: Mapping[str, str] | None = None) -> None:

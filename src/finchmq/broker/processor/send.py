@@ -130,7 +130,7 @@ class SendMessageProcessor(BrokerProcessor):
 
     # -- checks -----------------------------------------------------------------------------
 
-    def _msg_check(
+    async def _msg_check(
         self,
         ctx: RemotingContext,
         request: RemotingCommand,
@@ -165,6 +165,9 @@ class SendMessageProcessor(BrokerProcessor):
                 return request.make_response(
                     ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
                 ), 0
+            # As Java: the name servers learn the new topic before the producer gets its answer,
+            # so a route query that follows this send finds it.
+            await c.register_broker_all()
         if not PermName.is_writeable(topic_config.perm):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
@@ -186,7 +189,7 @@ class SendMessageProcessor(BrokerProcessor):
         header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
     ) -> RemotingCommand | None:
         c = self.controller
-        error, write_queue_nums = self._msg_check(ctx, request, header)
+        error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:
             return error
         queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
@@ -335,7 +338,7 @@ class SendMessageProcessor(BrokerProcessor):
         header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
     ) -> RemotingCommand | None:
         c = self.controller
-        error, write_queue_nums = self._msg_check(ctx, request, header)
+        error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:
             return error
         if len(header.topic.encode()) > 127:

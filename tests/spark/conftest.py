@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install 'finchmq[spark]'")
 
-from finchmq.client import BlockingAdminClient, BlockingProducer, Message, MessageQueue
+from finchmq.client import BlockingAdminClient, BlockingProducer, Message, MessageQueue, NoRouteError
 from finchmq.spark import local_session
 from finchmq.testing import EmbeddedServer
 
@@ -31,7 +31,7 @@ BROKER = {"waitTimeMillsInSendQueue": "5000"}
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    session = local_session("finchmq-tests", cores=2)
+    session = local_session("finchmq-tests", cores=2, task_attempts=2)  # one retry: see test_write
     yield session
     session.stop()
 
@@ -76,8 +76,11 @@ def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
     deadline = time.monotonic() + 10
     with BlockingAdminClient(namesrv_addr=namesrv) as admin:
         while True:  # the broker registers the new topic with the name server right away
-            route = admin.topic_route(topic)
-            if route.queue_datas and route.queue_datas[0].read_queue_nums == queues:
+            try:
+                route = admin.topic_route(topic)
+            except NoRouteError:
+                route = None
+            if route is not None and route.queue_datas and route.queue_datas[0].read_queue_nums == queues:
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"topic {topic} has no route with {queues} queues")
@@ -95,6 +98,7 @@ def fill(
     keys: Callable[[int, int], str | None] = lambda q, i: None,
     props: Callable[[int, int], dict[str, str]] = lambda q, i: {},
     sent: Sent | None = None,
+    batch: int = 200,
 ) -> Sent:
     """Send ``per_queue`` messages to each of ``queues`` queues (in batches, to the queue), so
     offsets are known: message ``i`` of queue ``q`` is at offset ``i`` (plus what was there)."""
@@ -107,8 +111,8 @@ def fill(
                 for i in range(per_queue)
             ]
             base = None
-            for lo in range(0, per_queue, 200):
-                result = producer.send_batch(msgs[lo : lo + 200], queue=mq)[0]
+            for lo in range(0, per_queue, batch):
+                result = producer.send_batch(msgs[lo : lo + batch], queue=mq)[0]
                 base = result.queue_offset - lo if base is None else base
             rows = sent.rows.setdefault(q, [])
             for i, msg in enumerate(msgs):

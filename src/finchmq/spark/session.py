@@ -14,9 +14,16 @@ from typing import Any
 __all__ = ["local_session"]
 
 
-def local_session(app_name: str = "finchmq", *, cores: int = 2, log_level: str = "ERROR", **conf: str) -> Any:
-    """``SparkSession`` on ``local[cores]``: UI off, ``spark.sql.shuffle.partitions=cores``, UTC,
-    ``rocketmq`` registered. ``conf`` adds Spark settings (``spark.foo.bar`` keys).
+def local_session(
+    app_name: str = "finchmq",
+    *,
+    cores: int = 2,
+    task_attempts: int = 1,
+    log_level: str = "ERROR",
+    conf: dict[str, str] | None = None,
+) -> Any:
+    """``SparkSession`` on ``local[cores,task_attempts]``: UI off, ``spark.sql.shuffle.partitions``
+    = ``cores``, UTC, ``rocketmq`` registered. ``conf`` adds Spark settings.
     """
     from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark is imported only when asked for
 
@@ -32,9 +39,9 @@ def local_session(app_name: str = "finchmq", *, cores: int = 2, log_level: str =
         "spark.default.parallelism": str(cores),
         "spark.sql.session.timeZone": "UTC",
         "spark.log.level": log_level,
-        **conf,
+        **(conf or {}),
     }
-    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    builder = SparkSession.builder.master(f"local[{cores},{task_attempts}]").appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

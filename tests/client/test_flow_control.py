@@ -66,7 +66,9 @@ async def sample(consumer: PushConsumer, topic: str, seconds: float) -> list[tup
     return samples
 
 
-async def test_message_count_threshold_pauses_pulling(namesrv: str, name: str) -> None:
+async def test_message_count_threshold_pauses_pulling(
+    namesrv: str, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
     await create_topic(namesrv, name, 1)
     await fill(namesrv, name, 400)
     c, done = slow_consumer(
@@ -86,6 +88,10 @@ async def test_message_count_threshold_pauses_pulling(namesrv: str, name: str) -
     assert max(s[0] for s in samples) > 20, "the threshold was reached"
     assert flow_controlled > 10, "pulls were delayed (50 ms each)"
     assert 50 < len(done) < 250, "consumption went on at the listener's pace"
+    warnings = [
+        r for r in caplog.records if "the cached message count exceeds the threshold" in r.getMessage()
+    ]
+    assert len(warnings) == (flow_controlled + 999) // 1000, "one warning per 1,000 flow-controlled pulls"
 
 
 async def test_message_size_threshold_pauses_pulling(namesrv: str, name: str) -> None:

@@ -4,6 +4,7 @@ route refresh, offline-broker clean-up, the inner producer; shut down by the las
 from __future__ import annotations
 
 from finchmq.client import (
+    AdminClient,
     ConsumeConcurrentlyStatus,
     Message,
     MessageModel,
@@ -84,3 +85,29 @@ async def test_find_broker_helpers(namesrv: str, name: str) -> None:
         admin = instance.find_broker_address_in_admin("broker-a")
         assert admin is not None and admin.broker_addr == master
         assert await instance.max_offset(MessageQueue(name, "broker-a", 0)) >= 0
+
+
+async def test_an_unreachable_name_server_is_skipped(namesrv: str, name: str) -> None:
+    dead = "127.0.0.1:1"
+    async with Producer("pg", namesrv_addr=f"{dead};{namesrv}", instance_name="failover") as p:
+        for _ in range(3):  # whichever the shuffled list tries first, the live one answers
+            assert (await p.send(Message(name, b"x"))).send_status.name == "SEND_OK"
+            await p.instance.update_topic_route_info_from_name_server(name)
+        assert set(p.instance.api.name_server_address_list) == {dead, namesrv}
+
+
+async def test_running_info_with_its_jstack(namesrv: str, name: str) -> None:
+    consumer = PushConsumer("cg_info", namesrv_addr=namesrv, instance_name="info", **FAST_CLIENT)
+    consumer.subscribe(name, "TagA")
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    async with consumer:
+        info = consumer.instance.consumer_running_info("cg_info")
+        assert consumer.instance.consumer_running_info("no-such-group") is None
+        await wait_until(lambda: len(consumer.rebalance.process_queue_table) > 0)
+        async with AdminClient(namesrv_addr=namesrv) as admin:
+            dumped = await admin.consumer_running_info("cg_info", consumer.client_id, jstack=True)
+    assert dumped.jstack is not None and "finchmq-instance" in dumped.jstack, "asyncio tasks, Java's jstack"
+    assert info is not None
+    assert info.properties["consumeFromWhere"] == "CONSUME_FROM_LAST_OFFSET"
+    assert info.properties["PROP_CLIENT_VERSION"].startswith("finchmq-")
+    assert {(s.topic, s.sub_string) for s in info.subscription_set} >= {(name, "TagA")}

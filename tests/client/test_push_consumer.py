@@ -27,6 +27,7 @@ from finchmq.client import (
     MQClientError,
     OffsetStore,
     Producer,
+    PullConsumer,
     PushConsumer,
     ReadOffsetType,
 )
@@ -73,11 +74,18 @@ async def test_consumes_every_matching_message_and_subscribes_the_retry_topic(
     for tag in ("TagA", "TagB", "TagC"):
         await produce(namesrv, name, 10, tags=tag, prefix=tag)
     rec = Recorder()
-    c = consumer(namesrv, f"g_{name}", consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    c = consumer(
+        namesrv,
+        f"g_{name}",
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        broker_suspend_max_time_millis=1000,  # the empty answer that moves the offset comes after 1 s
+    )
     c.subscribe(name, "TagA || TagB")
     c.register_message_listener(rec)
     async with c:
         await wait_until(lambda: len(rec.msgs) >= 20)
+        # the TagC messages count as consumed too (correctTagsOffset): the offsets pass them
+        await wait_until(lambda: sum(c.offset_store.clone_offset_table(name).values()) == 30)
         await asyncio.sleep(0.3)
         async with AdminClient(namesrv_addr=namesrv) as admin:
             conn = await admin.consumer_connection(f"g_{name}")
@@ -602,3 +610,48 @@ async def test_thread_pool_grows_with_the_backlog_and_shrinks_back(namesrv: str,
         for _ in range(5):
             c.adjust_thread_pool()
         assert service.core_pool_size == 2, "down to consume_thread_min"
+
+
+async def test_delay_level_minus_one_sends_a_failure_straight_to_the_dlq(
+    server: EmbeddedServer, namesrv: str, name: str
+) -> None:
+    await produce(namesrv, name, 1, prefix="doomed")
+    seen: list[str] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.body.decode() for m in msgs)
+        ctx.delay_level_when_next_consume = -1
+        return LATER
+
+    group = f"g_{name}"
+    c = consumer(namesrv, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    c.subscribe(name)
+    c.register_message_listener(listener)
+    assert server.broker is not None
+    store = server.broker.store
+    async with c:
+        await wait_until(lambda: store.get_max_offset_in_queue(f"%DLQ%{group}", 0) == 1, timeout=10)
+        await asyncio.sleep(1.5)  # a retry would be back by now (1 s delay levels)
+    assert seen == ["doomed0"], "no retry: dead-lettered at once"
+
+
+async def test_an_illegal_committed_offset_is_corrected(
+    server: EmbeddedServer, namesrv: str, name: str
+) -> None:
+    """OFFSET_ILLEGAL: the queue is dropped, its offset fixed 10 s later, and consumption resumes."""
+    await create_topic(namesrv, name, 1)
+    group = f"g_{name}"
+    mq = MessageQueue(name, "broker-a", 0)
+    await produce(namesrv, name, 3)
+    async with PullConsumer(group, namesrv_addr=namesrv, instance_name="bad-offset") as pull:
+        pull.update_consume_offset(mq, 500)  # far beyond the 3 messages
+    rec = Recorder()
+    c = consumer(namesrv, group)
+    c.subscribe(name)
+    c.register_message_listener(rec)
+    async with c:
+        await wait_until(lambda: mq in c.rebalance.process_queue_table)
+        first = c.rebalance.process_queue_table[mq]
+        await wait_until(lambda: first.dropped, timeout=5)
+        await wait_until(lambda: len(rec.msgs) >= 3, timeout=20)
+    assert sorted(rec.bodies()) == ["m0", "m1", "m2"], "restarted at the broker's suggested offset"

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import io
 import logging
 import os
 import time
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final, Protocol
 
 from finchmq import __version__
@@ -614,8 +616,6 @@ class MQClientInstance:
 
 def _with_queue_nums(route: TopicRouteData, nums: int) -> TopicRouteData:
     """The default route with each broker's queue count capped at ``defaultTopicQueueNums``."""
-    from dataclasses import replace  # noqa: PLC0415 - only here
-
     queues = tuple(
         replace(
             qd,
@@ -712,12 +712,8 @@ class ClientRemotingProcessor:
 
 def _with_jstack(info: ConsumerRunningInfo) -> ConsumerRunningInfo:
     """Java puts a thread dump in ``jstack``; here, the asyncio tasks' stacks."""
-    import io  # noqa: PLC0415 - diagnostics only
-
     out = io.StringIO()
     for task in asyncio.all_tasks():
         print(f"--- {task.get_name()} (pid {os.getpid()})", file=out)
         task.print_stack(limit=8, file=out)
-    from dataclasses import replace  # noqa: PLC0415
-
     return replace(info, jstack=out.getvalue())

@@ -28,7 +28,8 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
-from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.topics import retry_topic
 
 from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 
@@ -175,9 +176,6 @@ async def send_message_back(
     Raises:
         MQClientError: both ways failed.
     """
-    from finchmq.protocol.message import Message  # noqa: PLC0415 - keep the import list short
-    from finchmq.protocol.topics import retry_topic  # noqa: PLC0415
-
     addr = instance.find_broker_address_in_publish(broker_name) if broker_name else None
     if addr is None:
         addr = str(msg.store_host)

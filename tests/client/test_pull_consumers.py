@@ -9,6 +9,7 @@ import time
 import pytest
 
 from finchmq.client import (
+    AdminClient,
     ClientStateError,
     ConsumeFromWhere,
     LitePullConsumer,
@@ -17,6 +18,7 @@ from finchmq.client import (
     PullStatus,
     ValidationError,
 )
+from finchmq.protocol.message import iter_stored
 from finchmq.testing import EmbeddedServer
 
 from .conftest import FAST_CLIENT, create_topic, produce, wait_until
@@ -163,3 +165,27 @@ async def test_lite_pull_members_share_the_queues(namesrv: str, name: str) -> No
         got_a, got_b = await asyncio.gather(poll_all(a, 40, timeout=4), poll_all(b, 40, timeout=4))
     assert sorted(got_a + got_b) == sorted(f"m{i}" for i in range(40))
     assert got_a and got_b
+
+
+async def test_pull_raw_returns_the_stored_records_undecoded(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 1)
+    await produce(namesrv, name, 4, tags="TagA")
+    mq = MessageQueue(name, "broker-a", 0)
+    async with pull_consumer(namesrv) as c:
+        raw = await c.pull_raw(mq, "*", 1, 32)
+        decoded = await c.pull(mq, "*", 1, 32)
+    assert raw.pull_status is PullStatus.FOUND and raw.next_begin_offset == decoded.next_begin_offset == 4
+    records = list(iter_stored(raw.body))
+    assert [r.body for r in records] == [m.body for m in decoded.msg_found_list] == [b"m1", b"m2", b"m3"]
+
+
+async def test_admin_stores_offsets_for_a_group_that_keeps_them_elsewhere(namesrv: str, name: str) -> None:
+    await create_topic(namesrv, name, 2)
+    await produce(namesrv, name, 10)
+    group = f"g_{name}"
+    mqs = [MessageQueue(name, "broker-a", q) for q in (0, 1)]
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        await admin.update_consume_offsets(group, {mqs[0]: 2, mqs[1]: 3})
+        stats = await admin.consume_stats(group, name)
+    assert {mq: w.consumer_offset for mq, w in stats.offset_table.items()} == {mqs[0]: 2, mqs[1]: 3}
+    assert stats.compute_total_diff() == 5

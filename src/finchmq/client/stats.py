@@ -57,43 +57,44 @@ class _Series:
 
 
 class ConsumerStatsManager:
-    """Counters keyed by ``topic@group`` (Java's keys)."""
+    """Counters keyed by statistic, topic and group (Java's ``topic@group`` keys)."""
 
     def __init__(self) -> None:
-        self._series: dict[tuple[str, str], _Series] = {}
+        self._series: dict[tuple[str, str, str], _Series] = {}
 
-    def _get(self, kind: str, key: str) -> _Series:
-        series = self._series.get((kind, key))
+    def _add(self, kind: str, topic: str, group: str, value: float, count: int) -> None:
+        key = (kind, topic, group)
+        series = self._series.get(key)
         if series is None:
-            series = self._series[(kind, key)] = _Series()
-        return series
+            series = self._series[key] = _Series()
+        series.add(value, count)
 
     def inc_pull_rt(self, group: str, topic: str, rt_ms: float) -> None:
-        self._get("PULL_RT", f"{topic}@{group}").add(rt_ms, 1)
+        self._add("PULL_RT", topic, group, rt_ms, 1)
 
     def inc_pull_tps(self, group: str, topic: str, msgs: int) -> None:
-        self._get("PULL_TPS", f"{topic}@{group}").add(msgs, 1)
+        self._add("PULL_TPS", topic, group, msgs, 1)
 
     def inc_consume_rt(self, group: str, topic: str, rt_ms: float) -> None:
-        self._get("CONSUME_RT", f"{topic}@{group}").add(rt_ms, 1)
+        self._add("CONSUME_RT", topic, group, rt_ms, 1)
 
     def inc_consume_ok_tps(self, group: str, topic: str, msgs: int) -> None:
         if msgs:
-            self._get("CONSUME_OK_TPS", f"{topic}@{group}").add(msgs, 1)
+            self._add("CONSUME_OK_TPS", topic, group, msgs, 1)
 
     def inc_consume_failed_tps(self, group: str, topic: str, msgs: int) -> None:
         if msgs:
-            self._get("CONSUME_FAILED_TPS", f"{topic}@{group}").add(msgs, 1)
+            self._add("CONSUME_FAILED_TPS", topic, group, msgs, 1)
 
-    def _tps(self, kind: str, key: str) -> float:
-        series = self._series.get((kind, key))
+    def _tps(self, kind: str, topic: str, group: str) -> float:
+        series = self._series.get((kind, topic, group))
         if series is None:
             return 0.0
         total, _, elapsed = series.window(_MINUTE)
         return total / elapsed
 
-    def _rt(self, kind: str, key: str) -> float:
-        series = self._series.get((kind, key))
+    def _rt(self, kind: str, topic: str, group: str) -> float:
+        series = self._series.get((kind, topic, group))
         if series is None:
             return 0.0
         total, count, _ = series.window(_MINUTE)
@@ -101,14 +102,14 @@ class ConsumerStatsManager:
 
     def consume_status(self, group: str, topic: str) -> ConsumeStatus:
         """Java ``ConsumerStatsManager.consumeStatus``."""
-        key = f"{topic}@{group}"
-        failed = self._series.get(("CONSUME_FAILED_TPS", key))
+        key = (topic, group)
+        failed = self._series.get(("CONSUME_FAILED_TPS", topic, group))
         failed_hour = int(failed.window(_HOUR)[0]) if failed is not None else 0
         return ConsumeStatus(
-            pull_rt=self._rt("PULL_RT", key),
-            pull_tps=self._tps("PULL_TPS", key),
-            consume_rt=self._rt("CONSUME_RT", key),
-            consume_ok_tps=self._tps("CONSUME_OK_TPS", key),
-            consume_failed_tps=self._tps("CONSUME_FAILED_TPS", key),
+            pull_rt=self._rt("PULL_RT", *key),
+            pull_tps=self._tps("PULL_TPS", *key),
+            consume_rt=self._rt("CONSUME_RT", *key),
+            consume_ok_tps=self._tps("CONSUME_OK_TPS", *key),
+            consume_failed_tps=self._tps("CONSUME_FAILED_TPS", *key),
             consume_failed_msgs=failed_hour,
         )

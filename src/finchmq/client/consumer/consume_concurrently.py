@@ -131,10 +131,11 @@ class ConsumeMessageConcurrentlyService:
         if self._stopped:
             return
         request.process_queue.in_flight += 1
-        if isinstance(self.executor, AsyncConsumeExecutor):
-            self.executor.submit(lambda: self._run_async(request), lambda _r, e: self._finish(request, e))
+        executor = self.executor
+        if isinstance(executor, AsyncConsumeExecutor):
+            executor.submit(self._run_async, request, self._finish)
         else:
-            self.executor.submit(lambda: self._run_blocking(request), lambda _r, e: self._finish(request, e))
+            executor.submit(self._run_blocking, request, self._finish)
 
     def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.tasks.call_later(
@@ -197,7 +198,7 @@ class ConsumeMessageConcurrentlyService:
             )
         self._after(request, status, hook_context)
 
-    def _finish(self, request: _ConsumeRequest, exc: BaseException | None) -> None:
+    def _finish(self, request: _ConsumeRequest, _result: object, exc: BaseException | None) -> None:
         pq = request.process_queue
         pq.in_flight -= 1
         if exc is not None:
@@ -313,7 +314,7 @@ class ConsumeMessageConcurrentlyService:
             if isinstance(self.executor, AsyncConsumeExecutor):
                 status = await self.listener(msgs, context)
             else:
-                status = await self.executor.run(lambda: self.listener(msgs, context))
+                status = await self.executor.run(self.listener, msgs, context)
         except Exception as exc:
             result = CMResult.CR_THROW_EXCEPTION
             remark = f"{type(exc).__name__}: {exc}"

@@ -338,7 +338,7 @@ class ConsumeMessageOrderlyService:
             if self.executor is None:
                 status = await self.listener([msg], context)
             else:
-                status = await self.executor.run(lambda: self.listener([msg], context))
+                status = await self.executor.run(self.listener, [msg], context)
         except Exception as exc:
             result = CMResult.CR_THROW_EXCEPTION
             remark = f"{type(exc).__name__}: {exc}"

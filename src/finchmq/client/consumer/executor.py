@@ -27,7 +27,9 @@ __all__ = ["AsyncConsumeExecutor", "ThreadConsumeExecutor"]
 log = logging.getLogger(__name__)
 
 _R = TypeVar("_R")
-OnDone = Callable[[Any, BaseException | None], None]
+_A = TypeVar("_A")
+OnDone = Callable[[Any, Any, BaseException | None], None]
+"""``on_done(arg, result, exception)``, called on the loop."""
 
 
 class ThreadConsumeExecutor:
@@ -39,8 +41,10 @@ class ThreadConsumeExecutor:
         self.max_pool_size = max_pool_size
         self.core_pool_size = 0
         self._loop = asyncio.get_running_loop()
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], object], OnDone] | None] = queue.SimpleQueue()
-        self._results: deque[tuple[OnDone, object, BaseException | None]] = deque()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[Any], object], object, OnDone] | None] = (
+            queue.SimpleQueue()
+        )
+        self._results: deque[tuple[OnDone, object, object, BaseException | None]] = deque()
         self._wake_pending = False
         self._threads: list[threading.Thread] = []
         self._counter = 0
@@ -55,17 +59,17 @@ class ThreadConsumeExecutor:
         self._threads.append(thread)
         thread.start()
 
-    def submit(self, job: Callable[[], object], on_done: OnDone) -> None:
-        """Run ``job`` in a thread; ``on_done(result, exception)`` is then called on the loop."""
+    def submit(self, job: Callable[[_A], object], arg: _A, on_done: OnDone) -> None:
+        """Run ``job(arg)`` in a thread; ``on_done(arg, result, exception)`` follows on the loop."""
         if self._shutdown:
             raise RuntimeError(f"{self.name} is shut down")
-        self._jobs.put((job, on_done))
+        self._jobs.put((job, arg, on_done))
 
-    async def run(self, job: Callable[[], _R]) -> _R:
-        """Run ``job`` in a thread and await its result."""
+    async def run(self, job: Callable[..., _R], *args: object) -> _R:
+        """Run ``job(*args)`` in a thread and await its result."""
         future: asyncio.Future[_R] = self._loop.create_future()
 
-        def done(result: Any, exc: BaseException | None) -> None:
+        def done(_: object, result: Any, exc: BaseException | None) -> None:
             if future.done():
                 return
             if exc is not None:
@@ -73,7 +77,7 @@ class ThreadConsumeExecutor:
             else:
                 future.set_result(result)
 
-        self.submit(job, done)
+        self.submit(lambda a: job(*a), args, done)
         return await future
 
     def _work(self) -> None:
@@ -82,14 +86,14 @@ class ThreadConsumeExecutor:
             item = jobs.get()
             if item is None:
                 return
-            job, on_done = item
+            job, arg, on_done = item
             exc: BaseException | None = None
             result: object = None
             try:
-                result = job()
+                result = job(arg)
             except BaseException as error:
                 exc = error
-            results.append((on_done, result, exc))
+            results.append((on_done, arg, result, exc))
             if not self._wake_pending:
                 self._wake_pending = True
                 try:
@@ -101,9 +105,9 @@ class ThreadConsumeExecutor:
         self._wake_pending = False  # before popping: a result appended after this schedules again
         results = self._results
         while results:
-            on_done, result, exc = results.popleft()
+            on_done, arg, result, exc = results.popleft()
             try:
-                on_done(result, exc)
+                on_done(arg, result, exc)
             except Exception:
                 log.exception("%s: result handler failed", self.name)
 
@@ -135,10 +139,13 @@ class ThreadConsumeExecutor:
 
 
 class _Job(Generic[_R]):
-    __slots__ = ("factory", "on_done")
+    __slots__ = ("arg", "factory", "on_done")
 
-    def __init__(self, factory: Callable[[], Coroutine[Any, Any, _R]], on_done: OnDone) -> None:
+    def __init__(
+        self, factory: Callable[[Any], Coroutine[Any, Any, _R]], arg: object, on_done: OnDone
+    ) -> None:
         self.factory = factory
+        self.arg = arg
         self.on_done = on_done
 
 
@@ -161,10 +168,11 @@ class AsyncConsumeExecutor:
     def queue_size(self) -> int:
         return len(self._jobs)
 
-    def submit(self, factory: Callable[[], Coroutine[Any, Any, object]], on_done: OnDone) -> None:
+    def submit(self, factory: Callable[[_A], Coroutine[Any, Any, object]], arg: _A, on_done: OnDone) -> None:
+        """Run ``await factory(arg)`` on a worker; then ``on_done(arg, result, exception)``."""
         if self._shutdown:
             raise RuntimeError(f"{self.name} is shut down")
-        self._jobs.append(_Job(factory, on_done))
+        self._jobs.append(_Job(factory, arg, on_done))
         idle = self._idle
         while idle:
             waiter = idle.popleft()
@@ -190,13 +198,13 @@ class AsyncConsumeExecutor:
             exc: BaseException | None = None
             result: object = None
             try:
-                result = await job.factory()
+                result = await job.factory(job.arg)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 exc = error
             try:
-                job.on_done(result, exc)
+                job.on_done(job.arg, result, exc)
             except Exception:
                 log.exception("%s: result handler failed", self.name)
 

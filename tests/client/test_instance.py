@@ -3,8 +3,11 @@ route refresh, offline-broker clean-up, the inner producer; shut down by the las
 
 from __future__ import annotations
 
+import pytest
+
 from finchmq.client import (
     AdminClient,
+    ClientStateError,
     ConsumeConcurrentlyStatus,
     Message,
     MessageModel,
@@ -111,3 +114,11 @@ async def test_running_info_with_its_jstack(namesrv: str, name: str) -> None:
     assert info.properties["consumeFromWhere"] == "CONSUME_FROM_LAST_OFFSET"
     assert info.properties["PROP_CLIENT_VERSION"].startswith("finchmq-")
     assert {(s.topic, s.sub_string) for s in info.subscription_set} >= {(name, "TagA")}
+
+
+async def test_starting_without_a_name_server_says_so() -> None:
+    p = Producer("pg", instance_name="no-namesrv")
+    with pytest.raises(ClientStateError, match="no name server address; set namesrv_addr"):
+        await p.start()
+    async with Producer("pg", namesrv_addr="127.0.0.1:1", instance_name="no-namesrv") as again:
+        assert again.instance.state is ServiceState.RUNNING, "a failed start leaves nothing behind"

@@ -249,6 +249,10 @@ class MQClientInstance:
                     f"The Factory object[{self.client_id}] has been created before, and failed "
                     f"(state {self.state.name})"
                 )
+            if not self.api.name_server_address_list:
+                raise ClientStateError(
+                    f"{self.client_id}: no name server address; set namesrv_addr ('host:port;host:port')"
+                )
             self.state = ServiceState.START_FAILED
             from .consumer.pull_service import PullMessageService  # noqa: PLC0415 - cycle
             from .producer import Producer  # noqa: PLC0415 - cycle

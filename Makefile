@@ -1,6 +1,8 @@
 # finchmq: the two commands that work on a fresh machine with only Python >= 3.11.
 #   make demo   installs what is needed and runs the main job
 #   make test   installs and runs every check: ruff, mypy, import contracts, the pytest suite
+# Both install finchmq with its dev and spark extras (pyspark, pyarrow) into .venv, and make sure
+# Java 17+ is there for Spark (installed with apt-get when it is missing and we are root).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
@@ -14,15 +16,34 @@ STAMP := $(VENV)/.installed
 CPP_VENV := .venv-cpp
 CPP_STAMP := $(CPP_VENV)/.installed
 PYTEST_ARGS ?=
+JAVA_MIN := 17
 
-.PHONY: demo test lint typecheck imports pytest bench clean
+.PHONY: demo test lint typecheck imports pytest bench clean java
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	touch $(STAMP)
+
+# Spark runs on a JVM: Java 17 or newer. Missing or older: apt-get installs a headless JRE when
+# it can (root, Debian/Ubuntu); otherwise this stops with what to install.
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\)[."].*/\2/p' | head -1); \
+	if [ -n "$$v" ] && [ "$$v" -ge $(JAVA_MIN) ]; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "Spark needs Java $(JAVA_MIN)+ (found: $${v:-none}); installing openjdk-17-jre-headless"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null \
+			|| { echo "apt-get could not install openjdk-17-jre-headless" >&2; exit 1; }; \
+		v=$$(java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\)[."].*/\2/p' | head -1); \
+		if [ -z "$$v" ] || [ "$$v" -lt $(JAVA_MIN) ]; then \
+			echo "java on PATH is still $${v:-missing} after the install: point PATH or JAVA_HOME at Java $(JAVA_MIN)+" >&2; exit 1; fi; \
+	else \
+		echo "finchmq's Spark pipeline needs Java $(JAVA_MIN)+ on PATH (found: $${v:-none})." >&2; \
+		echo "Install one (e.g. apt-get install openjdk-17-jre-headless, or a JDK from your vendor) and retry." >&2; \
+		exit 1; \
+	fi
 
 $(CPP_STAMP):
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
@@ -31,7 +52,7 @@ $(CPP_STAMP):
 	$(CPP_VENV)/bin/python -c "from rocketmq.client import Producer, PushConsumer, PullConsumer"
 	touch $(CPP_STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) java
 	$(BIN)/finchmq demo
 
 lint: $(STAMP)
@@ -44,7 +65,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) $(CPP_STAMP)
+pytest: $(STAMP) $(CPP_STAMP) java
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest

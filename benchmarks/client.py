@@ -392,7 +392,10 @@ async def main_async(
 ) -> list[Result]:
     bench = Bench(namesrv, server, args.messages, fake=fake)
     results = []
-    for case in args.only or CASES:
+    cases = list(args.only or CASES) * args.repeat
+    for number, case in enumerate(cases):
+        if args.repeat > 1 and number % len(args.only or CASES) == 0:
+            print(f"-- round {number // len(args.only or CASES) + 1} of {args.repeat}", flush=True)
         if case == "sync1":
             bench_result = await Bench(namesrv, server, max(args.messages // 5, 1000), fake=fake).sync_send(1)
         elif case == "sync32":
@@ -409,7 +412,27 @@ async def main_async(
             bench_result = await bench.e2e()
         print(bench_result.line(), flush=True)
         results.append(bench_result)
+    if args.repeat > 1:
+        summarize(results)
     return results
+
+
+def _p99(result: Result) -> float:
+    lat = sorted(result.latencies)
+    return lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000 if lat else 0.0
+
+
+def summarize(results: list[Result]) -> None:
+    """Best and spread of each case over the rounds (the machine is shared: runs vary)."""
+    print("-- summary: best (min..max over rounds)", flush=True)
+    for name in dict.fromkeys(r.name for r in results):
+        rounds = [r for r in results if r.name == name]
+        rates = [r.count / r.seconds for r in rounds if r.seconds]
+        text = f"{name:<14} {max(rates):>10,.0f} msgs/s ({min(rates):,.0f}..{max(rates):,.0f})"
+        if any(r.latencies for r in rounds):
+            p99s = [_p99(r) for r in rounds]
+            text += f"   p99 best {min(p99s):.2f} ms ({min(p99s):.2f}..{max(p99s):.2f})"
+        print(text, flush=True)
 
 
 def main() -> None:
@@ -418,6 +441,9 @@ def main() -> None:
     )
     parser.add_argument("--messages", type=int, default=40_000, help="messages per throughput case")
     parser.add_argument("--only", nargs="+", choices=CASES, help="run these cases only")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds; with more than one, a best/spread summary"
+    )
     parser.add_argument("--namesrv", help="use a running server instead of starting one")
     parser.add_argument(
         "--fake-broker",

@@ -40,6 +40,7 @@ from finchmq.client import (
     MessageExt,
     Producer,
     PushConsumer,
+    SendResult,
 )
 from finchmq.remoting import HAVE_UVLOOP, run
 
@@ -156,7 +157,7 @@ class Bench:
                 busy = 0
                 finished = asyncio.get_running_loop().create_future()
 
-                def release(future: asyncio.Future[object]) -> None:
+                def release(future: asyncio.Future[SendResult]) -> None:
                     nonlocal done, busy
                     slots.release()
                     done += 1
@@ -293,7 +294,7 @@ class Bench:
             warmup = 200
             failed = 0
 
-            def failures(future: asyncio.Future[object]) -> None:
+            def failures(future: asyncio.Future[SendResult]) -> None:
                 nonlocal failed
                 if future.exception() is not None:
                     failed += 1
@@ -371,7 +372,7 @@ def _serve_fake(pipe: Connection) -> None:
     async def main() -> None:
         server = RemotingServer(RemotingServerConfig(bind_address="127.0.0.1", listen_port=0))
         fake = _FakeBroker(lambda: server.port)
-        codes = [
+        codes: list[int] = [
             RequestCode.GET_ROUTEINFO_BY_TOPIC,
             RequestCode.SEND_MESSAGE_V2,
             RequestCode.SEND_BATCH_MESSAGE,

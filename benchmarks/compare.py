@@ -20,7 +20,11 @@ process on uvloop:
 - end to end: ``--e2e-rate`` messages/s published on a fixed schedule while consuming, latency
   from just before the publish to the consumer's hands (p50/p99);
 - finchmq again driven by the C++ client (librocketmq, ``cpp_loadgen.c``: N threads of sync
-  sends), publish only, to show what the broker itself sustains.
+  sends), publish only, to show what the broker itself sustains;
+- finchmq only (both clients): 1 KiB in RocketMQ batches of 32 from 8 publishers, the batch case
+  of ``broker_send.py`` (the peers' Python clients have no batch publish).
+
+``--profile CASE`` records the finchmq server with py-spy during one case and summarises it.
 
 Prints one table (best of ``--repeat`` runs, their spread, and finchmq/peer ratios), writes it
 with every run to ``benchmarks/results/compare.json`` and ``compare.txt``, and draws
@@ -31,6 +35,7 @@ anything else running: read the spread before the ratios.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -47,6 +52,7 @@ from typing import Any
 
 from benchmarks._cpp import build_loadgen, run_loadgen
 from benchmarks._peers import NatsServer, PeerServer, RedisServer
+from benchmarks._profile import py_spy, summarize
 from benchmarks._server import ROOT, ServerProcess
 from finchmq.client import BlockingAdminClient
 
@@ -59,6 +65,7 @@ BENCH_REQUIREMENTS = (
 )  # pyproject's `bench` extra
 PUBLISH_CASES = ((128, 1), (128, 32), (1024, 1), (1024, 32))  # (body bytes, concurrent publishers)
 CONSUMERS = 8
+BATCH_CASE = "publish_1024_batch32_8"  # broker_send's batch case: RocketMQ batches, which the peers lack
 SYSTEMS = ("finchmq", "finchmq-cpp", "nats", "redis")
 COLUMNS = {
     "finchmq": "finchmq (Python client)",
@@ -90,6 +97,7 @@ ROWS = (
         Row(f"publish_{size}_{n}", f"publish {_size(size)}, {n} publisher{'s'[: n - 1]}", "msg/s", "tps")
         for size, n in PUBLISH_CASES
     ),
+    Row(BATCH_CASE, "publish 1 KiB in batches of 32, 8 publishers (finchmq only)", "msg/s", "tps"),
     Row("consume", "consume 128 B backlog", "msg/s", "tps"),
     Row("consume_pull", "consume 128 B backlog (finchmq: pull loops)", "msg/s", "tps"),
     Row("e2e_p50", "end-to-end p50 at the fixed rate", "ms", "p50_ms", higher_is_better=False),
@@ -112,6 +120,7 @@ class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.runs: list[dict[str, Any]] = []
+        self.profile_raw: Path | None = None
 
     def _record(
         self, system: str, case: str, repeat: int, result: dict[str, Any], extra: dict[str, Any]
@@ -159,111 +168,74 @@ class Runner:
 
     # -- finchmq ----------------------------------------------------------------------------------------
 
+    def _profiled(
+        self, system: str, case: str, repeat: int, server: ServerProcess
+    ) -> contextlib.AbstractContextManager[None]:
+        """py-spy on the finchmq server during ``--profile``'s case, in the last repeat."""
+        a = self.args
+        name = case if system == "finchmq" else f"cpp_{case}"
+        if a.profile != name or repeat != a.repeat - 1:
+            return contextlib.nullcontext()
+        a.out.mkdir(parents=True, exist_ok=True)
+        self.profile_raw = a.out / f"profile_{name}.raw"
+        return py_spy(server.pid, a.warmup + a.duration + 1, self.profile_raw)
+
     def finchmq(self, repeat: int, with_cpp: bool) -> None:
         a = self.args
         bench = [sys.executable, "-m", "finchmq.cli", "bench"]
+        common = ["--interval", "3600", "--json"]
         with ServerProcess() as server:
             addr = server.namesrv_addr
             time.sleep(1)
             for size, n in PUBLISH_CASES:
-                cmd = [
-                    *bench,
-                    "producer",
-                    "-n",
-                    addr,
-                    "-t",
-                    f"Pub_{size}_{n}_{repeat}",
-                    "-w",
-                    str(n),
-                    "-s",
-                    str(size),
-                    "-d",
-                    str(a.duration),
-                    "--warmup",
-                    str(a.warmup),
-                    "--interval",
-                    "3600",
-                    "--json",
-                ]
-                self._record(
-                    "finchmq", f"publish_{size}_{n}", repeat, *self.run_json(cmd, server.cpu_seconds)
+                case = f"publish_{size}_{n}"
+                args = f"producer -n {addr} -t Pub_{size}_{n}_{repeat} -w {n} -s {size} -d {a.duration}"
+                cmd = [*bench, *args.split(), "--warmup", str(a.warmup), *common]
+                with self._profiled("finchmq", case, repeat, server):
+                    measured = self.run_json(cmd, server.cpu_seconds)
+                self._record("finchmq", case, repeat, *measured)
+            args = f"producer -n {addr} -t Batch_{repeat} -w 8 -b 32 -s 1024 -d {a.duration}"
+            with self._profiled("finchmq", BATCH_CASE, repeat, server):
+                measured = self.run_json(
+                    [*bench, *args.split(), "--warmup", str(a.warmup), *common], server.cpu_seconds
                 )
+            self._record("finchmq", BATCH_CASE, repeat, *measured)
             backlog = f"Backlog_{repeat}"
-            cmd = [
-                *bench,
-                "producer",
-                "-n",
-                addr,
-                "-t",
-                backlog,
-                "-w",
-                "32",
-                "-q",
-                str(a.backlog),
-                "-d",
-                "0",
-                "--interval",
-                "3600",
-                "--json",
-            ]
-            preload, _ = self.run_json(cmd, server.cpu_seconds)
-            stored = preload["messages"]
+            args = f"producer -n {addr} -t {backlog} -w 32 -q {a.backlog} -d 0"
+            preload, _ = self.run_json([*bench, *args.split(), *common], server.cpu_seconds)
             for case, mode in (("consume", "push"), ("consume_pull", "pull")):
-                cmd = [
-                    *bench,
-                    "consumer",
-                    "-n",
-                    addr,
-                    "-t",
-                    backlog,
-                    "-g",
-                    f"bench_{mode}_{repeat}",
-                    "-m",
-                    mode,
-                    "--from",
-                    "first",
-                    "-q",
-                    str(stored),
-                    "-d",
-                    str(a.consume_timeout),
-                    "--interval",
-                    "3600",
-                    "--json",
-                ]
-                self._record("finchmq", case, repeat, *self.run_json(cmd, server.cpu_seconds))
-            cmd = [
-                *bench,
-                "e2e",
-                "-n",
-                addr,
-                "-t",
-                f"E2E_{repeat}",
-                "-r",
-                str(a.e2e_rate),
-                "-d",
-                str(a.duration),
-                "--interval",
-                "3600",
-                "--json",
-            ]
-            self._record("finchmq", "e2e", repeat, *self.run_json(cmd, server.cpu_seconds))
+                args = (
+                    f"consumer -n {addr} -t {backlog} -g bench_{mode}_{repeat} -m {mode} --from first "
+                    f"-q {preload['messages']} -d {a.consume_timeout}"
+                )
+                with self._profiled("finchmq", case, repeat, server):
+                    measured = self.run_json([*bench, *args.split(), *common], server.cpu_seconds)
+                self._record("finchmq", case, repeat, *measured)
+            args = f"e2e -n {addr} -t E2E_{repeat} -r {a.e2e_rate} -d {a.duration}"
+            with self._profiled("finchmq", "e2e", repeat, server):
+                measured = self.run_json([*bench, *args.split(), *common], server.cpu_seconds)
+            self._record("finchmq", "e2e", repeat, *measured)
             if with_cpp:
                 self._cpp(server, repeat)
 
     def _cpp(self, server: ServerProcess, repeat: int) -> None:
         loadgen = build_loadgen()
-        topics = {(size, n): f"Cpp_{size}_{n}_{repeat}" for size, n in PUBLISH_CASES}
+        cases = {f"publish_{size}_{n}": (size, n, 0) for size, n in PUBLISH_CASES}
+        cases[BATCH_CASE] = (1024, 8, 32)
+        topics = {case: f"Cpp_{case}_{repeat}" for case in cases}
         with BlockingAdminClient(namesrv_addr=server.namesrv_addr) as admin:
             for topic in topics.values():
                 admin.create_topic(topic, read_queue_nums=8, write_queue_nums=8)
         time.sleep(0.5)
-        for (size, n), topic in topics.items():
+        for case, (size, n, batch) in cases.items():
+            topic = topics[case]
             load = os.getloadavg()[0]
             before = server.cpu_seconds()
-            result = run_loadgen(
-                loadgen, server.namesrv_addr, topic, threads=n, seconds=self.args.duration, size=size,
-                warmup=self.args.warmup,
-            )  # fmt: skip
+            with self._profiled("finchmq-cpp", case, repeat, server):
+                result = run_loadgen(
+                    loadgen, server.namesrv_addr, topic, threads=n, seconds=self.args.duration, size=size,
+                    batch=batch, warmup=self.args.warmup,
+                )  # fmt: skip
             wall = result["wall"]
             extra = {
                 "load_1m_at_start": round(load, 2),
@@ -271,7 +243,7 @@ class Runner:
                 "server_cpu_pct": round((server.cpu_seconds() - before) / wall * 100, 1),
                 "client_cpu_pct": round(result["client_cpu_s"] / wall * 100, 1),
             }
-            self._record("finchmq-cpp", f"publish_{size}_{n}", repeat, result, extra)
+            self._record("finchmq-cpp", case, repeat, result, extra)
 
     # -- peers ------------------------------------------------------------------------------------------
 
@@ -282,68 +254,28 @@ class Runner:
         with server:
             time.sleep(0.5)
             for size, n in PUBLISH_CASES:
-                cmd = [
-                    *gen,
-                    "publish",
-                    "--addr",
-                    server.addr,
-                    "--stream",
-                    f"pub_{size}_{n}",
-                    "--size",
-                    str(size),
-                    "--concurrency",
-                    str(n),
-                    "--duration",
-                    str(a.duration),
-                    "--warmup",
-                    str(a.warmup),
-                ]
-                self._record(name, f"publish_{size}_{n}", repeat, *self.run_json(cmd, server.cpu_seconds))
-            cmd = [
-                *gen,
-                "publish",
-                "--addr",
-                server.addr,
-                "--stream",
-                "backlog",
-                "--concurrency",
-                "32",
-                "--messages",
-                str(a.backlog),
-                "--duration",
-                "0",
-            ]
-            preload, _ = self.run_json(cmd, server.cpu_seconds)
-            cmd = [
-                *gen,
-                "consume",
-                "--addr",
-                server.addr,
-                "--stream",
-                "backlog",
-                "--consumers",
-                str(CONSUMERS),
-                "--messages",
-                str(preload["messages"]),
-                "--duration",
-                str(a.consume_timeout),
-            ]
-            self._record(name, "consume", repeat, *self.run_json(cmd, server.cpu_seconds))
-            cmd = [
-                *gen,
-                "e2e",
-                "--addr",
-                server.addr,
-                "--stream",
-                "e2e",
-                "--consumers",
-                str(CONSUMERS),
-                "--rate",
-                str(a.e2e_rate),
-                "--duration",
-                str(a.duration),
-            ]
-            self._record(name, "e2e", repeat, *self.run_json(cmd, server.cpu_seconds))
+                args = (
+                    f"publish --addr {server.addr} --stream pub_{size}_{n} --size {size} --concurrency {n} "
+                    f"--duration {a.duration} --warmup {a.warmup}"
+                )
+                self._record(
+                    name,
+                    f"publish_{size}_{n}",
+                    repeat,
+                    *self.run_json([*gen, *args.split()], server.cpu_seconds),
+                )
+            args = f"publish --addr {server.addr} --stream backlog --concurrency 32 --messages {a.backlog}"
+            preload, _ = self.run_json([*gen, *args.split(), "--duration", "0"], server.cpu_seconds)
+            args = (
+                f"consume --addr {server.addr} --stream backlog --consumers {CONSUMERS} "
+                f"--messages {preload['messages']} --duration {a.consume_timeout}"
+            )
+            self._record(name, "consume", repeat, *self.run_json([*gen, *args.split()], server.cpu_seconds))
+            args = (
+                f"e2e --addr {server.addr} --stream e2e --consumers {CONSUMERS} --rate {a.e2e_rate} "
+                f"--duration {a.duration}"
+            )
+            self._record(name, "e2e", repeat, *self.run_json([*gen, *args.split()], server.cpu_seconds))
 
 
 # -- the table -------------------------------------------------------------------------------------------
@@ -413,19 +345,31 @@ def format_table(table: list[dict[str, Any]], repeats: int) -> str:
 
 
 def format_cpu(runs: list[dict[str, Any]]) -> str:
-    """Median CPU % of the server and of the load generator per system and case."""
-    cases = [*(f"publish_{s}_{n}" for s, n in PUBLISH_CASES), "consume", "consume_pull", "e2e"]
-    lines = ["CPU % while measuring (server / load generator; 100% = one core; median of the repeats):"]
+    """Median CPU of the server and of the load generator per system and case, and the server's
+    CPU per message (its CPU share over the whole case divided by the measured rate: slightly
+    low, as it includes start-up; steadier than the rates when other work shares the cores)."""
+    cases = [*(f"publish_{s}_{n}" for s, n in PUBLISH_CASES), BATCH_CASE, "consume", "consume_pull"]
+    lines = [
+        "CPU while measuring, median of the runs: server % / load generator % (100% = one core), "
+        "and ~server CPU µs per message:"
+    ]
     for system in SYSTEMS:
         parts = []
-        for case in cases:
+        for case in [*cases, "e2e"]:
             rs = sorted(
                 (r for r in runs if r["system"] == system and r["case"] == case),
                 key=lambda r: r["server_cpu_pct"],
             )
-            if rs:
-                mid = rs[len(rs) // 2]
-                parts.append(f"{case} {mid['server_cpu_pct']:.0f}/{mid['client_cpu_pct']:.0f}")
+            if not rs:
+                continue
+            mid = rs[len(rs) // 2]
+            part = f"{case} {mid['server_cpu_pct']:.0f}/{mid['client_cpu_pct']:.0f}"
+            per_msg = sorted(
+                r["server_cpu_pct"] / 100 / r["result"]["tps"] * 1e6 for r in rs if r["result"]["tps"]
+            )
+            if case in cases and per_msg:
+                part += f" ~{per_msg[len(per_msg) // 2]:.0f} µs"
+            parts.append(part)
         if parts:
             lines.append(f"  {COLUMNS[system]}: " + ", ".join(parts))
     return "\n".join(lines)
@@ -499,7 +443,19 @@ def main() -> None:
     parser.add_argument("--systems", default="finchmq,nats,redis", help="comma-separated (default all)")
     parser.add_argument("--no-cpp", action="store_true", help="skip the C++ client runs")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for compare.json/.txt/.png")
+    parser.add_argument(
+        "--profile",
+        metavar="CASE",
+        help="py-spy the finchmq server during CASE of the last run (publish_128_32, consume, e2e, ...; "
+        "cpp_publish_128_32 for the C++ client's): writes profile_CASE.raw and profile_CASE.txt",
+    )
+    parser.add_argument(
+        "--render", type=Path, metavar="JSON", help="only redraw the table and chart from a compare.json"
+    )
     args = parser.parse_args()
+    if args.render:
+        report(json.loads(args.render.read_text()), args.out)
+        return
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     ensure_python_packages()
     peers = {"nats": NatsServer, "redis": RedisServer}
@@ -520,43 +476,58 @@ def main() -> None:
                 runner.finchmq(repeat, with_cpp=not args.no_cpp)
             else:
                 runner.peer(peers[system](), repeat)
-    table = build_table(runner.runs)
-    subtitle = (
-        f"{info['cpus']} cores ({info['cpu_model']}) shared by servers, load generators and other work; "
-        f"{args.duration:g} s per case, best of {args.repeat}"
-    )
-    text = "\n".join([
-        f"finchmq compare, {started:%Y-%m-%d %H:%M} UTC: {subtitle}.",
-        f"Cells: best run{' (spread of the runs, (max-min)/best)' if args.repeat > 1 else ''}. "
-        f"Ratios: finchmq (Python client) / peer; above 1 is better for throughput, worse for latency.",
-        f"End to end: {args.e2e_rate:,.0f} msg/s of 128 B for {args.duration:g} s. "
-        f"Consume: a backlog of {args.backlog:,} 128 B messages.",
-        "",
-        format_table(table, args.repeat),
-        "",
-        format_cpu(runner.runs),
-        "",
-        "Settings:",
-        *(f"  {COLUMNS.get(k, k)}: {v}" for k, v in settings.items()),
-        f"  versions: {', '.join(f'{k} {v}' for k, v in versions.items())}; "
-        f"nats-py {_version('nats-py')}, redis-py {_version('redis')} (hiredis {_version('hiredis')})",
-    ])  # fmt: skip
-    print()
-    print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "compare.txt").write_text(text + "\n")
     document = {
         "started": started.isoformat(timespec="seconds"),
         "machine": info,
         "parameters": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "settings": settings,
         "versions": versions,
-        "table": table,
+        "clients": (
+            f"nats-py {_version('nats-py')}, redis-py {_version('redis')} (hiredis {_version('hiredis')})"
+        ),
         "runs": runner.runs,
     }
-    (args.out / "compare.json").write_text(json.dumps(document, indent=1) + "\n")
-    draw(table, args.out / "compare.png", subtitle)
-    print(f"\nwrote {args.out / 'compare.txt'}, {args.out / 'compare.json'} and {args.out / 'compare.png'}")
+    report(document, args.out)
+    if runner.profile_raw is not None and runner.profile_raw.exists():
+        summary = summarize(runner.profile_raw)
+        runner.profile_raw.with_suffix(".txt").write_text(
+            f"py-spy --gil, finchmq server, {args.profile}\n{summary}\n"
+        )
+        print(f"\nprofile of the finchmq server during {args.profile}:\n{summary}")
+
+
+def report(document: dict[str, Any], out: Path) -> None:
+    """Print the table and write compare.txt, compare.json and compare.png into ``out``."""
+    info, p = document["machine"], document["parameters"]
+    table = document["table"] = build_table(document["runs"])
+    subtitle = (
+        f"{info['cpus']} cores ({info['cpu_model']}) shared by servers, load generators and other work; "
+        f"{p['duration']:g} s per case, best of {p['repeat']}"
+    )
+    started = datetime.fromisoformat(document["started"])
+    text = "\n".join([
+        f"finchmq compare, {started:%Y-%m-%d %H:%M} UTC: {subtitle}.",
+        f"Cells: best run{' (spread of the runs, (max-min)/best)' if p['repeat'] > 1 else ''}. "
+        f"Ratios: finchmq (Python client) / peer; above 1 is better for throughput, worse for latency.",
+        f"End to end: {p['e2e_rate']:,.0f} msg/s of 128 B for {p['duration']:g} s. "
+        f"Consume: a backlog of {p['backlog']:,} 128 B messages.",
+        "",
+        format_table(table, p["repeat"]),
+        "",
+        format_cpu(document["runs"]),
+        "",
+        "Settings:",
+        *(f"  {COLUMNS.get(k, k)}: {v}" for k, v in document["settings"].items()),
+        f"  versions: {', '.join(f'{k} {v}' for k, v in document['versions'].items())}; "
+        f"{document.get('clients', '')}",
+    ])  # fmt: skip
+    print()
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.txt").write_text(text + "\n")
+    (out / "compare.json").write_text(json.dumps(document, indent=1) + "\n")
+    draw(table, out / "compare.png", subtitle)
+    print(f"\nwrote {out / 'compare.txt'}, {out / 'compare.json'} and {out / 'compare.png'}")
 
 
 def _version(dist: str) -> str:

@@ -1,9 +1,13 @@
 """Spark reading from and writing to finchmq through the ``rocketmq`` data source.
 
     python -m benchmarks.spark_read [--rows 400000] [--repeat 3] [--cores 2] [--only write read]
+                                    [--pull-batch 32]
 
 A ``finchmq server`` runs in its own process (ASYNC_FLUSH, fresh data directory); Spark runs in
 local mode (``local[2]`` by default) in this one. Rows have 1 KiB bodies; the topic has 8 queues.
+``--pull-batch N`` reads with ``pullBatchSize=N``; above 32 the broker's per-pull caps are raised
+to match (``maxTransferCountOnMessageInMemory=N``, ``maxTransferBytesOnMessageInMemory`` N KiB +
+25%), as an operator would for bulk readers; the default keeps RocketMQ's defaults (32, 256 KiB).
     write   spark.range(N) with a 1 KiB body column, df.write.format("rocketmq"): rows/s
     read    spark.read.format("rocketmq") of the whole topic into Spark's ``noop`` sink (every
             column materialised, nothing else done): rows/s; then a ``count()`` check
@@ -41,8 +45,14 @@ def _write(spark: Any, namesrv: str, topic: str, rows: int) -> float:
     return time.perf_counter() - t0
 
 
-def _read(spark: Any, namesrv: str, topic: str) -> float:
-    df = spark.read.format("rocketmq").option("nameServer", namesrv).option("topic", topic).load()
+def _read(spark: Any, namesrv: str, topic: str, pull_batch: int = 32) -> float:
+    df = (
+        spark.read.format("rocketmq")
+        .option("nameServer", namesrv)
+        .option("topic", topic)
+        .option("pullBatchSize", str(pull_batch))
+        .load()
+    )
     t0 = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - t0
@@ -67,8 +77,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--only", nargs="*", choices=["write", "read"], default=["write", "read"])
+    parser.add_argument("--pull-batch", type=int, default=32, help="pullBatchSize of the reads (default 32)")
     args = parser.parse_args()
-    with ServerProcess() as server:
+    conf = {}
+    if args.pull_batch > 32:
+        conf = {
+            "maxTransferCountOnMessageInMemory": str(args.pull_batch),
+            "maxTransferBytesOnMessageInMemory": str(args.pull_batch * (BODY_BYTES + 256)),
+        }
+    print(f"broker: {conf or 'RocketMQ defaults'}; reads with pullBatchSize={args.pull_batch}", flush=True)
+    with ServerProcess(conf=conf) as server:
         namesrv = server.namesrv_addr
         spark = local_session("finchmq-bench", cores=args.cores)
         try:
@@ -91,7 +109,7 @@ def main() -> None:
                 times, cpu = [], []
                 for _ in range(args.repeat):
                     before = server.cpu_seconds()
-                    times.append(_read(spark, namesrv, source))
+                    times.append(_read(spark, namesrv, source, args.pull_batch))
                     cpu.append(server.cpu_seconds() - before)
                 _report("read", args.rows, times, cpu)
                 df = (

@@ -72,8 +72,13 @@ HIDDEN_PROPERTIES: Final = frozenset(
 # Spec §4.1 with IPv4 hosts: TOTALSIZE MAGICCODE BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET
 # SYSFLAG BORNTIMESTAMP BORNHOST STORETIMESTAMP STOREHOST RECONSUMETIMES PREPAREDTRANSACTIONOFFSET
 # BODYLENGTH, then BODY, TOPICLENGTH (1 byte) + TOPIC, PROPERTIESLENGTH (2 bytes) + PROPERTIES.
-_HEADER_V4: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
-_HEADER_SIZE: Final = _HEADER_V4.size  # 88
+# Only the fields every row needs are unpacked (pad bytes skip the rest): TOTALSIZE MAGICCODE
+# QUEUEOFFSET SYSFLAG BORNTIMESTAMP STORETIMESTAMP RECONSUMETIMES BODYLENGTH.
+_HEADER: Final = struct.Struct(">ii12xq8xiq8xq8xi8xi")
+_HEADER_SIZE: Final = _HEADER.size  # 88
+_PHYSICAL_OFFSET: Final = struct.Struct(">q")  # for the offset message id, when there is no UNIQ_KEY
+_PHYSICAL_OFFSET_POS: Final = 28
+_STORE_HOST_POS: Final = 64
 _SLOW_FLAGS: Final = (
     MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 )
@@ -130,30 +135,28 @@ class Columns:
         data = body if type(body) is bytes else bytes(body)
         size = len(data)
         first = hi
-        unpack = _HEADER_V4.unpack_from
+        unpack = _HEADER.unpack_from
         hidden = HIDDEN_PROPERTIES
+        # Bound methods once per pull, not once per row.
+        add_offset, add_id, add_key, add_tag = (
+            self.offsets.append,
+            self.msg_ids.append,
+            self.keys.append,
+            self.tags.append,
+        )
+        add_body, add_born, add_stored, add_reconsume = (
+            self.bodies.append,
+            self.born.append,
+            self.stored.append,
+            self.reconsume.append,
+        )
+        prop_keys, prop_values, add_map_offset = self.prop_keys, self.prop_values, self.map_offsets.append
         pos = 0
         while pos < size:
             if size - pos < _HEADER_SIZE:
                 pos = self._add_slow(data, pos, lo, hi, tags)  # raises: truncated
                 continue
-            (
-                total,
-                magic,
-                _,
-                _,
-                _,
-                offset,
-                phys,
-                sys_flag,
-                born,
-                _,
-                stored,
-                store_host,
-                reconsume,
-                _,
-                body_len,
-            ) = unpack(data, pos)
+            total, magic, offset, sys_flag, born, stored, reconsume, body_len = unpack(data, pos)
             start = pos + _HEADER_SIZE
             topic_at = start + body_len
             end = pos + total
@@ -171,6 +174,7 @@ class Columns:
             if props_at + 2 + props_len != end:
                 pos = self._add_slow(data, pos, lo, hi, tags)
                 continue
+            record = pos
             pos = end
             if offset < lo or offset >= hi:
                 continue
@@ -194,18 +198,23 @@ class Columns:
                         user[name] = value
             if tags is not None and tag not in tags:
                 continue
-            self.offsets.append(offset)
-            self.msg_ids.append(uniq or offset_msg_id_from_packed(store_host, phys))
-            self.keys.append(key)
-            self.tags.append(tag)
-            self.bodies.append(data[start:topic_at])
+            add_offset(offset)
+            if uniq is None:
+                phys = _PHYSICAL_OFFSET.unpack_from(data, record + _PHYSICAL_OFFSET_POS)[0]
+                uniq = offset_msg_id_from_packed(
+                    data[record + _STORE_HOST_POS : record + _STORE_HOST_POS + 8], phys
+                )
+            add_id(uniq)
+            add_key(key)
+            add_tag(tag)
+            add_body(data[start:topic_at])
             if user:
-                self.prop_keys.extend(user)
-                self.prop_values.extend(user.values())
-            self.map_offsets.append(len(self.prop_keys))
-            self.born.append(born)
-            self.stored.append(stored)
-            self.reconsume.append(reconsume)
+                prop_keys.extend(user)
+                prop_values.extend(user.values())
+            add_map_offset(len(prop_keys))
+            add_born(born)
+            add_stored(stored)
+            add_reconsume(reconsume)
         return first
 
     def _add_slow(self, data: bytes, pos: int, lo: int, hi: int, tags: frozenset[str] | None) -> int:

@@ -42,6 +42,7 @@ import os
 import platform
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -400,7 +401,7 @@ def draw(table: list[dict[str, Any]], path: Path, subtitle: str) -> None:
                 ax.bar(xs, ys, width, label=COLUMNS[system], color=colors[system], yerr=[lo, hi], capsize=2)
         ax.set_xticks(range(len(rows)))
         labels = [t["label"].replace(" at the fixed rate", "").replace("end-to-end", "e2e") for t in rows]
-        ax.set_xticklabels([lb.replace(", ", ",\n").replace(" (", "\n(") for lb in labels], fontsize=8)
+        ax.set_xticklabels([textwrap.fill(lb, 20) for lb in labels], fontsize=8)
         ax.set_ylabel("messages per second (best run)" if unit == "msg/s" else "milliseconds (best run)")
         ax.grid(axis="y", alpha=0.3)
     left.set_title("Throughput (higher is better)")
@@ -505,8 +506,10 @@ def report(document: dict[str, Any], out: Path) -> None:
         f"{p['duration']:g} s per case, best of {p['repeat']}"
     )
     started = datetime.fromisoformat(document["started"])
+    loads = [r["load_1m_at_start"] for r in document["runs"] if "load_1m_at_start" in r]
+    load = f" Load average (1 min) at the cases' starts: {min(loads):.1f}-{max(loads):.1f}." if loads else ""
     text = "\n".join([
-        f"finchmq compare, {started:%Y-%m-%d %H:%M} UTC: {subtitle}.",
+        f"finchmq compare, {started:%Y-%m-%d %H:%M} UTC: {subtitle}.{load}",
         f"Cells: best run{' (spread of the runs, (max-min)/best)' if p['repeat'] > 1 else ''}. "
         f"Ratios: finchmq (Python client) / peer; above 1 is better for throughput, worse for latency.",
         f"End to end: {p['e2e_rate']:,.0f} msg/s of 128 B for {p['duration']:g} s. "

@@ -488,7 +488,7 @@ async def _producer(args: argparse.Namespace, report: Report) -> int:
         args.group,
         namesrv_addr=args.namesrv,
         send_msg_timeout=args.timeout,
-        compress_msg_body_over_howmuch=2**31 - 1,
+        compress_msg_body_over_howmuch=2**31 - 1,  # a repeated byte compresses to nothing: never compress
     )
     await producer.start()
     seq = 0
@@ -556,7 +556,7 @@ async def _producer(args: argparse.Namespace, report: Report) -> int:
 
 
 class _ConsumeRecorder:
-    """Arrivals: B2C (born to consumed) latencies in ``main``, S2C (stored to consumed) aside.
+    """Arrivals: B2C (born to consumed) latencies in the recorder, S2C (stored to consumed) aside.
 
     The clock starts at the first message, so start-up and rebalancing are not counted."""
 

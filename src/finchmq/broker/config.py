@@ -66,8 +66,8 @@ class BrokerConfig:
     wait_time_mills_in_transaction_queue: int = 3000  # ms
     start_accept_send_request_time_stamp: int = 0  # ms epoch
 
-    # where appends run (finchmq's own): an append holding the event loop longer than this moves
-    # appends to the writer thread for a while; 0 keeps them on the writer thread always
+    # where appends run (finchmq's own): three appends within a second holding the event loop
+    # longer than this move appends to the writer threads for a while; 0 keeps them there always
     put_off_loop_threshold_ms: int = 50  # ms
 
     # consumption

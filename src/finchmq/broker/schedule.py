@@ -230,7 +230,7 @@ class ScheduleMessageService:
             store_host=c.store_host,
             reconsume_times=msg.reconsume_times,
         )
-        result = await c.put_service.submit(c.store.async_put_message, inner)
+        result = await c.put_service.submit(c.store.put_message_or_future, inner)
         if result.status is not PutMessageStatus.PUT_OK:
             log.warning(
                 "delay level %d: re-storing %s to %s failed: %s; retrying",

@@ -167,17 +167,18 @@ class PermName(enum.IntFlag):
     WRITE = 2
     INHERIT = 1
 
+    # The checks run on every send and pull: plain int arithmetic, not IntFlag's (10x slower).
     @staticmethod
     def is_readable(perm: int) -> bool:
-        return bool(perm & PermName.READ)
+        return bool(int(perm) & 4)
 
     @staticmethod
     def is_writeable(perm: int) -> bool:
-        return bool(perm & PermName.WRITE)
+        return bool(int(perm) & 2)
 
     @staticmethod
     def is_inherited(perm: int) -> bool:
-        return bool(perm & PermName.INHERIT)
+        return bool(int(perm) & 1)
 
     @staticmethod
     def perm2string(perm: int) -> str:

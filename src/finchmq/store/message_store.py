@@ -472,6 +472,20 @@ class DefaultMessageStore:
         r, fut = self._put_batch(batch)
         return fut if fut is not None else _done(r)
 
+    def put_message_or_future(
+        self, msg: MessageExtBrokerInner
+    ) -> PutMessageResult | Future[PutMessageResult]:
+        """Append one message: the final result, or (SYNC_FLUSH with WAIT) a future of it.
+
+        The cheapest put for callers that handle both (no ``Future`` for a final result)."""
+        r, fut = self._put_one(msg)
+        return r if fut is None else fut
+
+    def put_messages_or_future(self, batch: MessageExtBatch) -> PutMessageResult | Future[PutMessageResult]:
+        """``put_message_or_future`` for a batch."""
+        r, fut = self._put_batch(batch)
+        return r if fut is None else fut
+
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Append one message; for a SYNC_FLUSH put with WAIT, block until flushed (or timed out)."""
         r, fut = self._put_one(msg)

@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicFilterType
@@ -30,7 +30,6 @@ from finchmq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
 )
 from finchmq.protocol.message import (
     MessageConst,
@@ -53,11 +52,16 @@ from finchmq.store import MessageExtBatch, MessageExtBrokerInner, PutMessageResu
 
 from ._base import BrokerProcessor
 
+if TYPE_CHECKING:
+    from finchmq.broker.controller import BrokerController
+
 __all__ = ["SendMessageProcessor", "put_status_response"]
 
 log = logging.getLogger(__name__)
 
 DLQ_NUMS_PER_GROUP = 1
+_CHECKED_TOPICS_MAX = 100_000
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _MAX_BATCH_INFLATED = 64 * 1024 * 1024  # bytes a compressed batch may inflate to
 _FAQ = " see http://rocketmq.apache.org/docs/faq/"
 _DISK_FULL_REMARK = (
@@ -105,6 +109,12 @@ class SendMessageProcessor(BrokerProcessor):
         RequestCode.CONSUMER_SEND_MSG_BACK,
     )
 
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        # topic -> ((topic configs' data version, broker permission), write queues, valid queue ids)
+        self._checked_topics: dict[str, tuple[tuple[object, int], int, int]] = {}
+        self._born_hosts: dict[str, bytes] = {}
+
     def reject_request(self) -> bool:
         store = self.controller.store
         return bool(store.is_os_page_cache_busy() or store.is_transient_store_pool_deficient())
@@ -139,6 +149,11 @@ class SendMessageProcessor(BrokerProcessor):
         """Java ``msgCheck``: an error response, or None and the topic's queue count."""
         c = self.controller
         topic = header.topic
+        # Fast path: a topic already checked under the current topic configs and permission.
+        checked = self._checked_topics.get(topic)
+        version = (c.topic_config_manager.data_version, c.broker_permission)
+        if checked is not None and checked[0] == version and header.queue_id < checked[2]:
+            return None, checked[1]
         if not PermName.is_writeable(c.broker_permission) and c.topic_config_manager.is_order_topic(topic):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{c.broker_addr}] sending message is forbidden"
@@ -178,6 +193,10 @@ class SendMessageProcessor(BrokerProcessor):
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{header.queue_id}] is illegal, {topic_config} Producer: {ctx.remote_addr}",
             ), 0
+        if len(self._checked_topics) > _CHECKED_TOPICS_MAX:
+            self._checked_topics.clear()
+        version = (c.topic_config_manager.data_version, c.broker_permission)
+        self._checked_topics[topic] = (version, topic_config.write_queue_nums, valid)
         return None, topic_config.write_queue_nums
 
     # -- single messages --------------------------------------------------------------------
@@ -241,31 +260,40 @@ class SendMessageProcessor(BrokerProcessor):
             properties_string=properties_to_string(stored_properties),
             sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
-            born_host=_born_host(ctx),
+            born_host=self._born_host(ctx),
             store_host=c.store_host,
             reconsume_times=reconsume_times,
         )
         return await self._put_and_respond(
             ctx,
             request,
-            c.store.async_put_message,
+            c.store.put_message_or_future,
             inner,
             lambda result: self._send_response(request, result, topic, queue_id, len(inner.body)),
         )
+
+    def _born_host(self, ctx: RemotingContext) -> bytes:
+        addr = ctx.remote_addr
+        packed = self._born_hosts.get(addr)
+        if packed is None:
+            if len(self._born_hosts) > _CHECKED_TOPICS_MAX:
+                self._born_hosts.clear()
+            packed = self._born_hosts[addr] = _pack_born_host(ctx)
+        return packed
 
     async def _put_and_respond(
         self,
         ctx: RemotingContext,
         request: RemotingCommand,
-        put: Callable[[Any], Future[PutMessageResult]],
+        put: Callable[[Any], PutMessageResult | Future[PutMessageResult]],
         message: object,
         respond: Callable[[PutMessageResult], RemotingCommand],
     ) -> RemotingCommand | None:
         """Append through the writer thread; answer now, or when a SYNC_FLUSH completes (the
         executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
         store_future = await self.controller.put_service.append(put, message)
-        if store_future.done():
-            return respond(store_future.result())
+        if isinstance(store_future, PutMessageResult):
+            return respond(store_future)
         loop = asyncio.get_running_loop()
 
         def flushed(f: Future[PutMessageResult]) -> None:
@@ -316,14 +344,15 @@ class SendMessageProcessor(BrokerProcessor):
             and append is not None
         ):
             c.stats.record_put(topic, count, size)
-            header = SendMessageResponseHeader(
-                msg_id=append.msg_id,
-                queue_id=queue_id,
-                queue_offset=append.logics_offset,
-                msg_region=c.config.region_id,
-                trace_on=c.config.trace_on,
-            )
-            return request.make_response(code, remark, header.to_ext_fields())
+            # SendMessageResponseHeader's extFields, built directly: this runs for every send.
+            ext = {
+                "msgId": append.msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(append.logics_offset),
+                "MSG_REGION": c.config.region_id,
+                "TRACE_ON": "true" if c.config.trace_on else "false",
+            }
+            return request.make_response(code, remark, ext)
         c.stats.record_put_failed()
         if code == ResponseCode.SYSTEM_BUSY:
             c.flow_control.record("PC_SYNCHRONIZED")
@@ -369,7 +398,7 @@ class SendMessageProcessor(BrokerProcessor):
             properties=properties,
             sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
-            born_host=_born_host(ctx),
+            born_host=self._born_host(ctx),
             store_host=c.store_host,
         )
         topic = header.topic
@@ -380,7 +409,7 @@ class SendMessageProcessor(BrokerProcessor):
                 request, result, topic, queue_id, len(request.body), append.msg_num if append else 0
             )
 
-        return await self._put_and_respond(ctx, request, c.store.async_put_messages, batch, respond)
+        return await self._put_and_respond(ctx, request, c.store.put_messages_or_future, batch, respond)
 
     # -- consumer send back -----------------------------------------------------------------
 
@@ -449,7 +478,7 @@ class SendMessageProcessor(BrokerProcessor):
             store_host=c.store_host,
             reconsume_times=msg.reconsume_times + 1,
         )
-        result = await c.put_service.submit(c.store.async_put_message, inner)
+        result = await c.put_service.submit(c.store.put_message_or_future, inner)
         code, remark = put_status_response(
             result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
         )
@@ -459,7 +488,7 @@ class SendMessageProcessor(BrokerProcessor):
         return request.make_response(code, remark)
 
 
-def _born_host(ctx: RemotingContext) -> bytes:
+def _pack_born_host(ctx: RemotingContext) -> bytes:
     host, _, port = ctx.remote_addr.rpartition(":")
     try:
         packed = pack_host(host, int(port))

@@ -115,3 +115,18 @@ async def test_retry_topic_send_past_max_goes_to_the_dlq(broker: Broker) -> None
     assert broker.server.broker is not None
     assert broker.server.broker.store.get_max_offset_in_queue("%DLQ%G_dlq", 0) == 1
     assert broker.server.broker.store.get_max_offset_in_queue("%RETRY%G_dlq", 0) == 0
+
+
+async def test_send_back_to_a_read_only_retry_topic_is_no_permission(broker: Broker) -> None:
+    sent = await broker.send("T_ro", b"x", queue_id=0)
+    _, _, offset = decode_offset_msg_id(sent.ext_fields["msgId"])
+    create = {
+        "topic": "%RETRY%G_ro", "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1", "perm": "4",
+        "topicFilterType": "SINGLE_TAG", "order": "false",
+    }  # fmt: skip
+    assert (await broker.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == ResponseCode.SUCCESS
+    back = await broker.call(
+        RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": str(offset), "group": "G_ro", "delayLevel": "0"}
+    )
+    assert back.code == ResponseCode.NO_PERMISSION
+    assert back.remark == "the topic[%RETRY%G_ro] sending message is forbidden"

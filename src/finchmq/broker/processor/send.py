@@ -432,9 +432,13 @@ class SendMessageProcessor(BrokerProcessor):
         new_topic = retry_topic(header.group)
         queue_id = random.randrange(group_config.retry_queue_nums)
         topic_sys_flag = 0b10 if header.unit_mode else 0
-        c.topic_config_manager.create_topic_in_send_message_back_method(
+        retry_config = c.topic_config_manager.create_topic_in_send_message_back_method(
             new_topic, group_config.retry_queue_nums, PermName.WRITE | PermName.READ, topic_sys_flag
         )
+        if not PermName.is_writeable(retry_config.perm):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
+            )
         msg = c.store.look_message_by_offset(header.offset)
         if msg is None:
             return request.make_response(

@@ -318,7 +318,9 @@ def test_columns_decode_records_like_the_protocol_decoder() -> None:
     )
     columns = Columns("T", "broker-a", 2)
     assert columns.add(body, 0, 4, None) == 0
+    assert columns.body_bytes == len(b"plain" + b"no uniq key" + b"inflated " * 50 + b"ipv6 store host")
     batch = columns.flush()
+    assert columns.body_bytes == 0
     assert batch.schema.equals(ARROW_SCHEMA)
     rows = batch.to_pylist()
     assert [r["queueOffset"] for r in rows] == [0, 1, 2, 3]

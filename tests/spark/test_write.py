@@ -168,6 +168,21 @@ def test_bad_columns_and_rows(spark: Any, namesrv: str, name: str) -> None:
     assert "rocketmq sink: row 1 of this partition has an empty or null body" in text
 
 
+def test_unreachable_name_server_names_the_option(spark: Any) -> None:
+    df = spark.createDataFrame([("x",)], "body string")
+    writer = df.write.format("rocketmq").option("nameServer", "127.0.0.1:1").option("topic", "T")
+    text = error_of(lambda: writer.mode("append").save())
+    assert "rocketmq option nameServer='127.0.0.1:1': cannot reach the name server" in text
+
+
+def test_unknown_topic_without_auto_creation(spark: Any, finchmq_server_factory: Any, name: str) -> None:
+    server = finchmq_server_factory({"autoCreateTopicEnable": "false"})
+    df = spark.createDataFrame([("x",)], "body string")
+    writer = df.write.format("rocketmq").option("nameServer", server.namesrv_addr).option("topic", name)
+    text = error_of(lambda: writer.mode("append").save())
+    assert f"rocketmq sink: topic '{name}' does not exist on the name server {server.namesrv_addr}" in text
+
+
 def test_streaming_topic_to_topic_round_trip(spark: Any, namesrv: str, name: str, tmp_path: Path) -> None:
     source, target = name + "_in", name + "_out"
     create_topic(namesrv, source)

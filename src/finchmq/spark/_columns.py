@@ -89,6 +89,7 @@ class Columns:
 
     __slots__ = (
         "bodies",
+        "body_ends",
         "born",
         "broker",
         "keys",
@@ -113,7 +114,10 @@ class Columns:
         self.msg_ids: list[str] = []
         self.keys: list[str | None] = []
         self.tags: list[str | None] = []
-        self.bodies: list[bytes] = []
+        # Bodies stay views into the pull answers until a flush joins them into one buffer: one
+        # copy per byte, and no bytes object per row (half the flush time was the second copy).
+        self.bodies: list[memoryview | bytes] = []
+        self.body_ends: list[int] = [0]
         self.map_offsets: list[int] = [0]
         self.prop_keys: list[str] = []
         self.prop_values: list[str] = []
@@ -124,6 +128,11 @@ class Columns:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    @property
+    def body_bytes(self) -> int:
+        """Bytes of bodies added since the last flush."""
+        return self.body_ends[-1]
+
     def add(self, body: bytes | bytearray | memoryview, lo: int, hi: int, tags: frozenset[str] | None) -> int:
         """Add the records of a pull ``body`` with queue offsets in ``[lo, hi)`` and, when ``tags``
         is given, a TAGS in it. Returns the first queue offset in the body that is ``>= lo``
@@ -133,6 +142,7 @@ class Columns:
             MessageDecodeError: a record is corrupt (names its offset and field).
         """
         data = body if type(body) is bytes else bytes(body)
+        view = memoryview(data)
         size = len(data)
         first = hi
         unpack = _HEADER.unpack_from
@@ -144,8 +154,9 @@ class Columns:
             self.keys.append,
             self.tags.append,
         )
-        add_body, add_born, add_stored, add_reconsume = (
+        add_body, add_body_end, add_born, add_stored, add_reconsume = (
             self.bodies.append,
+            self.body_ends.append,
             self.born.append,
             self.stored.append,
             self.reconsume.append,
@@ -207,7 +218,8 @@ class Columns:
             add_id(uniq)
             add_key(key)
             add_tag(tag)
-            add_body(data[start:topic_at])
+            add_body(view[start:topic_at])
+            add_body_end(self.body_ends[-1] + body_len)
             if user:
                 prop_keys.extend(user)
                 prop_values.extend(user.values())
@@ -228,6 +240,7 @@ class Columns:
             self.keys.append(props.get(_KEYS))
             self.tags.append(tag)
             self.bodies.append(msg.body)
+            self.body_ends.append(self.body_ends[-1] + len(msg.body))
             for name, value in props.items():
                 if name not in HIDDEN_PROPERTIES:
                     self.prop_keys.append(name)
@@ -250,7 +263,15 @@ class Columns:
                 pa.array(self.msg_ids, pa.string()),
                 pa.array(self.keys, pa.string()),
                 pa.array(self.tags, pa.string()),
-                pa.array(self.bodies, pa.binary()),
+                pa.Array.from_buffers(
+                    pa.binary(),
+                    n,
+                    [
+                        None,
+                        pa.array(self.body_ends, pa.int32()).buffers()[1],
+                        pa.py_buffer(b"".join(self.bodies)),
+                    ],
+                ),
                 pa.MapArray.from_arrays(
                     pa.array(self.map_offsets, pa.int32()),
                     pa.array(self.prop_keys, pa.string()),

@@ -9,7 +9,8 @@ Strategy (``read_partition``): the range ``[start, end)`` is cut into chunks of
 ahead on the client's portal loop while this thread decodes the previous answer straight into
 columns (``_columns``). Answers are consumed in chunk order; a chunk the broker answered only in
 part (its per-pull caps) is continued before the next chunk, so rows come out in offset order
-and each offset at most once. Columns become record batches of ``_ROWS_PER_BATCH`` rows.
+and each offset at most once. Columns become record batches of ``_ROWS_PER_BATCH`` rows
+(or ``_BYTES_PER_BATCH`` of bodies).
 Offsets the broker no longer has (segments deleted, queue reset) go to ``_report_loss``:
 ``DataLossError`` when ``failOnDataLoss`` (the default), else a warning, and the read goes on.
 """
@@ -74,6 +75,7 @@ SCHEMA: Final = StructType(
 
 _PULLS_IN_FLIGHT: Final = 8
 _ROWS_PER_BATCH: Final = 8192
+_BYTES_PER_BATCH: Final = 64 * 1024 * 1024  # of bodies; Arrow's binary offsets are int32
 _MARGIN_S: Final = 5.0
 
 
@@ -278,7 +280,7 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
                     opts, key, lo, end, f"the queue ends at {result.max_offset}: it was reset or recreated"
                 )
                 restart(end)
-            if len(columns) >= _ROWS_PER_BATCH:
+            if len(columns) >= _ROWS_PER_BATCH or columns.body_bytes >= _BYTES_PER_BATCH:
                 yield columns.flush()
             refill()
         if len(columns):

@@ -48,7 +48,11 @@ from finchmq.client import (
     Message,
     MessageConst,
     MessageQueue,
+    MQBrokerError,
     MQClientError,
+    MQNetworkError,
+    MQTimeoutError,
+    NoRouteError,
     Portal,
     Producer,
     SendResult,
@@ -56,7 +60,7 @@ from finchmq.client import (
 )
 
 from . import _clients
-from .options import WriteOptions
+from .options import OptionError, WriteOptions
 
 __all__ = ["SinkError", "WriteIds", "check_input_schema", "write_batches"]
 
@@ -159,18 +163,45 @@ class _Sender:
     def queues(self, topic: str) -> list[MessageQueue]:
         found = self._queues.get(topic)
         if found is None:
-            found = self._queues[topic] = sorted(
-                self.producer.fetch_publish_message_queues(topic), key=lambda q: (q.broker_name, q.queue_id)
-            )
+            try:
+                mqs = self.producer.fetch_publish_message_queues(topic)
+            except MQClientError as exc:
+                raise self._explain(exc, topic) from exc
+            found = self._queues[topic] = sorted(mqs, key=lambda q: (q.broker_name, q.queue_id))
         return found
 
+    def _explain(self, exc: MQClientError, topic: str) -> Exception:
+        """The client's error as the sink's user should read it (naming the option or topic)."""
+        if isinstance(exc, NoRouteError):
+            try:  # the producer reports an unreachable name server as "no route" too
+                _clients.admin(self.opts.name_server).cluster_info()
+            except (MQNetworkError, MQTimeoutError) as probe:
+                return OptionError(
+                    "nameServer", self.opts.name_server, f"cannot reach the name server or broker: {probe}"
+                )
+            return SinkError(
+                f"rocketmq sink: topic {topic!r} does not exist on the name server {self.opts.name_server} "
+                "and the broker does not create topics on first send (autoCreateTopicEnable=false); "
+                "create it first"
+            )
+        if isinstance(exc, MQNetworkError | MQTimeoutError) and not isinstance(exc, MQBrokerError):
+            return OptionError(
+                "nameServer", self.opts.name_server, f"cannot reach the name server or broker: {exc}"
+            )
+        return exc
+
     def _wait_one(self) -> None:
-        _, future = self.pending.popleft()
+        lane, future = self.pending.popleft()
         timeout = self.opts.send_timeout_ms / 1000 + _MARGIN_S
         try:
             results = future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise MQClientError(f"rocketmq sink: a send got no answer within {timeout:.0f}s") from None
+        except MQClientError as exc:
+            explained = self._explain(exc, lane.topic)
+            if explained is exc:
+                raise
+            raise explained from exc
         self.sent += sum(len(r.msg_id.split(",")) for r in results)
 
     def send(self, lane: _Lane, messages: list[Message]) -> None:

@@ -14,7 +14,7 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
 
-from finchmq.client import Message, MessageQueue, select_message_queue_by_hash
+from finchmq.client import BlockingAdminClient, Message, MessageQueue, select_message_queue_by_hash
 from finchmq.spark._write import WriteIds
 
 from .conftest import create_topic, fill
@@ -104,7 +104,14 @@ def test_task_retry_resends_with_the_same_ids(spark: Any, namesrv: str, name: st
     def flaky(i: int) -> str:
         context = TaskContext.get()
         if i == 150 and context is not None and context.attemptNumber() == 0:
-            time.sleep(3)  # the rows before this one reach the sink (and the broker) meanwhile
+            # Fail only once the first rows are stored: the retry must re-send them.
+            with BlockingAdminClient(namesrv_addr=namesrv) as admin:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    stats = admin.topic_status(name).offset_table.values()
+                    if sum(w.max_offset for w in stats) > 0:
+                        break
+                    time.sleep(0.05)
             raise RuntimeError("injected failure on the first attempt")
         return f"row-{i}-" + "x" * 2000  # big enough that the UDF worker's output buffer flushes
 

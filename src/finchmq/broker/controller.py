@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable, Coroutine, Hashable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol import RemotingCommand, RequestCode
 from finchmq.protocol.bodies import DataVersion, PermName, ResetOffsetBody, TopicConfigSerializeWrapper
 from finchmq.protocol.codes import LanguageCode
@@ -133,7 +133,7 @@ class Broker2Client:
             log.debug("oneway code %d to %s failed: %s", request.code, channel.remote_addr, exc)
 
 
-class BrokerController:
+class BrokerController(AsyncService):
     """A running broker: ``await start()``, ``await close()``, or ``async with``."""
 
     def __init__(
@@ -372,15 +372,6 @@ class BrokerController:
                 self.schedule_message_service.offsets,
             ):
                 manager.persist_blocking()
-
-    async def __aenter__(self) -> BrokerController:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     # -- background work --------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ import logging
 import time
 import warnings
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     MASTER_ID,
     ClusterInfo,
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 _TIMEOUT_MS = 5_000
 
 
-class AdminClient:
+class AdminClient(AsyncService):
     """``AdminClient(namesrv_addr="127.0.0.1:9876")``; ``async with`` or ``start``/``close``."""
 
     def __init__(self, config: ClientConfig | None = None, /, **overrides: object) -> None:
@@ -91,15 +91,6 @@ class AdminClient:
             warnings.warn(
                 f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
             )
-
-    async def __aenter__(self) -> AdminClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     @property
     def _api_timeout(self) -> int:

@@ -26,9 +26,9 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Final, TypeAlias, cast
 
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.headers import SendMessageRequestHeaderV2
 from finchmq.protocol.message import (
@@ -283,7 +283,7 @@ class MQFaultStrategy:
         return 0
 
 
-class Producer:
+class Producer(AsyncService):
     """An asyncio producer (Java ``DefaultMQProducer``).
 
     ``Producer("group", namesrv_addr="127.0.0.1:9876")`` or ``Producer(ProducerConfig(...))``;
@@ -363,15 +363,6 @@ class Producer:
             warnings.warn(
                 f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
             )
-
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     def _make_sure_state_ok(self) -> MQClientInstance:
         if self._state is not _RUNNING or self._instance is None:

@@ -1,7 +1,8 @@
 """finchmq.common: small helpers every server-side and client-side layer shares.
 
 Imports: the standard library only. Owns: atomic config files, Java ``.properties`` text, and
-turning RocketMQ's camelCase settings into finchmq's config dataclasses. No network, no asyncio.
+turning RocketMQ's camelCase settings into finchmq's config dataclasses, and the start/close
+contract of every service (``lifecycle``). No network.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from types import TracebackType
 
+from finchmq.common.lifecycle import AsyncService
 from finchmq.remoting import (
     CloseReason,
     RemotingConnection,
@@ -56,7 +56,7 @@ class _BrokerHousekeepingService:
             log.info("broker %s removed: its connection %s closed", addr, conn.remote_addr)
 
 
-class NamesrvController:
+class NamesrvController(AsyncService):
     """A running name server: ``await start()``, ``await close()``, or ``async with``."""
 
     def __init__(self, config: NamesrvConfig | None = None) -> None:
@@ -115,12 +115,3 @@ class NamesrvController:
                 await self._scan_task
             self._scan_task = None
         await self.server.close()
-
-    async def __aenter__(self) -> NamesrvController:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()

@@ -17,8 +17,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.command import RemotingCommand
 
 from ._idle import close_all, close_idle_connections, stop_task
@@ -44,7 +44,7 @@ def parse_addr(addr: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class RemotingClient:
+class RemotingClient(AsyncService):
     """Client side of the remoting protocol; one connection per server address."""
 
     def __init__(
@@ -267,12 +267,3 @@ class RemotingClient:
         self._connections.clear()
         await close_all(connections)
         await self.dispatcher.close()
-
-    async def __aenter__(self) -> RemotingClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()

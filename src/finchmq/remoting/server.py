@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from types import TracebackType
 
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.command import RemotingCommand
 
 from ._idle import close_all, close_idle_connections, stop_task
@@ -29,7 +29,7 @@ __all__ = ["RemotingServer"]
 log = logging.getLogger(__name__)
 
 
-class RemotingServer:
+class RemotingServer(AsyncService):
     """A RocketMQ remoting server on ``bind_address:listen_port`` (port 0 picks a free one)."""
 
     def __init__(
@@ -145,12 +145,3 @@ class RemotingServer:
             await self._server.wait_closed()
         await self.dispatcher.close()
         log.info("%s on port %d closed", self.name, self.port)
-
-    async def __aenter__(self) -> RemotingServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()

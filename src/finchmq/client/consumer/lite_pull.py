@@ -22,7 +22,6 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Final
 
 from finchmq.client._tasks import BackgroundTasks
@@ -30,6 +29,7 @@ from finchmq.client.config import LitePullConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullStatus
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -124,7 +124,7 @@ class RebalanceLitePullImpl(RebalanceImpl):
             self.consumer.initial_offsets[request.message_queue] = request.next_offset
 
 
-class LitePullConsumer:
+class LitePullConsumer(AsyncService):
     """See the module docstring. ``LitePullConsumer("group", namesrv_addr=...)``, then
     ``subscribe(topic, expr)`` or ``assign(queues)``, ``await start()``, ``await poll()``."""
 
@@ -318,15 +318,6 @@ class LitePullConsumer:
             warnings.warn(
                 f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
             )
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     # -- polling --------------------------------------------------------------------------------
 

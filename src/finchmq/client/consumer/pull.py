@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from finchmq.client.api import MQClientAPI, PullResultExt
@@ -18,6 +17,7 @@ from finchmq.client.config import PullConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -201,7 +201,7 @@ async def send_message_back(
     await producer.send(Message(retry_topic(consumer_group), msg.body, flag=msg.flag, properties=props))
 
 
-class PullConsumer:
+class PullConsumer(AsyncService):
     """Pull messages from queues you choose, at offsets you choose (Java ``DefaultMQPullConsumer``).
 
     ``await pull(mq, "TagA || TagB", offset, 32)`` returns a ``PullResult``; continue from its
@@ -281,15 +281,6 @@ class PullConsumer:
             warnings.warn(
                 f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
             )
-
-    async def __aenter__(self) -> PullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     # -- pulling ----------------------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ import logging
 import time
 import warnings
 from dataclasses import fields
-from types import TracebackType
 from typing import Any, Final
 
 from finchmq.client._tasks import BackgroundTasks
@@ -35,6 +34,7 @@ from finchmq.client.errors import ClientStateError, MQClientError, ValidationErr
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -180,7 +180,7 @@ class RebalancePushImpl(RebalanceImpl):
             log.info("doRebalance, %s, add a new pull request %s", self.consumer_group, request)
 
 
-class PushConsumer:
+class PushConsumer(AsyncService):
     """An asyncio push consumer (Java ``DefaultMQPushConsumer``).
 
     ``PushConsumer("group", namesrv_addr="127.0.0.1:9876")`` or ``PushConsumer(PushConsumerConfig(...))``;
@@ -389,15 +389,6 @@ class PushConsumer:
             warnings.warn(
                 f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
             )
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     def suspend(self) -> None:
         """Pause pulling (Java ``suspend``); cached messages are still consumed."""

@@ -11,12 +11,9 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import tempfile
-import time
-from pathlib import Path
-from types import TracebackType
+from typing import Self
 
-from benchmarks._server import cpu_seconds, free_port, rss_mib
+from benchmarks._server import ChildServer, free_port
 
 __all__ = ["NatsServer", "PeerServer", "RedisServer", "ensure_debian_package"]
 
@@ -36,7 +33,7 @@ def ensure_debian_package(binary: str, package: str) -> str:
     return path
 
 
-class PeerServer:
+class PeerServer(ChildServer):
     """A peer server subprocess: ``start()`` waits until its port accepts connections."""
 
     name = ""
@@ -46,11 +43,8 @@ class PeerServer:
 
     def __init__(self) -> None:
         self.path = ensure_debian_package(self.binary, self.package)
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"finchmq-compare-{self.name}-")
-        self.data_dir = Path(self._tmp.name)
+        super().__init__(None, f"finchmq-compare-{self.name}-")
         self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = self.data_dir / "server.log"
 
     @property
     def addr(self) -> str:
@@ -67,53 +61,16 @@ class PeerServer:
         text = (out.stdout or out.stderr).strip()
         return text.splitlines()[0] if text else "?"
 
-    def start(self) -> PeerServer:
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=self.data_dir
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}")
+    def start(self) -> Self:
+        def listening() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
+                    return True
             except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"{self.name} did not listen within 30 s: {self.log_tail()}")
+                return False
 
-    def log_tail(self, lines: int = 10) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
-
-    def rss_mib(self) -> float:
-        return rss_mib(self.pid)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._tmp.cleanup()
-
-    def __enter__(self) -> PeerServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+        self._spawn(self.command(), self.data_dir, listening, "listen")
+        return self
 
 
 class NatsServer(PeerServer):

@@ -18,15 +18,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.command import RemotingCommand
 
-from ._idle import close_all, close_idle_connections, stop_task
+from ._endpoint import RemotingEndpoint
+from ._idle import close_all, stop_task
 from ._permits import acquire_permit
 from .config import RemotingClientConfig
 from .connection import ChannelEventListener, CloseReason, RemotingConnection
 from .errors import RemotingConnectError, RemotingError, RemotingTimeoutError
-from .processor import RequestDispatcher, RequestExecutor, RequestProcessor
 
 __all__ = ["InvokeCallback", "RemotingClient", "parse_addr"]
 
@@ -44,7 +43,7 @@ def parse_addr(addr: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class RemotingClient(AsyncService):
+class RemotingClient(RemotingEndpoint):
     """Client side of the remoting protocol; one connection per server address."""
 
     def __init__(
@@ -54,24 +53,14 @@ class RemotingClient(AsyncService):
         listener: ChannelEventListener | None = None,
         name: str = "remoting-client",
     ) -> None:
+        super().__init__(name, listener)
         self.config = config or RemotingClientConfig()
-        self.dispatcher = RequestDispatcher()
-        self.name = name
-        self._listener = listener
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self._async_semaphore = asyncio.Semaphore(self.config.client_async_semaphore_value)
         self._oneway_semaphore = asyncio.Semaphore(self.config.client_oneway_semaphore_value)
         self._background: set[asyncio.Task[object]] = set()
-        self._idle_task: asyncio.Task[None] | None = None
         self._started = False
-        self._closed = False
-
-    def register_processor(
-        self, codes: int | list[int], processor: RequestProcessor, executor: RequestExecutor
-    ) -> None:
-        """Handle server-initiated requests of ``codes``."""
-        self.dispatcher.register(codes, processor, executor)
 
     async def start(self) -> None:
         """Start the executors and the idle scan (also done by the first call)."""
@@ -81,22 +70,7 @@ class RemotingClient(AsyncService):
             raise RuntimeError(f"{self.name} is closed and cannot be restarted")
         self._started = True
         self.dispatcher.start()
-        if self.config.client_channel_max_idle_time_seconds > 0:
-            self._idle_task = asyncio.get_running_loop().create_task(
-                close_idle_connections(
-                    self._connections.values,
-                    self.config.client_channel_max_idle_time_seconds,
-                    self._on_idle,
-                ),
-                name=f"finchmq-{self.name}-idle",
-            )
-
-    def _on_idle(self, conn: RemotingConnection) -> None:
-        if self._listener is not None:
-            try:
-                self._listener.on_channel_idle(conn)
-            except Exception:
-                log.exception("channel idle listener failed for %s", conn.remote_addr)
+        self._start_idle_scan(self._connections.values, self.config.client_channel_max_idle_time_seconds)
 
     # -- connections ------------------------------------------------------------------------
 

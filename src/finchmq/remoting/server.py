@@ -15,21 +15,20 @@ import asyncio
 import logging
 import socket
 
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.command import RemotingCommand
 
-from ._idle import close_all, close_idle_connections, stop_task
+from ._endpoint import RemotingEndpoint
+from ._idle import close_all, stop_task
 from ._permits import acquire_permit
 from .config import RemotingServerConfig
 from .connection import ChannelEventListener, RemotingConnection
-from .processor import RequestDispatcher, RequestExecutor, RequestProcessor
 
 __all__ = ["RemotingServer"]
 
 log = logging.getLogger(__name__)
 
 
-class RemotingServer(AsyncService):
+class RemotingServer(RemotingEndpoint):
     """A RocketMQ remoting server on ``bind_address:listen_port`` (port 0 picks a free one)."""
 
     def __init__(
@@ -39,22 +38,13 @@ class RemotingServer(AsyncService):
         listener: ChannelEventListener | None = None,
         name: str = "remoting-server",
     ) -> None:
+        super().__init__(name, listener)
         self.config = config or RemotingServerConfig()
-        self.dispatcher = RequestDispatcher()
-        self.name = name
-        self._listener = listener
         self._server: asyncio.Server | None = None
         self._connections: set[RemotingConnection] = set()
-        self._idle_task: asyncio.Task[None] | None = None
         self._async_semaphore: asyncio.Semaphore | None = None
         self._oneway_semaphore: asyncio.Semaphore | None = None
-        self._closed = False
         self.port = 0
-
-    def register_processor(
-        self, codes: int | list[int], processor: RequestProcessor, executor: RequestExecutor
-    ) -> None:
-        self.dispatcher.register(codes, processor, executor)
 
     @property
     def connections(self) -> frozenset[RemotingConnection]:
@@ -78,15 +68,7 @@ class RemotingServer(AsyncService):
             backlog=self.config.server_socket_backlog,
         )
         self.port = self._server.sockets[0].getsockname()[1]
-        if self.config.server_channel_max_idle_time_seconds > 0:
-            self._idle_task = loop.create_task(
-                close_idle_connections(
-                    lambda: self._connections,
-                    self.config.server_channel_max_idle_time_seconds,
-                    self._on_idle,
-                ),
-                name=f"finchmq-{self.name}-idle",
-            )
+        self._start_idle_scan(lambda: self._connections, self.config.server_channel_max_idle_time_seconds)
         log.info("%s listening on %s:%d", self.name, self.config.bind_address, self.port)
 
     def _make_connection(self) -> RemotingConnection:
@@ -98,13 +80,6 @@ class RemotingServer(AsyncService):
         )
         self._connections.add(conn)
         return conn
-
-    def _on_idle(self, conn: RemotingConnection) -> None:
-        if self._listener is not None:
-            try:
-                self._listener.on_channel_idle(conn)
-            except Exception:
-                log.exception("channel idle listener failed for %s", conn.remote_addr)
 
     async def invoke(
         self, conn: RemotingConnection, request: RemotingCommand, timeout_millis: int

@@ -1,0 +1,50 @@
+"""What the remoting client and server share: the request dispatcher for calls from the peer,
+the channel event listener, and the scan that closes idle connections."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from finchmq.common.lifecycle import AsyncService
+
+from ._idle import close_idle_connections
+from .connection import ChannelEventListener, RemotingConnection
+from .processor import RequestDispatcher, RequestExecutor, RequestProcessor
+
+log = logging.getLogger(__name__)
+
+
+class RemotingEndpoint(AsyncService):
+    """Base of ``RemotingClient`` and ``RemotingServer``."""
+
+    def __init__(self, name: str, listener: ChannelEventListener | None) -> None:
+        self.dispatcher = RequestDispatcher()
+        self.name = name
+        self._listener = listener
+        self._idle_task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def register_processor(
+        self, codes: int | list[int], processor: RequestProcessor, executor: RequestExecutor
+    ) -> None:
+        """Handle the peer's requests of ``codes`` with ``processor`` on ``executor``."""
+        self.dispatcher.register(codes, processor, executor)
+
+    def _start_idle_scan(
+        self, connections: Callable[[], Iterable[RemotingConnection]], max_idle_seconds: float
+    ) -> None:
+        """Close connections idle for ``max_idle_seconds`` (never when it is 0)."""
+        if max_idle_seconds > 0:
+            self._idle_task = asyncio.get_running_loop().create_task(
+                close_idle_connections(connections, max_idle_seconds, self._on_idle),
+                name=f"finchmq-{self.name}-idle",
+            )
+
+    def _on_idle(self, conn: RemotingConnection) -> None:
+        if self._listener is not None:
+            try:
+                self._listener.on_channel_idle(conn)
+            except Exception:
+                log.exception("channel idle listener failed for %s", conn.remote_addr)

@@ -28,6 +28,7 @@ from finchmq.protocol.codes import LanguageCode
 from finchmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader
 from finchmq.protocol.message import MessageQueue, pack_host
 from finchmq.remoting import (
+    ChannelGoneListener,
     RemotingClient,
     RemotingConnection,
     RemotingError,
@@ -62,25 +63,6 @@ log = logging.getLogger(__name__)
 
 VERSION_DESC = "V4_9_8"
 _CLIENT_SCAN_INTERVAL = 10.0  # s, Java ClientHousekeepingService
-
-
-class _ClientHousekeepingService:
-    """Forgets a client as soon as its connection is gone (Java ``ClientHousekeepingService``)."""
-
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-
-    def on_channel_connect(self, conn: RemotingConnection) -> None:
-        pass
-
-    def on_channel_close(self, conn: RemotingConnection) -> None:
-        self.controller.forget_channel(conn)
-
-    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
-        self.controller.forget_channel(conn)
-
-    def on_channel_idle(self, conn: RemotingConnection) -> None:
-        self.controller.forget_channel(conn)
 
 
 class Broker2Client:
@@ -179,7 +161,7 @@ class BrokerController(AsyncService):
                 listen_port=config.listen_port,
                 server_channel_max_idle_time_seconds=config.server_channel_max_idle_time_seconds,
             ),
-            listener=_ClientHousekeepingService(self),
+            listener=ChannelGoneListener(self.forget_channel),  # Java ClientHousekeepingService
             name="broker",
         )
         self.namesrv_client = RemotingClient(name="broker-outer")

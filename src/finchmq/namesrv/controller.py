@@ -15,6 +15,7 @@ import time
 
 from finchmq.common.lifecycle import AsyncService
 from finchmq.remoting import (
+    ChannelGoneListener,
     CloseReason,
     RemotingConnection,
     RemotingServer,
@@ -32,30 +33,6 @@ __all__ = ["NamesrvController"]
 log = logging.getLogger(__name__)
 
 
-class _BrokerHousekeepingService:
-    """Drops a broker's routes as soon as its connection is gone."""
-
-    def __init__(self, routes: RouteInfoManager) -> None:
-        self.routes = routes
-
-    def on_channel_connect(self, conn: RemotingConnection) -> None:
-        pass
-
-    def on_channel_close(self, conn: RemotingConnection) -> None:
-        self._destroy(conn)
-
-    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
-        self._destroy(conn)
-
-    def on_channel_idle(self, conn: RemotingConnection) -> None:
-        self._destroy(conn)
-
-    def _destroy(self, conn: RemotingConnection) -> None:
-        addr = self.routes.on_channel_destroy(conn)
-        if addr is not None:
-            log.info("broker %s removed: its connection %s closed", addr, conn.remote_addr)
-
-
 class NamesrvController(AsyncService):
     """A running name server: ``await start()``, ``await close()``, or ``async with``."""
 
@@ -70,7 +47,7 @@ class NamesrvController(AsyncService):
                 listen_port=self.config.listen_port,
                 server_channel_max_idle_time_seconds=self.config.server_channel_max_idle_time_seconds,
             ),
-            listener=_BrokerHousekeepingService(self.routes),
+            listener=ChannelGoneListener(self._broker_channel_gone),  # Java BrokerHousekeepingService
             name="namesrv",
         )
         self.server.register_processor(
@@ -107,6 +84,11 @@ class NamesrvController(AsyncService):
                 if isinstance(channel, RemotingConnection):
                     channel.close(CloseReason.IDLE)
                 log.info("scan removed inactive broker %s", addr)
+
+    def _broker_channel_gone(self, conn: RemotingConnection) -> None:
+        addr = self.routes.on_channel_destroy(conn)
+        if addr is not None:
+            log.info("broker %s removed: its connection %s closed", addr, conn.remote_addr)
 
     async def close(self) -> None:
         if self._scan_task is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .client import InvokeCallback, RemotingClient, parse_addr
 from .config import RemotingClientConfig, RemotingServerConfig
-from .connection import ChannelEventListener, CloseReason, RemotingConnection
+from .connection import ChannelEventListener, ChannelGoneListener, CloseReason, RemotingConnection
 from .errors import (
     RemotingConnectError,
     RemotingError,
@@ -32,6 +32,7 @@ __all__ = [
     "REMARK_OVERLOAD",
     "REMARK_REJECT_REQUEST",
     "ChannelEventListener",
+    "ChannelGoneListener",
     "CloseReason",
     "InvokeCallback",
     "QueuedRequest",

@@ -18,6 +18,7 @@ import enum
 import logging
 import socket
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from finchmq.protocol.codec import NEED_DATA, RemotingCodec
@@ -59,6 +60,26 @@ class ChannelEventListener(Protocol):
     def on_channel_close(self, conn: RemotingConnection) -> None: ...
     def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None: ...
     def on_channel_idle(self, conn: RemotingConnection) -> None: ...
+
+
+class ChannelGoneListener:
+    """A ``ChannelEventListener`` for who only needs to know that a channel is gone: closed,
+    failed or idle (Java's housekeeping services of the name server and the broker)."""
+
+    def __init__(self, on_gone: Callable[[RemotingConnection], None]) -> None:
+        self._on_gone = on_gone
+
+    def on_channel_connect(self, conn: RemotingConnection) -> None:
+        pass
+
+    def on_channel_close(self, conn: RemotingConnection) -> None:
+        self._on_gone(conn)
+
+    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self._on_gone(conn)
+
+    def on_channel_idle(self, conn: RemotingConnection) -> None:
+        self._on_gone(conn)
 
 
 def _format_addr(peer: object) -> str:

@@ -30,6 +30,8 @@ import zlib
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from .mapped_file import map_file
+
 __all__ = ["INDEX_HEADER_SIZE", "IndexFile", "IndexService", "QueryOffsetResult", "index_key_hash"]
 
 log = logging.getLogger(__name__)
@@ -62,19 +64,8 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.file_size = INDEX_HEADER_SIZE + hash_slot_num * _HASH_SLOT_SIZE + index_num * _INDEX_SIZE
-        fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
-        try:
-            if create:
-                os.posix_fallocate(fd, 0, self.file_size)
-            elif os.fstat(fd).st_size != self.file_size:
-                raise OSError(f"index file {path} is {os.fstat(fd).st_size} bytes, expected {self.file_size}")
-            self._mm: mmap.mmap | None = mmap.mmap(fd, self.file_size)
-        except BaseException:
-            os.close(fd)
-            if create:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            raise
+        fd, mm = map_file(path, self.file_size, create=create, grow=False)
+        self._mm: mmap.mmap | None = mm
         self._fd = fd
         (
             self.begin_timestamp,

@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Final
 
-__all__ = ["OS_PAGE_SIZE", "MappedFile", "TransientStorePool", "offset_to_file_name"]
+__all__ = ["OS_PAGE_SIZE", "MappedFile", "TransientStorePool", "map_file", "offset_to_file_name"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,33 @@ OS_PAGE_SIZE: Final = 4096  # RocketMQ MappedFile.OS_PAGE_SIZE
 def offset_to_file_name(offset: int) -> str:
     """RocketMQ ``UtilAll.offset2FileName``: the start offset zero-padded to 20 digits."""
     return f"{offset:020d}"
+
+
+def map_file(path: Path, size: int, *, create: bool, grow: bool) -> tuple[int, mmap.mmap]:
+    """Open ``path`` read-write and map ``size`` bytes of it; returns the descriptor and the map.
+
+    ``create`` makes a new file (it must not exist) with all its blocks allocated, so a full disk
+    fails here (``OSError`` ENOSPC) and not at a later write through the map. An existing file
+    shorter than ``size`` is extended when ``grow``, else refused. On any failure nothing is left
+    open and a file being created is removed.
+    """
+    fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
+    try:
+        if create:
+            os.posix_fallocate(fd, 0, size)
+        else:
+            actual = os.fstat(fd).st_size
+            if actual < size and grow:
+                os.ftruncate(fd, size)
+            elif actual != size and not grow:
+                raise OSError(f"{path} is {actual} bytes, expected {size}")
+        return fd, mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    except BaseException:
+        os.close(fd)
+        if create:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
 
 
 class TransientStorePool:
@@ -124,20 +151,7 @@ class MappedFile:
         self.first_create_in_queue = False
         self._dropped_upto = 0
         self._lock = threading.Lock()
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        fd = os.open(path, flags, 0o644)
-        try:
-            if create:
-                os.posix_fallocate(fd, 0, file_size)
-            elif os.fstat(fd).st_size < file_size:
-                os.ftruncate(fd, file_size)
-            mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        except BaseException:
-            os.close(fd)
-            if create:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-            raise
+        fd, mm = map_file(path, file_size, create=create, grow=True)
         self._fd = fd
         self._mm: mmap.mmap | None = mm
         self.view = memoryview(mm)

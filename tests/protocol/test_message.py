@@ -11,6 +11,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -109,23 +110,25 @@ LOCALHOST_50000 = pack_host("127.0.0.1", 50000)
 LOCALHOST_10911 = pack_host("127.0.0.1", 10911)
 
 
+# The fields of GOLDEN_STORED_HEX.
+GOLDEN_FIELDS: dict[str, Any] = {
+    "topic": b"TopicTest",
+    "body": b"hello",
+    "properties": b"TAGS\x01TagA",
+    "born_host": LOCALHOST_50000,
+    "store_host": LOCALHOST_10911,
+    "queue_id": 1,
+    "flag": 7,
+    "queue_offset": 2,
+    "commit_log_offset": 168,
+    "born_timestamp": 1_700_000_000_000,
+    "store_timestamp": 1_700_000_000_123,
+    "reconsume_times": 3,
+}
+
+
 def golden_record() -> bytes:
-    return bytes(
-        encode_stored(
-            topic=b"TopicTest",
-            body=b"hello",
-            properties=b"TAGS\x01TagA",
-            born_host=LOCALHOST_50000,
-            store_host=LOCALHOST_10911,
-            queue_id=1,
-            flag=7,
-            queue_offset=2,
-            commit_log_offset=168,
-            born_timestamp=1_700_000_000_000,
-            store_timestamp=1_700_000_000_123,
-            reconsume_times=3,
-        )
-    )
+    return bytes(encode_stored(**GOLDEN_FIELDS))
 
 
 def make_record(
@@ -218,22 +221,7 @@ def test_stored_size_formula() -> None:
 
 def test_encode_stored_into_writes_at_position_and_leaves_rest() -> None:
     buf = bytearray(b"\xee" * 400)
-    size = encode_stored_into(
-        memoryview(buf),
-        50,
-        topic=b"TopicTest",
-        body=b"hello",
-        properties=b"TAGS\x01TagA",
-        born_host=LOCALHOST_50000,
-        store_host=LOCALHOST_10911,
-        queue_id=1,
-        flag=7,
-        queue_offset=2,
-        commit_log_offset=168,
-        born_timestamp=1_700_000_000_000,
-        store_timestamp=1_700_000_000_123,
-        reconsume_times=3,
-    )
+    size = encode_stored_into(memoryview(buf), 50, **GOLDEN_FIELDS)
     assert size == 114
     assert bytes(buf[50:164]) == bytes.fromhex(GOLDEN_STORED_HEX)
     assert buf[:50] == b"\xee" * 50 and buf[164:] == b"\xee" * (400 - 164)

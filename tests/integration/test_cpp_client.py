@@ -48,6 +48,11 @@ def produce(cpp: Any, namesrv: str, topic: str, count: int, *extra: str) -> list
     return records[:-1]
 
 
+def consume(cpp: Any, kind: str, namesrv: str, topic: str, group: str, *extra: str) -> Any:
+    """A running C++ ``push`` or ``pull`` consumer process of ``group`` on ``topic``."""
+    return cpp(kind, "--namesrv", namesrv, "--topic", topic, "--group", group, *extra)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async", "oneway", "orderly", "batch"])
 def test_every_send_mode_stores_messages_intact(finchmq_server: EmbeddedServer, cpp: Any, mode: str) -> None:
     topic = f"Cpp_{mode}"
@@ -110,13 +115,11 @@ def test_push_consumer_clustering_receives_every_message_intact(
         cpp, addr, "CppPush", 20, "--tags", "TagA,TagB", "--keys-prefix", "key-", "--prop", "color=blue{i}"
     )
     # A group that did not exist when the messages were sent still gets them (QUERY_CONSUMER_OFFSET quirk).
-    consumer = cpp(
+    consumer = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppPush",
-        "--group",
         "cg_push",
         "--expect",
         "20",
@@ -146,13 +149,11 @@ def test_push_consumer_clustering_receives_every_message_intact(
 def test_tag_expression_filters_on_the_broker(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
     produce(cpp, addr, "CppTags", 30, "--tags", "TagA,TagB,TagC")
-    records = cpp(
+    records = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppTags",
-        "--group",
         "cg_tags",
         "--expression",
         "TagA || TagB",
@@ -171,13 +172,11 @@ def test_tag_expression_filters_on_the_broker(finchmq_server: EmbeddedServer, cp
 def test_orderly_consumer_keeps_queue_order_and_locks(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
     produce(cpp, addr, "CppOrder", 24, "--mode", "orderly", "--shards", "4", "--body-prefix", "ord-")
-    consumer = cpp(
+    consumer = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppOrder",
-        "--group",
         "cg_order",
         "--orderly",
         "--expect",
@@ -210,13 +209,11 @@ def test_broadcasting_delivers_every_message_to_every_consumer(
     addr = finchmq_server.namesrv_addr
     produce(cpp, addr, "CppBcast", 1, "--body-prefix", "warmup-")  # the topic must exist for its route
     consumers = [
-        cpp(
+        consume(
+            cpp,
             "push",
-            "--namesrv",
             addr,
-            "--topic",
             "CppBcast",
-            "--group",
             "cg_bcast",
             "--broadcast",
             "--expect",
@@ -243,13 +240,11 @@ def test_reconsume_later_redelivers_through_the_retry_topic(finchmq_server_facto
     server = finchmq_server_factory(SHORT_DELAYS)
     addr = server.namesrv_addr
     produce(cpp, addr, "CppRetry", 4, "--keys-prefix", "rk", "--tags", "TagR", "--prop", "color=green{i}")
-    records = cpp(
+    records = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppRetry",
-        "--group",
         "cg_retry",
         "--expect",
         "4",
@@ -278,26 +273,22 @@ def test_reconsume_later_redelivers_through_the_retry_topic(finchmq_server_facto
 def test_two_consumers_share_the_queues_and_one_takes_over(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
     produce(cpp, addr, "CppShare", 1, "--body-prefix", "warmup-")  # creates the topic (4 queues)
-    a = cpp(
+    a = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppShare",
-        "--group",
         "cg_share",
         "--timeout",
         "40",
         "--instance",
         "a",
     )
-    b = cpp(
+    b = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppShare",
-        "--group",
         "cg_share",
         "--timeout",
         "12",
@@ -325,13 +316,11 @@ def test_two_consumers_share_the_queues_and_one_takes_over(finchmq_server: Embed
 def test_pull_consumer_reads_everything(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
     produce(cpp, addr, "CppPull", 15, "--tags", "TagP", "--keys-prefix", "pk", "--prop", "color=c{i}")
-    records = cpp(
+    records = consume(
+        cpp,
         "pull",
-        "--namesrv",
         addr,
-        "--topic",
         "CppPull",
-        "--group",
         "cg_pull",
         "--expect",
         "15",
@@ -372,13 +361,11 @@ def test_large_bodies_compressed_by_the_client_round_trip(finchmq_server: Embedd
     batch_items = [m for m in messages if not m.sys_flag & 1]
     assert sorted(m.body.rstrip(b"x").decode() for m in batch_items) == sorted(f"bat-{i}" for i in range(16))
     assert all(len(m.body) == 1500 for m in batch_items), "batch items are stored separately, uncompressed"
-    records = cpp(
+    records = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppBig",
-        "--group",
         "cg_big",
         "--expect",
         "19",
@@ -437,13 +424,11 @@ def test_always_failing_consumer_gets_growing_delays_then_the_dlq(
     server.call(_create_retry_topic(server, "cg_dlq"))
     addr = server.namesrv_addr
     produce(cpp, addr, "CppDlq", 1, "--tags", "TagX", "--keys-prefix", "dk", "--prop", "color=violet")
-    consumer = cpp(
+    consumer = consume(
+        cpp,
         "push",
-        "--namesrv",
         addr,
-        "--topic",
         "CppDlq",
-        "--group",
         "cg_dlq",
         "--fail-times",
         "99",

@@ -120,9 +120,14 @@ def fill(
     return sent
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+def wait_for(
+    predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition", query: Any = None
+) -> None:
+    """Poll ``predicate``; fail after ``timeout`` s, or at once if the streaming ``query`` died."""
     deadline = time.monotonic() + timeout
     while not predicate():
+        if query is not None and not query.isActive:
+            raise AssertionError(f"{what}: the streaming query stopped: {query.exception()}")
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         time.sleep(0.2)

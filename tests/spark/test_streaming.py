@@ -119,16 +119,18 @@ def test_processing_time_trigger_stop_and_restart_exactly_once(
         )
 
     query = start()
-    wait_for(lambda: sink.count() >= 40, what="first wave read")
+    wait_for(lambda: sink.count() >= 40, what="first wave read", query=query)
     fill(namesrv, name, 10, sent=sent)
-    wait_for(lambda: sink.count() >= 80, what="second wave read")
+    wait_for(lambda: sink.count() >= 80, what="second wave read", query=query)
     query.stop()
     fill(namesrv, name, 10, sent=sent)  # written while the query is down
     query = start()
     try:
-        wait_for(lambda: sink.count() >= 120, what="third wave read after the restart")
+        wait_for(lambda: sink.count() >= 120, what="third wave read after the restart", query=query)
         wait_for(
-            lambda: query.lastProgress is not None and query.lastProgress["numInputRows"] == 0, what="idle"
+            lambda: query.lastProgress is not None and query.lastProgress["numInputRows"] == 0,
+            what="idle",
+            query=query,
         )
     finally:
         query.stop()
@@ -154,10 +156,10 @@ def test_new_queues_are_read_from_their_start(spark: Any, namesrv: str, name: st
         .start()
     )
     try:
-        wait_for(lambda: sink.count() >= 10, what="the first two queues read")
+        wait_for(lambda: sink.count() >= 10, what="the first two queues read", query=query)
         create_topic(namesrv, name, queues=4)  # two more queues appear
         fill(namesrv, name, 6, queues=4, sent=sent)
-        wait_for(lambda: sink.count() >= 10 + 24, what="the new queues read")
+        wait_for(lambda: sink.count() >= 10 + 24, what="the new queues read", query=query)
     finally:
         query.stop()
     assert_exactly_once(sink, sent)
@@ -178,9 +180,9 @@ def test_starting_offsets_latest_skips_what_is_there(
         .start()
     )
     try:
-        wait_for(lambda: query.lastProgress is not None, what="a first micro-batch")
+        wait_for(lambda: query.lastProgress is not None, what="a first micro-batch", query=query)
         fresh = fill(namesrv, name, 3, queues=2, body=lambda q, i: f"fresh-{q}-{i}".encode())
-        wait_for(lambda: sink.count() >= 6, what="the fresh messages read")
+        wait_for(lambda: sink.count() >= 6, what="the fresh messages read", query=query)
     finally:
         query.stop()
     assert sorted(sink.keys()) == sorted(fresh.keys()) == [(q, o) for q in range(2) for o in range(5, 8)]

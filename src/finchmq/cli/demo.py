@@ -413,14 +413,23 @@ def _run_demo(args: argparse.Namespace) -> int:
     began = time.monotonic()
     server = _Server(out / "finchmq-data", out / "server.log")
     _say(f"[1/5] starting finchmq server (data in {out / 'finchmq-data'})")
-    server.start()
     try:
-        return _pipeline(args, out, server, began)
+        server.start()
+        ok = _pipeline(args, out, server, began)
+    except RuntimeError as exc:  # the server did not start, a streaming query failed
+        print(f"finchmq demo: {exc}", file=sys.stderr)
+        return 1
     finally:
         server.stop()
+    if not ok:
+        _say("  MISMATCH: see the check above.")
+        return 1
+    _say("  the finchmq server has been stopped.")
+    return 0
 
 
-def _pipeline(args: argparse.Namespace, out: Path, server: _Server, began: float) -> int:
+def _pipeline(args: argparse.Namespace, out: Path, server: _Server, began: float) -> bool:
+    """Topics, consumer, Spark, producer, summary; returns whether the results check out."""
     from finchmq.client import BlockingAdminClient, BlockingPushConsumer, ConsumeFromWhere  # noqa: PLC0415
     from finchmq.spark import local_session  # noqa: PLC0415
 
@@ -486,8 +495,7 @@ def _pipeline(args: argparse.Namespace, out: Path, server: _Server, began: float
     _say(f"    finchmq data   {out / 'finchmq-data'}  (topics {ORDERS_TOPIC}, {REVENUE_TOPIC})")
     _say(f"    checkpoints    {out / 'checkpoints'}")
     _say(f"    server log     {out / 'server.log'}")
-    _say("  the finchmq server has been stopped." if ok else "  MISMATCH: see the check above.")
-    return 0 if ok else 1
+    return ok
 
 
 def _wait_for_parquet(

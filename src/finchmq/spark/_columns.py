@@ -21,8 +21,8 @@ from typing import Final
 import pyarrow as pa
 
 from finchmq.client import MessageConst
-from finchmq.client.api import MAX_DECOMPRESSED_BODY
-from finchmq.protocol.message import (
+from finchmq.client.records import (
+    MAX_DECOMPRESSED_BODY,
     MESSAGE_MAGIC_CODE,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,

@@ -45,7 +45,7 @@ from finchmq.client import (
     Portal,
     PullStatus,
 )
-from finchmq.client.api import PullResultExt
+from finchmq.client.records import PullResultExt
 
 from . import _clients
 from ._columns import Columns

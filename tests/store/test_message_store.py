@@ -124,6 +124,18 @@ def test_batch_that_does_not_fit_goes_whole_to_next_segment(store: DefaultMessag
     assert read_queue(store, "T", 0) == [b"x" * 60_000] + [b"y" * 3000] * 3
 
 
+def test_batch_larger_than_a_segment_is_illegal_and_wastes_nothing(store: DefaultMessageStore) -> None:
+    store.put_message(msg("T", b"a"))
+    before = store.commit_log.mapped_file_queue.get_max_offset()
+    r = store.put_messages(batch("T", [b"z" * 20_000] * 4))  # > SEGMENT, < maxMessageSize
+    assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert r.append_message_result is not None
+    assert r.append_message_result.status is AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
+    assert store.commit_log.mapped_file_queue.get_max_offset() == before, "no BLANK filler, no roll"
+    assert store.put_message(msg("T", b"b")).is_ok()
+    assert read_queue(store, "T", 0) == [b"a", b"b"]
+
+
 def test_oversized_messages_are_refused_and_never_written(cfg: MessageStoreConfig) -> None:
     with DefaultMessageStore(dataclasses.replace(cfg, max_message_size=1000)) as store:
         r = store.put_message(msg("T", b"x" * 1000))

@@ -187,12 +187,12 @@ class CommitLog:
             mf = mfq.get_last_mapped_file_create(0)
             if mf is None:
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED
+        if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return AppendMessageStatus.MESSAGE_SIZE_EXCEEDED  # fits no segment: waste none
         free = mf.file_size - mf.wrote_position
         if size + END_FILE_MIN_BLANK_LENGTH > free:
             encode_blank_into(mf.write_view, mf.wrote_position, free)
             mf.wrote_position = mf.file_size
-            if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-                return AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
             mf = mfq.get_last_mapped_file_create(0)
             if mf is None:
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED
@@ -208,8 +208,11 @@ class CommitLog:
         mf = self._writable_file(size)
         if isinstance(mf, MappedFile):
             return mf
-        if isinstance(mf, AppendMessageStatus):
-            return PutMessageStatus.UNKNOWN_ERROR, AppendMessageResult(status=mf)
+        if isinstance(mf, AppendMessageStatus):  # MESSAGE_SIZE_EXCEEDED, MESSAGE_ILLEGAL as in Java
+            log.warning(
+                "putMessage a %d-byte record is larger than a commit log segment (%d)", size, self.file_size
+            )
+            return PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(status=mf)
         return mf, None
 
     def put_message(

@@ -14,10 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TypeVar
 
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     MASTER_ID,
     ClusterInfo,
@@ -37,8 +36,8 @@ from finchmq.protocol.message import MessageExt, MessageQueue, decode_offset_msg
 from finchmq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, retry_topic, validate_topic
 
 from .config import ClientConfig, make_config
-from .errors import ClientStateError, MQBrokerError, MQClientError, NoRouteError, ValidationError
-from .instance import MQClientInstance, ServiceState
+from .errors import MQBrokerError, MQClientError, NoRouteError, ValidationError
+from .instance import ClientService, MQClientInstance, ServiceState
 
 __all__ = ["AdminClient"]
 
@@ -46,9 +45,13 @@ log = logging.getLogger(__name__)
 
 _TIMEOUT_MS = 5_000
 
+_T = TypeVar("_T")
 
-class AdminClient(AsyncService):
+
+class AdminClient(ClientService):
     """``AdminClient(namesrv_addr="127.0.0.1:9876")``; ``async with`` or ``start``/``close``."""
+
+    _KIND = "admin client"
 
     def __init__(self, config: ClientConfig | None = None, /, **overrides: object) -> None:
         base = config if config is not None else ClientConfig(instance_name=f"admin-{time.time_ns()}")
@@ -56,17 +59,9 @@ class AdminClient(AsyncService):
         self._state = ServiceState.CREATE_JUST
         self._instance: MQClientInstance | None = None
 
-    @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None or self._state is not ServiceState.RUNNING:
-            raise ClientStateError(f"The admin client service state not OK, {self._state.name}")
-        return self._instance
-
     async def start(self) -> None:
-        if self._state is ServiceState.RUNNING:
+        if self._running_already():
             return
-        if self._state is not ServiceState.CREATE_JUST:
-            raise ClientStateError("Cannot reopen an admin client, once it has been closed.")
         instance = MQClientInstance.get_or_create(self.config)
         instance.admin_count += 1
         try:
@@ -85,12 +80,6 @@ class AdminClient(AsyncService):
         self._state = ServiceState.SHUTDOWN_ALREADY
         self._instance.admin_count -= 1
         await self._instance.shutdown()
-
-    def __del__(self) -> None:
-        if getattr(self, "_state", None) is ServiceState.RUNNING:
-            warnings.warn(
-                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
-            )
 
     @property
     def _api_timeout(self) -> int:
@@ -227,21 +216,24 @@ class AdminClient(AsyncService):
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
         """The group's online clients and subscriptions (mqadmin ``consumerConnection``)."""
-        masters = await self._topic_masters(retry_topic(group))
-        last: MQClientError | None = None
-        for addr in masters.values():
-            try:
-                return await self.instance.api.get_consumer_connection_list(addr, group, _TIMEOUT_MS)
-            except MQBrokerError as exc:
-                last = exc
-        raise last if last is not None else NoRouteError(retry_topic(group))
+        api = self.instance.api
+        return await self._first_answer(
+            retry_topic(group), lambda addr: api.get_consumer_connection_list(addr, group, _TIMEOUT_MS)
+        )
 
     async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        api = self.instance.api
+        return await self._first_answer(
+            topic, lambda addr: api.get_producer_connection_list(addr, group, _TIMEOUT_MS)
+        )
+
+    async def _first_answer(self, topic: str, ask: Callable[[str], Awaitable[_T]]) -> _T:
+        """``ask`` the masters of ``topic`` in turn until one answers (not with an error)."""
         masters = await self._topic_masters(topic)
         last: MQClientError | None = None
         for addr in masters.values():
             try:
-                return await self.instance.api.get_producer_connection_list(addr, group, _TIMEOUT_MS)
+                return await ask(addr)
             except MQBrokerError as exc:
                 last = exc
         raise last if last is not None else NoRouteError(topic)

@@ -2,7 +2,8 @@
 
 Owns: ``ClientConfig`` (Java ``ClientConfig``), ``ProducerConfig`` (``DefaultMQProducer``),
 ``PushConsumerConfig`` (``DefaultMQPushConsumer``, seed 002's defaults), ``LitePullConsumerConfig``
-(``DefaultLitePullConsumer``) and ``PullConsumerConfig`` (``DefaultMQPullConsumer``).
+(``DefaultLitePullConsumer``) and ``PullConsumerConfig`` (``DefaultMQPullConsumer``); the bases
+``ConsumerConfig`` and ``SubscribingConsumerConfig`` hold what several of them have.
 Imports: ``finchmq.protocol`` and the pure ``allocate`` module.
 
 Every config is a frozen, slotted, keyword-only dataclass; ``__post_init__`` raises ``ValueError``
@@ -40,6 +41,7 @@ __all__ = [
     "ProducerConfig",
     "PullConsumerConfig",
     "PushConsumerConfig",
+    "SubscribingConsumerConfig",
     "check_group",
     "local_ip",
     "make_config",
@@ -101,6 +103,18 @@ def _positive(name: str, value: float) -> None:
 def _in_range(name: str, java_name: str, value: int, low: int, high: int) -> None:
     if not low <= value <= high:
         raise ValueError(f"{java_name} Out of range [{low}, {high}]: {name}={value!r}")
+
+
+def _check_long_polling(
+    broker_suspend_max_time_millis: int, consumer_timeout_millis_when_suspend: int
+) -> None:
+    """The broker holds a pull ``broker_suspend_max_time_millis``; the client must wait longer."""
+    _positive("broker_suspend_max_time_millis", broker_suspend_max_time_millis)
+    if consumer_timeout_millis_when_suspend <= broker_suspend_max_time_millis:
+        raise ValueError(
+            f"consumer_timeout_millis_when_suspend={consumer_timeout_millis_when_suspend} must be "
+            f"larger than broker_suspend_max_time_millis={broker_suspend_max_time_millis}"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,18 +254,34 @@ class ConsumerConfig(ClientConfig):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PushConsumerConfig(ConsumerConfig):
-    """Java ``DefaultMQPushConsumer`` with seed 002's defaults and ``checkConfig`` ranges.
-
-    ``consume_thread_max`` defaults to 64 as in seed 002 (Java 4.9 uses 20). Settings marked
-    "system property" are JVM-wide in Java.
-    """
+class SubscribingConsumerConfig(ConsumerConfig):
+    """What the consumers that share a group's queues by rebalancing (push, lite pull) add:
+    where a queue without a committed offset starts, and how queues are divided."""
 
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp: str = field(default_factory=_default_consume_timestamp)  # yyyyMMddHHmmss
     allocate_message_queue_strategy: AllocateMessageQueueStrategy = field(
         default_factory=AllocateMessageQueueAveragely
     )
+
+    def __post_init__(self) -> None:
+        ConsumerConfig.__post_init__(self)
+        parse_consume_timestamp(self.consume_timestamp)
+
+    @property
+    def consume_timestamp_ms(self) -> int:
+        """``consume_timestamp`` (CONSUME_FROM_TIMESTAMP's start) as epoch ms."""
+        return parse_consume_timestamp(self.consume_timestamp)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushConsumerConfig(SubscribingConsumerConfig):
+    """Java ``DefaultMQPushConsumer`` with seed 002's defaults and ``checkConfig`` ranges.
+
+    ``consume_thread_max`` defaults to 64 as in seed 002 (Java 4.9 uses 20). Settings marked
+    "system property" are JVM-wide in Java.
+    """
+
     subscription: Mapping[str, str] = field(default_factory=dict)  # topic -> expression
     consume_thread_min: int = 20
     consume_thread_max: int = 64
@@ -277,10 +307,9 @@ class PushConsumerConfig(ConsumerConfig):
     max_time_consume_continuously: int = 60_000  # ms; rocketmq.client.maxTimeConsumeContinuously
 
     def __post_init__(self) -> None:
-        ConsumerConfig.__post_init__(self)
+        SubscribingConsumerConfig.__post_init__(self)
         if not isinstance(self.consume_from_where, ConsumeFromWhere):
             raise ValueError(f"consume_from_where={self.consume_from_where!r}: consumeFromWhere is null")
-        parse_consume_timestamp(self.consume_timestamp)
         if not isinstance(self.allocate_message_queue_strategy, AllocateMessageQueueStrategy):
             raise ValueError(
                 f"allocate_message_queue_strategy={self.allocate_message_queue_strategy!r}: "
@@ -337,31 +366,17 @@ class PushConsumerConfig(ConsumerConfig):
         _positive("consume_timeout", self.consume_timeout)
         _positive("adjust_thread_pool_nums_threshold", self.adjust_thread_pool_nums_threshold)
         _positive("pull_time_delay_mills_when_exception", self.pull_time_delay_mills_when_exception)
-        _positive("broker_suspend_max_time_millis", self.broker_suspend_max_time_millis)
-        if self.consumer_timeout_millis_when_suspend <= self.broker_suspend_max_time_millis:
-            raise ValueError(
-                f"consumer_timeout_millis_when_suspend={self.consumer_timeout_millis_when_suspend} must be "
-                f"larger than broker_suspend_max_time_millis={self.broker_suspend_max_time_millis}"
-            )
+        _check_long_polling(self.broker_suspend_max_time_millis, self.consumer_timeout_millis_when_suspend)
         _positive("rebalance_lock_interval", self.rebalance_lock_interval)
         _positive("rebalance_lock_max_live_time", self.rebalance_lock_max_live_time)
         _positive("pull_max_idle_time", self.pull_max_idle_time)
         _positive("max_time_consume_continuously", self.max_time_consume_continuously)
 
-    @property
-    def consume_timestamp_ms(self) -> int:
-        return parse_consume_timestamp(self.consume_timestamp)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LitePullConsumerConfig(ConsumerConfig):
+class LitePullConsumerConfig(SubscribingConsumerConfig):
     """Java ``DefaultLitePullConsumer``'s settings and defaults."""
 
-    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
-    consume_timestamp: str = field(default_factory=_default_consume_timestamp)
-    allocate_message_queue_strategy: AllocateMessageQueueStrategy = field(
-        default_factory=AllocateMessageQueueAveragely
-    )
     pull_batch_size: int = 10
     pull_thread_nums: int = 20  # concurrent pulls
     auto_commit: bool = True
@@ -378,8 +393,7 @@ class LitePullConsumerConfig(ConsumerConfig):
     pull_time_delay_mills_when_exception: int = 1_000  # ms
 
     def __post_init__(self) -> None:
-        ConsumerConfig.__post_init__(self)
-        parse_consume_timestamp(self.consume_timestamp)
+        SubscribingConsumerConfig.__post_init__(self)
         _in_range("pull_batch_size", "pullBatchSize", self.pull_batch_size, 1, 1024)
         _in_range("pull_thread_nums", "pullThreadNums", self.pull_thread_nums, 1, 1000)
         if self.auto_commit_interval_millis < 1000:
@@ -393,18 +407,9 @@ class LitePullConsumerConfig(ConsumerConfig):
         _positive("pull_threshold_size_for_queue", self.pull_threshold_size_for_queue)
         _positive("poll_timeout_millis", self.poll_timeout_millis)
         _positive("topic_metadata_check_interval_millis", self.topic_metadata_check_interval_millis)
-        _positive("broker_suspend_max_time_millis", self.broker_suspend_max_time_millis)
-        if self.consumer_timeout_millis_when_suspend <= self.broker_suspend_max_time_millis:
-            raise ValueError(
-                f"consumer_timeout_millis_when_suspend={self.consumer_timeout_millis_when_suspend} must be "
-                f"larger than broker_suspend_max_time_millis={self.broker_suspend_max_time_millis}"
-            )
+        _check_long_polling(self.broker_suspend_max_time_millis, self.consumer_timeout_millis_when_suspend)
         _positive("consumer_pull_timeout_millis", self.consumer_pull_timeout_millis)
         _positive("pull_time_delay_mills_when_exception", self.pull_time_delay_mills_when_exception)
-
-    @property
-    def consume_timestamp_ms(self) -> int:
-        return parse_consume_timestamp(self.consume_timestamp)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -418,12 +423,7 @@ class PullConsumerConfig(ConsumerConfig):
 
     def __post_init__(self) -> None:
         ConsumerConfig.__post_init__(self)
-        _positive("broker_suspend_max_time_millis", self.broker_suspend_max_time_millis)
-        if self.consumer_timeout_millis_when_suspend <= self.broker_suspend_max_time_millis:
-            raise ValueError(
-                f"consumer_timeout_millis_when_suspend={self.consumer_timeout_millis_when_suspend} must be "
-                f"larger than broker_suspend_max_time_millis={self.broker_suspend_max_time_millis}"
-            )
+        _check_long_polling(self.broker_suspend_max_time_millis, self.consumer_timeout_millis_when_suspend)
         _positive("consumer_pull_timeout_millis", self.consumer_pull_timeout_millis)
         if self.max_reconsume_times < 0:
             raise ValueError(f"max_reconsume_times must be >= 0, got {self.max_reconsume_times}")

@@ -27,11 +27,14 @@ import io
 import logging
 import os
 import time
+import warnings
 import weakref
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeVar
 
 from finchmq import __version__
+from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     MASTER_ID,
     ConsumeFromWhere,
@@ -78,7 +81,7 @@ if TYPE_CHECKING:
     from .consumer.pull_service import PullMessageService
     from .producer import Producer
 
-__all__ = ["MQClientInstance", "MQConsumerInner", "MQProducerInner", "ServiceState"]
+__all__ = ["ClientService", "MQClientInstance", "MQConsumerInner", "MQProducerInner", "ServiceState"]
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +91,50 @@ PROP_CONSUME_TYPE: Final = "PROP_CONSUME_TYPE"
 PROP_CLIENT_VERSION: Final = "PROP_CLIENT_VERSION"
 _ADJUST_THREAD_POOL_INTERVAL_MS: Final = 60_000
 
+_T = TypeVar("_T")
+
 
 class ServiceState(enum.Enum):
     CREATE_JUST = "CREATE_JUST"
     RUNNING = "RUNNING"
     START_FAILED = "START_FAILED"
     SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
+
+
+class ClientService(AsyncService):
+    """A producer, consumer or admin client: ``start``/``close`` with a ``ServiceState``, using
+    the process's ``MQClientInstance`` while running. Subclasses set ``_KIND`` (error messages).
+
+    Garbage-collected while still running, it warns (``ResourceWarning``, as an unclosed file):
+    its client instance, connections and background tasks live on until ``close()``.
+    """
+
+    _KIND: ClassVar[str] = "client"
+    config: ClientConfig
+    _state: ServiceState
+    _instance: MQClientInstance | None
+
+    @property
+    def instance(self) -> MQClientInstance:
+        """The client instance; ``ClientStateError`` unless running."""
+        if self._instance is None or self._state is not ServiceState.RUNNING:
+            raise ClientStateError(f"The {self._KIND} service state not OK, {self._state.name}")
+        return self._instance
+
+    def _running_already(self) -> bool:
+        """For ``start``: True if running; ``ClientStateError`` once closed (never reopened)."""
+        if self._state is ServiceState.RUNNING:
+            return True
+        if self._state is not ServiceState.CREATE_JUST:
+            article = "an" if self._KIND[0] in "aeiou" else "a"
+            raise ClientStateError(f"Cannot reopen {article} {self._KIND}, once it has been closed.")
+        return False
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", None) is ServiceState.RUNNING:
+            warnings.warn(
+                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
+            )
 
 
 class MQConsumerInner(Protocol):
@@ -466,14 +507,23 @@ class MQClientInstance:
 
     # -- queue queries (Java MQAdminImpl) -----------------------------------------------------
 
-    async def _master_addr(self, mq: MessageQueue) -> str:
-        addr = self.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
+    async def find_broker(self, mq: MessageQueue, find: Callable[[str], _T | None]) -> _T:
+        """``find(mq.broker_name)`` (a ``find_broker_address_in_*``), asked again after refreshing
+        the route of ``mq.topic`` if it found nothing.
+
+        Raises:
+            MQClientError: the broker is still unknown.
+        """
+        found = find(mq.broker_name)
+        if found is None:
             await self.update_topic_route_info_from_name_server(mq.topic)
-            addr = self.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
+            found = find(mq.broker_name)
+        if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
+        return found
+
+    async def _master_addr(self, mq: MessageQueue) -> str:
+        return await self.find_broker(mq, self.find_broker_address_in_publish)
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """The offset after the last message of ``mq``."""
@@ -690,10 +740,7 @@ class ClientRemotingProcessor:
         header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
         info = self.instance.consumer_running_info(header.consumer_group)
         if info is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return _no_such_group(request, header.consumer_group)
         if header.jstack_enable:
             info = _with_jstack(info)
         return request.make_response(ResponseCode.SUCCESS, body=info.to_json(fastjson_compat=True))
@@ -702,16 +749,19 @@ class ClientRemotingProcessor:
         header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
         consumer = self.instance.select_consumer(header.consumer_group)
         if consumer is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return _no_such_group(request, header.consumer_group)
         try:
             msg = decode_stored(request.body, decompress_max_size=MAX_DECOMPRESSED_BODY)
         except ProtocolError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad message body: {exc}")
         result = await consumer.consume_message_directly(msg, header.broker_name)
         return request.make_response(ResponseCode.SUCCESS, body=result.to_json())
+
+
+def _no_such_group(request: RemotingCommand, group: str) -> RemotingCommand:
+    return request.make_response(
+        ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
+    )
 
 
 def _with_jstack(info: ConsumerRunningInfo) -> ConsumerRunningInfo:

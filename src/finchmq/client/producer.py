@@ -23,12 +23,10 @@ import enum
 import logging
 import random
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.headers import SendMessageRequestHeaderV2
 from finchmq.protocol.message import (
@@ -66,7 +64,7 @@ from .errors import (
     NoRouteError,
     ValidationError,
 )
-from .instance import MQClientInstance, ServiceState
+from .instance import ClientService, MQClientInstance, ServiceState
 from .results import SendResult, SendStatus
 from .route import TopicPublishInfo
 
@@ -283,7 +281,7 @@ class MQFaultStrategy:
         return 0
 
 
-class Producer(AsyncService):
+class Producer(ClientService):
     """An asyncio producer (Java ``DefaultMQProducer``).
 
     ``Producer("group", namesrv_addr="127.0.0.1:9876")`` or ``Producer(ProducerConfig(...))``;
@@ -292,6 +290,8 @@ class Producer(AsyncService):
     ``send_oneway``, each to the next queue, to a given ``queue`` or through a ``selector``;
     ``send_batch`` for many messages of one topic.
     """
+
+    _KIND = "producer"
 
     def __init__(self, config: ProducerConfig | str, /, **overrides: object) -> None:
         self.config: ProducerConfig = make_config(ProducerConfig, config, "producer_group", overrides)
@@ -318,10 +318,8 @@ class Producer(AsyncService):
         Raises:
             ClientStateError: closed, or another producer of this group uses the same instance.
         """
-        if self._state is ServiceState.RUNNING:
+        if self._running_already():
             return
-        if self._state is ServiceState.SHUTDOWN_ALREADY:
-            raise ClientStateError("Cannot reopen a producer, once it has been closed.")
         config = self.config
         if config.producer_group != CLIENT_INNER_PRODUCER_GROUP:
             config = self.config = config.with_instance_name_pid()
@@ -357,12 +355,6 @@ class Producer(AsyncService):
         await instance.unregister_producer(self.config.producer_group)
         if shutdown_instance:
             await instance.shutdown()
-
-    def __del__(self) -> None:
-        if getattr(self, "_state", None) is ServiceState.RUNNING:
-            warnings.warn(
-                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
-            )
 
     def _make_sure_state_ok(self) -> MQClientInstance:
         if self._state is not _RUNNING or self._instance is None:

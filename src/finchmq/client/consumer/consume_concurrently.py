@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
 from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
 from finchmq.protocol.topics import retry_topic
 
+from .consume_service import ConsumeMessageService, consume_directly
 from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
 from .listener import (
     ConsumeConcurrentlyContext,
@@ -31,7 +32,7 @@ from .listener import (
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from .push import PushConsumer
 
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 _CONSUME_LATER_DELAY_MS: Final = 5_000  # Java submitConsumeRequestLater
 _EXPIRED_CLEAN_BATCH: Final = 16  # Java cleanExpiredMsg looks at the first 16 messages
+_DIRECT_RESULTS: Final = ((ConsumeConcurrentlyStatus.CONSUME_SUCCESS, CMResult.CR_SUCCESS),)
 
 
 def reset_retry_topic(msgs: list[MessageExt], group: str) -> list[MessageExt]:
@@ -72,24 +74,16 @@ class _ConsumeRequest:
         self.begin = 0.0
 
 
-class ConsumeMessageConcurrentlyService:
+class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     """See the module docstring."""
 
     def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        self.consumer = consumer
-        self.config = consumer.config
-        self.group = consumer.config.consumer_group
-        self.listener = listener
-        self.is_async = is_async
+        super().__init__(consumer, listener, is_async)
         self.executor: ThreadConsumeExecutor | AsyncConsumeExecutor
         if is_async:
             self.executor = AsyncConsumeExecutor(f"consume-{self.group}", self.config.consume_thread_max)
         else:
-            self.executor = ThreadConsumeExecutor(
-                f"ConsumeMessageThread_{self.group}",
-                self.config.consume_thread_min,
-                self.config.consume_thread_max,
-            )
+            self.executor = self._thread_pool()
         self._stopped = False
 
     def start(self) -> None:
@@ -305,30 +299,13 @@ class ConsumeMessageConcurrentlyService:
     async def consume_message_directly(
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
-        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
-        context = ConsumeConcurrentlyContext(mq)
+        context = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
         msgs = reset_retry_topic([msg], self.group)
-        began = time.monotonic()
-        remark = None
-        try:
-            if isinstance(self.executor, AsyncConsumeExecutor):
-                status = await self.listener(msgs, context)
-            else:
-                status = await self.executor.run(self.listener, msgs, context)
-        except Exception as exc:
-            result = CMResult.CR_THROW_EXCEPTION
-            remark = f"{type(exc).__name__}: {exc}"
-        else:
-            if status is None:
-                result = CMResult.CR_RETURN_NULL
-            elif status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-                result = CMResult.CR_SUCCESS
-            else:
-                result = CMResult.CR_LATER
-        return ConsumeMessageDirectlyResult(
-            order=False,
-            auto_commit=True,
-            consume_result=result,
-            remark=remark,
-            spent_time_mills=int((time.monotonic() - began) * 1000),
-        )
+        executor = self.executor
+
+        def call() -> Awaitable[object]:
+            if isinstance(executor, AsyncConsumeExecutor):
+                return cast("Awaitable[object]", self.listener(msgs, context))
+            return executor.run(self.listener, msgs, context)
+
+        return await consume_directly(call, _DIRECT_RESULTS, order=False, auto_commit=lambda: True)

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
@@ -29,12 +29,12 @@ from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQ
 from finchmq.protocol.topics import retry_topic
 
 from .consume_concurrently import reset_retry_topic
-from .executor import ThreadConsumeExecutor
+from .consume_service import ConsumeMessageService, consume_directly
 from .listener import ConsumeMessageContext, ConsumeOrderlyContext, ConsumeOrderlyStatus
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from .push import PushConsumer
 
@@ -44,30 +44,23 @@ log = logging.getLogger(__name__)
 
 _MAX_SUSPEND_MS: Final = 30_000  # Java clamps submitConsumeRequestLater to [10, 30000] ms
 _INT_MAX: Final = 2**31 - 1
+_DIRECT_RESULTS: Final = (
+    (ConsumeOrderlyStatus.SUCCESS, CMResult.CR_SUCCESS),
+    (ConsumeOrderlyStatus.COMMIT, CMResult.CR_COMMIT),
+    (ConsumeOrderlyStatus.ROLLBACK, CMResult.CR_ROLLBACK),
+)
 
 
 def _dropped(pq: ProcessQueue) -> bool:
     return pq.dropped  # a call, so type checkers do not keep a narrowing across awaits
 
 
-class ConsumeMessageOrderlyService:
+class ConsumeMessageOrderlyService(ConsumeMessageService):
     """See the module docstring."""
 
     def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        self.consumer = consumer
-        self.config = consumer.config
-        self.group = consumer.config.consumer_group
-        self.listener = listener
-        self.is_async = is_async
-        self.executor = (
-            None
-            if is_async
-            else ThreadConsumeExecutor(
-                f"ConsumeMessageThread_{self.group}",
-                self.config.consume_thread_min,
-                self.config.consume_thread_max,
-            )
-        )
+        super().__init__(consumer, listener, is_async)
+        self.executor = None if is_async else self._thread_pool()
         self._mq_locks: dict[MessageQueue, asyncio.Lock] = {}
         self._stopped = False
 
@@ -330,33 +323,14 @@ class ConsumeMessageOrderlyService:
     async def consume_message_directly(
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
-        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
-        context = ConsumeOrderlyContext(mq)
-        began = time.monotonic()
-        remark = None
-        try:
-            if self.executor is None:
-                status = await self.listener([msg], context)
-            else:
-                status = await self.executor.run(self.listener, [msg], context)
-        except Exception as exc:
-            result = CMResult.CR_THROW_EXCEPTION
-            remark = f"{type(exc).__name__}: {exc}"
-        else:
-            if status is None:
-                result = CMResult.CR_RETURN_NULL
-            elif status is ConsumeOrderlyStatus.SUCCESS:
-                result = CMResult.CR_SUCCESS
-            elif status is ConsumeOrderlyStatus.COMMIT:
-                result = CMResult.CR_COMMIT
-            elif status is ConsumeOrderlyStatus.ROLLBACK:
-                result = CMResult.CR_ROLLBACK
-            else:
-                result = CMResult.CR_LATER
-        return ConsumeMessageDirectlyResult(
-            order=True,
-            auto_commit=context.auto_commit,
-            consume_result=result,
-            remark=remark,
-            spent_time_mills=int((time.monotonic() - began) * 1000),
+        context = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
+        executor = self.executor
+
+        def call() -> Awaitable[object]:
+            if executor is None:
+                return cast("Awaitable[object]", self.listener([msg], context))
+            return executor.run(self.listener, [msg], context)
+
+        return await consume_directly(
+            call, _DIRECT_RESULTS, order=True, auto_commit=lambda: context.auto_commit
         )

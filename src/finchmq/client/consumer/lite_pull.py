@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ from finchmq.client.config import LitePullConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullStatus
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -43,8 +41,9 @@ from finchmq.protocol.headers import PullSysFlag
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.topics import is_retry_topic
 
+from .base import FLOW_CONTROL_LOG_EVERY, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL, SubscribingConsumer
 from .consume_concurrently import reset_retry_topic
-from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .offset_store import OffsetStore, ReadOffsetType
 from .process_queue import ProcessQueue, PullRequest
 from .pull import PullAPIWrapper
 from .rebalance import RebalanceImpl
@@ -54,9 +53,6 @@ __all__ = ["LitePullConsumer", "MessageQueueListener"]
 log = logging.getLogger(__name__)
 
 PULL_TIME_DELAY_MILLS_WHEN_PAUSE: Final = 1_000
-PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL: Final = 50
-_FLOW_CONTROL_LOG_EVERY: Final = 1_000
-_MIB: Final = 1024 * 1024
 
 MessageQueueListener = Callable[[str, set[MessageQueue], set[MessageQueue]], object]
 """``(topic, mq_all, mq_divided)``: called when rebalancing changes this member's queues."""
@@ -83,15 +79,8 @@ class _ConsumeRequest:
     version: int
 
 
-class RebalanceLitePullImpl(RebalanceImpl):
+class RebalanceLitePullImpl(RebalanceImpl["LitePullConsumer"]):
     """Java ``RebalanceLitePullImpl``: queues become pull tasks; no pull requests."""
-
-    def __init__(self, consumer: LitePullConsumer, instance: MQClientInstance) -> None:
-        config = consumer.config
-        super().__init__(
-            config.consumer_group, config.message_model, config.allocate_message_queue_strategy, instance
-        )
-        self.consumer = consumer
 
     def consume_type(self) -> ConsumeType:
         return ConsumeType.CONSUME_ACTIVELY
@@ -107,15 +96,6 @@ class RebalanceLitePullImpl(RebalanceImpl):
             except Exception:
                 log.exception("messageQueueChanged listener of %s failed", self.consumer_group)
 
-    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        store = self.consumer.offset_store
-        await store.persist(mq)
-        store.remove_offset(mq)
-        return True
-
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.consumer.offset_store.remove_offset(mq)
-
     async def compute_pull_from_where_with_exception(self, mq: MessageQueue) -> int:
         return await self.consumer.compute_pull_from_where(mq)
 
@@ -124,9 +104,12 @@ class RebalanceLitePullImpl(RebalanceImpl):
             self.consumer.initial_offsets[request.message_queue] = request.next_offset
 
 
-class LitePullConsumer(AsyncService):
+class LitePullConsumer(SubscribingConsumer):
     """See the module docstring. ``LitePullConsumer("group", namesrv_addr=...)``, then
     ``subscribe(topic, expr)`` or ``assign(queues)``, ``await start()``, ``await poll()``."""
+
+    _KIND = "lite pull consumer"
+    _SUBSCRIBE_ERROR = "subscribe exception"
 
     def __init__(self, config: LitePullConsumerConfig | str, /, **overrides: object) -> None:
         self.config: LitePullConsumerConfig = make_config(
@@ -155,26 +138,11 @@ class LitePullConsumer(AsyncService):
         """Share ``topic``'s queues with the group (cannot be mixed with ``assign``)."""
         if self._assign_mode is True:
             raise ClientStateError("Subscribe and assign are mutually exclusive.")
-        try:
-            data = build_subscription_data(topic, sub_expression)
-        except ValueError as exc:
-            raise ValidationError(f"subscribe exception: {exc}") from exc
+        super().subscribe(topic, sub_expression)
         self._assign_mode = False
-        self._subscription[topic] = sub_expression
-        if self._rebalance is not None:
-            self._rebalance.subscription_inner[topic] = data
-            if self._state is ServiceState.RUNNING:
-                self.tasks.spawn(self._subscription_changed(topic), "subscription-changed")
-
-    async def _subscription_changed(self, topic: str) -> None:
-        await self.instance.update_topic_route_info_from_name_server(topic)
-        await self.instance.send_heartbeat_to_all_broker_with_lock()
-        self.instance.rebalance_immediately()
 
     def unsubscribe(self, topic: str) -> None:
-        self._subscription.pop(topic, None)
-        if self._rebalance is not None:
-            self._rebalance.subscription_inner.pop(topic, None)
+        super().unsubscribe(topic)
         self._remove_queues([mq for mq in self._assigned if mq.topic == topic])
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
@@ -224,34 +192,14 @@ class LitePullConsumer(AsyncService):
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None:
-            raise ClientStateError("The lite pull consumer is not started")
-        return self._instance
-
-    @property
-    def rebalance(self) -> RebalanceLitePullImpl:
-        if self._rebalance is None:
-            raise ClientStateError("The lite pull consumer is not started")
-        return self._rebalance
-
-    @property
-    def offset_store(self) -> OffsetStore:
-        if self._offset_store is None:
-            raise ClientStateError("The lite pull consumer is not started")
-        return self._offset_store
-
     async def start(self) -> None:
         """Register, start the client instance and the pull tasks.
 
         Raises:
             ClientStateError: closed before, or the group already registered in this instance.
         """
-        if self._state is ServiceState.RUNNING:
+        if self._running_already():
             return
-        if self._state is not ServiceState.CREATE_JUST:
-            raise ClientStateError("Cannot reopen a lite pull consumer, once it has been closed.")
         self._state = ServiceState.START_FAILED
         config = self.config
         if config.message_model is MessageModel.CLUSTERING:
@@ -260,36 +208,14 @@ class LitePullConsumer(AsyncService):
         instance = MQClientInstance.get_or_create(config)
         self._instance = instance
         self._rebalance = RebalanceLitePullImpl(self, instance)
-        try:
-            for topic, expression in self._subscription.items():
-                self._rebalance.subscription_inner[topic] = build_subscription_data(topic, expression)
-        except ValueError as exc:
-            raise ValidationError(f"subscription exception: {exc}") from exc
+        self._rebalance.subscription_inner.update(self._parse_subscriptions())
         self._pull_api = PullAPIWrapper(instance, group, config.unit_mode)
-        if config.offset_store is not None:
-            self._offset_store = config.offset_store
-        elif config.message_model is MessageModel.BROADCASTING:
-            self._offset_store = LocalFileOffsetStore(instance, group, config.local_offset_store_dir)
-        else:
-            self._offset_store = RemoteBrokerOffsetStore(instance, group)
-        await self._offset_store.load()
+        await self._load_offset_store(instance)
         self._pull_slots = asyncio.Semaphore(config.pull_thread_nums)
-        if not instance.register_consumer(group, self):
-            self._state = ServiceState.CREATE_JUST
-            raise ClientStateError(
-                f"The consumer group[{group}] has been created before, specify another name please."
-            )
-        try:
-            await instance.start()
-        except BaseException:
-            instance.consumer_table.pop(group, None)
-            await instance.shutdown()
-            raise
+        await self._register_and_start(instance)
         self._state = ServiceState.RUNNING
         self._next_auto_commit = time.monotonic() + config.auto_commit_interval_millis / 1000
-        for topic in list(self._rebalance.subscription_inner):
-            await instance.update_topic_route_info_from_name_server(topic)
-        await instance.send_heartbeat_to_all_broker_with_lock()
+        await self._announce(instance)
         if self._assign_mode:
             self._start_pull_tasks()
         else:
@@ -312,12 +238,6 @@ class LitePullConsumer(AsyncService):
         for state in self._assigned.values():
             state.process_queue.dropped = True
         self._cache.clear()
-
-    def __del__(self) -> None:
-        if getattr(self, "_state", None) is ServiceState.RUNNING:
-            warnings.warn(
-                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
-            )
 
     # -- polling --------------------------------------------------------------------------------
 
@@ -473,7 +393,7 @@ class LitePullConsumer(AsyncService):
             reason = f"the consume request count exceeds threshold {config.pull_threshold_for_all}"
         elif pq.msg_count > config.pull_threshold_for_queue:
             reason = f"the cached message count exceeds the threshold {config.pull_threshold_for_queue}"
-        elif pq.msg_size // _MIB > config.pull_threshold_size_for_queue:
+        elif pq.msg_size_in_mib > config.pull_threshold_size_for_queue:
             reason = (
                 f"the cached message size exceeds the threshold {config.pull_threshold_size_for_queue} MiB"
             )
@@ -481,7 +401,7 @@ class LitePullConsumer(AsyncService):
             reason = f"the queue's messages span too long, limit is {config.consume_max_span}"
         if reason is None:
             return False
-        if self._flow_control_times % _FLOW_CONTROL_LOG_EVERY == 0:
+        if self._flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
             log.warning(
                 "%s, so do flow control, %s, flowControlTimes=%d", reason, mq, self._flow_control_times
             )
@@ -507,7 +427,7 @@ class LitePullConsumer(AsyncService):
                 version = state.version
                 pq.last_pull_timestamp = int(time.time() * 1000)
                 async with self._pull_slots:
-                    result = await self._pull_api.pull_kernel_impl(
+                    ext, addr = await self._pull_api.pull_kernel_raw(
                         mq,
                         subscription.sub_string,
                         subscription.expression_type,
@@ -518,8 +438,8 @@ class LitePullConsumer(AsyncService):
                         0,
                         config.broker_suspend_max_time_millis,
                         config.consumer_timeout_millis_when_suspend,
-                        subscription,
                     )
+                result = self._pull_api.process_pull_result(ext, addr, subscription)
             except MQClientError as exc:
                 log.warning("pull message of %s failed: %s", mq, exc)
                 await asyncio.sleep(config.pull_time_delay_mills_when_exception / 1000)
@@ -549,31 +469,13 @@ class LitePullConsumer(AsyncService):
     # -- MQConsumerInner ------------------------------------------------------------------------
 
     @property
-    def group_name(self) -> str:
-        return self.config.consumer_group
-
-    @property
-    def message_model(self) -> MessageModel:
-        return self.config.message_model
-
-    @property
     def consume_type(self) -> ConsumeType:
         return ConsumeType.CONSUME_ACTIVELY
-
-    @property
-    def consume_from_where(self) -> ConsumeFromWhere:
-        return self.config.consume_from_where
-
-    @property
-    def unit_mode(self) -> bool:
-        return self.config.unit_mode
 
     def subscriptions(self) -> list[SubscriptionData]:
         if self._assign_mode:
             return [build_subscription_data(t, "*") for t in sorted({mq.topic for mq in self._assigned})]
-        if self._rebalance is None:
-            return []
-        return list(self._rebalance.subscription_inner.values())
+        return super().subscriptions()
 
     async def do_rebalance(self) -> None:
         if not self._assign_mode and self._rebalance is not None and self._state is ServiceState.RUNNING:
@@ -582,15 +484,6 @@ class LitePullConsumer(AsyncService):
     async def persist_consumer_offset(self) -> None:
         if self._state is ServiceState.RUNNING and self._offset_store is not None:
             await self._offset_store.persist_all(set(self._assigned))
-
-    def update_topic_subscribe_info(self, topic: str, info: set[MessageQueue]) -> None:
-        if self._rebalance is not None and topic in self._rebalance.subscription_inner:
-            self._rebalance.topic_subscribe_info_table[topic] = info
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        if self._rebalance is None or topic not in self._rebalance.subscription_inner:
-            return False
-        return topic not in self._rebalance.topic_subscribe_info_table
 
     def consumer_running_info(self) -> ConsumerRunningInfo:
         store = self.offset_store
@@ -609,9 +502,6 @@ class LitePullConsumer(AsyncService):
 
     def adjust_thread_pool(self) -> None:
         return None
-
-    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
-        return self.offset_store.clone_offset_table(topic)
 
     async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         for mq, offset in offsets.items():

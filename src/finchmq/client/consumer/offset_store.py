@@ -73,6 +73,15 @@ class _MemoryTable:
     def clone_offset_table(self, topic: str | None = None) -> dict[MessageQueue, int]:
         return {mq: o for mq, o in self.offset_table.items() if topic is None or mq.topic == topic}
 
+    def _read_memory_first(self, mq: MessageQueue, read_type: ReadOffsetType) -> int | None:
+        """``read_offset``'s answer from memory; None: ask the store."""
+        if read_type is ReadOffsetType.READ_FROM_STORE:
+            return None
+        offset = self.offset_table.get(mq)
+        if offset is None and read_type is ReadOffsetType.READ_FROM_MEMORY:
+            return -1
+        return offset
+
 
 class RemoteBrokerOffsetStore(_MemoryTable):
     """Offsets kept by the brokers (clustering)."""
@@ -86,12 +95,9 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         return None
 
     async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
-        if read_type is not ReadOffsetType.READ_FROM_STORE:
-            offset = self.offset_table.get(mq)
-            if offset is not None:
-                return offset
-            if read_type is ReadOffsetType.READ_FROM_MEMORY:
-                return -1
+        offset = self._read_memory_first(mq, read_type)
+        if offset is not None:
+            return offset
         try:
             offset = await self.fetch_consume_offset_from_broker(mq)
         except MQBrokerError:
@@ -103,12 +109,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         return offset
 
     async def _broker_addr(self, mq: MessageQueue) -> str:
-        found = self.instance.find_broker_address_in_admin(mq.broker_name)
-        if found is None:
-            await self.instance.update_topic_route_info_from_name_server(mq.topic)
-            found = self.instance.find_broker_address_in_admin(mq.broker_name)
-        if found is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        found = await self.instance.find_broker(mq, self.instance.find_broker_address_in_admin)
         return found.broker_addr
 
     async def fetch_consume_offset_from_broker(self, mq: MessageQueue) -> int:
@@ -174,12 +175,9 @@ class LocalFileOffsetStore(_MemoryTable):
             log.info("load consumer's offset, %s %s", self.group_name, table)
 
     async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
-        if read_type is not ReadOffsetType.READ_FROM_STORE:
-            offset = self.offset_table.get(mq)
-            if offset is not None:
-                return offset
-            if read_type is ReadOffsetType.READ_FROM_MEMORY:
-                return -1
+        offset = self._read_memory_first(mq, read_type)
+        if offset is not None:
+            return offset
         try:
             table = await asyncio.to_thread(self._read_file)
         except MQClientError as exc:

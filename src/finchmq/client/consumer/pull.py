@@ -9,15 +9,13 @@ Imports: ``finchmq.protocol`` and the client's modules.
 from __future__ import annotations
 
 import logging
-import warnings
 from typing import TYPE_CHECKING, Final
 
 from finchmq.client.api import MQClientAPI, PullResultExt
 from finchmq.client.config import PullConsumerConfig, make_config
-from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
+from finchmq.client.errors import MQClientError, ValidationError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -31,7 +29,8 @@ from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
 from finchmq.protocol.topics import retry_topic
 
-from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .base import ConsumerService
+from .offset_store import OffsetStore, ReadOffsetType
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -58,37 +57,12 @@ class PullAPIWrapper:
     def recalculate_pull_from_which_node(self, mq: MessageQueue) -> int:
         return self.pull_from_which_node_table.get(mq, 0)
 
-    async def pull_kernel_impl(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        expression_type: str | None,
-        sub_version: int,
-        offset: int,
-        max_nums: int,
-        sys_flag: int,
-        commit_offset: int,
-        broker_suspend_max_time_millis: int,
-        timeout_millis: int,
-        subscription: SubscriptionData,
+    @staticmethod
+    def process_pull_result(
+        ext: PullResultExt, broker_addr: str, subscription: SubscriptionData
     ) -> PullResult:
-        """Pull ``mq`` from the broker the last answer suggested (the master at first).
-
-        Raises:
-            MQClientError: no broker of ``mq.broker_name`` is known; the broker's error answer.
-        """
-        ext, addr = await self.pull_kernel_raw(
-            mq,
-            sub_expression,
-            expression_type,
-            sub_version,
-            offset,
-            max_nums,
-            sys_flag,
-            commit_offset,
-            broker_suspend_max_time_millis,
-            timeout_millis,
-        )
+        """Java ``processPullResult``: decode the messages ``pull_kernel_raw`` got from
+        ``broker_addr``, keep those whose tag ``subscription`` names, note the queue's offsets."""
         if ext.pull_status is not PullStatus.FOUND:
             return PullResult(
                 pull_status=ext.pull_status,
@@ -97,7 +71,7 @@ class PullAPIWrapper:
                 max_offset=ext.max_offset,
                 suggest_which_broker_id=ext.suggest_which_broker_id,
             )
-        msgs = MQClientAPI.decode_messages(ext.body, addr)
+        msgs = MQClientAPI.decode_messages(ext.body, broker_addr)
         if subscription.tags_set and not subscription.class_filter_mode:
             tags = frozenset(subscription.tags_set)
             msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
@@ -130,18 +104,19 @@ class PullAPIWrapper:
         broker_suspend_max_time_millis: int,
         timeout_millis: int,
     ) -> tuple[PullResultExt, str]:
-        """``pull_kernel_impl``'s round trip, undecoded: the answer and the broker's address."""
+        """Pull ``mq`` from the broker the last answer suggested (the master at first), Java
+        ``pullKernelImpl``: the undecoded answer and the broker's address.
+
+        Raises:
+            MQClientError: no broker of ``mq.broker_name`` is known; the broker's error answer.
+        """
         instance = self.instance
-        found = instance.find_broker_address_in_subscribe(
-            mq.broker_name, self.recalculate_pull_from_which_node(mq), False
+        found = await instance.find_broker(
+            mq,
+            lambda name: instance.find_broker_address_in_subscribe(
+                name, self.recalculate_pull_from_which_node(mq), False
+            ),
         )
-        if found is None:
-            await instance.update_topic_route_info_from_name_server(mq.topic)
-            found = instance.find_broker_address_in_subscribe(
-                mq.broker_name, self.recalculate_pull_from_which_node(mq), False
-            )
-        if found is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         if found.slave:
             sys_flag = PullSysFlag.clear_commit_offset_flag(sys_flag)
         header = PullMessageRequestHeader(
@@ -201,7 +176,7 @@ async def send_message_back(
     await producer.send(Message(retry_topic(consumer_group), msg.body, flag=msg.flag, properties=props))
 
 
-class PullConsumer(AsyncService):
+class PullConsumer(ConsumerService):
     """Pull messages from queues you choose, at offsets you choose (Java ``DefaultMQPullConsumer``).
 
     ``await pull(mq, "TagA || TagB", offset, 32)`` returns a ``PullResult``; continue from its
@@ -209,6 +184,8 @@ class PullConsumer(AsyncService):
     ``update_consume_offset`` are committed with the periodic persistence and on ``close()``
     (clustering: on the broker; broadcasting: in a local file).
     """
+
+    _KIND = "pull consumer"
 
     def __init__(self, config: PullConsumerConfig | str, /, **overrides: object) -> None:
         self.config: PullConsumerConfig = make_config(PullConsumerConfig, config, "consumer_group", overrides)
@@ -220,48 +197,16 @@ class PullConsumer(AsyncService):
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None or self._state is not ServiceState.RUNNING:
-            raise ClientStateError(f"The pull consumer service state not OK, {self._state.name}")
-        return self._instance
-
-    @property
-    def offset_store(self) -> OffsetStore:
-        if self._offset_store is None:
-            raise ClientStateError("The pull consumer is not started")
-        return self._offset_store
-
     async def start(self) -> None:
-        if self._state is ServiceState.RUNNING:
+        if self._running_already():
             return
-        if self._state is ServiceState.SHUTDOWN_ALREADY:
-            raise ClientStateError("Cannot reopen a pull consumer, once it has been closed.")
         config = self.config
         if config.message_model is MessageModel.CLUSTERING:
             config = self.config = config.with_instance_name_pid()
         instance = MQClientInstance.get_or_create(config)
-        if config.offset_store is not None:
-            self._offset_store = config.offset_store
-        elif config.message_model is MessageModel.BROADCASTING:
-            self._offset_store = LocalFileOffsetStore(
-                instance, config.consumer_group, config.local_offset_store_dir
-            )
-        else:
-            self._offset_store = RemoteBrokerOffsetStore(instance, config.consumer_group)
-        await self._offset_store.load()
+        await self._load_offset_store(instance)
         self._pull_api = PullAPIWrapper(instance, config.consumer_group, config.unit_mode)
-        if not instance.register_consumer(config.consumer_group, self):
-            raise ClientStateError(
-                f"The consumer group[{config.consumer_group}] has been created before, "
-                "specify another name please."
-            )
-        try:
-            await instance.start()
-        except BaseException:
-            instance.consumer_table.pop(config.consumer_group, None)
-            await instance.shutdown()
-            raise
+        await self._register_and_start(instance)
         self._instance = instance
         self._state = ServiceState.RUNNING
 
@@ -275,12 +220,6 @@ class PullConsumer(AsyncService):
         self._state = ServiceState.SHUTDOWN_ALREADY
         await instance.unregister_consumer(self.config.consumer_group)
         await instance.shutdown()
-
-    def __del__(self) -> None:
-        if getattr(self, "_state", None) is ServiceState.RUNNING:
-            warnings.warn(
-                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
-            )
 
     # -- pulling ----------------------------------------------------------------------------------
 
@@ -303,7 +242,10 @@ class PullConsumer(AsyncService):
     ) -> PullResult:
         """Pull at most ``max_nums`` messages of ``mq`` from ``offset``, filtered by the tag
         expression (``*`` or ``TagA || TagB``); answers at once (no long polling)."""
-        return await self._pull_sync(mq, sub_expression, offset, max_nums, False, timeout_millis)
+        ext, addr, subscription = await self._pull(
+            mq, sub_expression, offset, max_nums, False, timeout_millis
+        )
+        return PullAPIWrapper.process_pull_result(ext, addr, subscription)
 
     async def pull_raw(
         self,
@@ -318,9 +260,7 @@ class PullConsumer(AsyncService):
         (``finchmq.protocol.message.iter_stored`` reads them), for readers that decode in bulk
         into a layout of their own (the Spark source). The broker filters by tag hash only, so
         a reader whose expression names tags must check each record's TAGS (``pull`` does)."""
-        args = self._pull_args(mq, sub_expression, offset, max_nums, False, timeout_millis)
-        assert self._pull_api is not None
-        ext, _ = await self._pull_api.pull_kernel_raw(*args[:-1])
+        ext, _, _ = await self._pull(mq, sub_expression, offset, max_nums, False, timeout_millis)
         return ext
 
     async def pull_block_if_not_found(
@@ -328,9 +268,10 @@ class PullConsumer(AsyncService):
     ) -> PullResult:
         """As ``pull``, but the broker holds the request up to ``broker_suspend_max_time_millis``
         until a message arrives."""
-        return await self._pull_sync(mq, sub_expression, offset, max_nums, True, None)
+        ext, addr, subscription = await self._pull(mq, sub_expression, offset, max_nums, True, None)
+        return PullAPIWrapper.process_pull_result(ext, addr, subscription)
 
-    async def _pull_sync(
+    async def _pull(
         self,
         mq: MessageQueue,
         sub_expression: str | None,
@@ -338,21 +279,8 @@ class PullConsumer(AsyncService):
         max_nums: int,
         block: bool,
         timeout_millis: int | None,
-    ) -> PullResult:
-        args = self._pull_args(mq, sub_expression, offset, max_nums, block, timeout_millis)
-        assert self._pull_api is not None
-        return await self._pull_api.pull_kernel_impl(*args)
-
-    def _pull_args(
-        self,
-        mq: MessageQueue,
-        sub_expression: str | None,
-        offset: int,
-        max_nums: int,
-        block: bool,
-        timeout_millis: int | None,
-    ) -> tuple[MessageQueue, str, str | None, int, int, int, int, int, int, int, SubscriptionData]:
-        """Validate a pull; ``pull_kernel_impl``'s arguments."""
+    ) -> tuple[PullResultExt, str, SubscriptionData]:
+        """Validate and send a pull: the undecoded answer, the broker's address, the subscription."""
         instance = self.instance
         if offset < 0:
             raise ValidationError(f"offset < 0: {offset}")
@@ -368,7 +296,7 @@ class PullConsumer(AsyncService):
             if block
             else (timeout_millis if timeout_millis is not None else self.config.consumer_pull_timeout_millis)
         )
-        return (
+        ext, addr = await self._pull_api.pull_kernel_raw(
             mq,
             subscription.sub_string,
             subscription.expression_type,
@@ -379,8 +307,8 @@ class PullConsumer(AsyncService):
             0,
             self.config.broker_suspend_max_time_millis,
             timeout,
-            subscription,
         )
+        return ext, addr, subscription
 
     # -- offsets and queues -----------------------------------------------------------------------
 
@@ -425,24 +353,12 @@ class PullConsumer(AsyncService):
     # -- MQConsumerInner ------------------------------------------------------------------------
 
     @property
-    def group_name(self) -> str:
-        return self.config.consumer_group
-
-    @property
-    def message_model(self) -> MessageModel:
-        return self.config.message_model
-
-    @property
     def consume_type(self) -> ConsumeType:
         return ConsumeType.CONSUME_ACTIVELY
 
     @property
     def consume_from_where(self) -> ConsumeFromWhere:
         return ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
-
-    @property
-    def unit_mode(self) -> bool:
-        return self.config.unit_mode
 
     def subscriptions(self) -> list[SubscriptionData]:
         return [build_subscription_data(t, "*") for t in sorted(self._registered_topics)]
@@ -461,9 +377,6 @@ class PullConsumer(AsyncService):
 
     def adjust_thread_pool(self) -> None:
         return None
-
-    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
-        return self.offset_store.clone_offset_table(topic)
 
     async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         for mq, offset in offsets.items():

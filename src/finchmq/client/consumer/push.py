@@ -24,17 +24,15 @@ import asyncio
 import enum
 import logging
 import time
-import warnings
 from dataclasses import fields
 from typing import Any, Final
 
 from finchmq.client._tasks import BackgroundTasks
 from finchmq.client.config import PushConsumerConfig, make_config
-from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
+from finchmq.client.errors import ClientStateError, MQClientError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
-from finchmq.common.lifecycle import AsyncService
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -48,6 +46,7 @@ from finchmq.protocol.headers import PullSysFlag
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.topics import is_retry_topic, retry_topic
 
+from .base import FLOW_CONTROL_LOG_EVERY, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL, SubscribingConsumer
 from .consume_concurrently import ConsumeMessageConcurrentlyService
 from .consume_orderly import ConsumeMessageOrderlyService
 from .listener import (
@@ -59,7 +58,7 @@ from .listener import (
     OrderlyListener,
     listener_function,
 )
-from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .offset_store import OffsetStore, ReadOffsetType
 from .process_queue import ProcessQueue, PullRequest
 from .pull import PullAPIWrapper, send_message_back
 from .rebalance import RebalanceImpl
@@ -68,29 +67,19 @@ __all__ = ["PushConsumer", "RebalancePushImpl"]
 
 log = logging.getLogger(__name__)
 
-PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL: Final = 50
 PULL_TIME_DELAY_MILLS_WHEN_SUSPEND: Final = 1_000
 PULL_TIME_DELAY_MILLS_WHEN_NO_SUBSCRIPTION: Final = 3_000
 OFFSET_ILLEGAL_FIX_DELAY_MS: Final = 10_000
-FLOW_CONTROL_LOG_EVERY: Final = 1_000
 UNLOCK_DELAY_TIME_MILLS: Final = 20_000
 _RESET_DRAIN_MAX_S: Final = 10.0  # Java sleeps 10 s; here at most 10 s, until the queues are idle
-_MIB: Final = 1024 * 1024
 
 PROP_CONSUMEORDERLY: Final = "PROP_CONSUMEORDERLY"
 PROP_THREADPOOL_CORE_SIZE: Final = "PROP_THREADPOOL_CORE_SIZE"
 PROP_CONSUMER_START_TIMESTAMP: Final = "PROP_CONSUMER_START_TIMESTAMP"
 
 
-class RebalancePushImpl(RebalanceImpl):
+class RebalancePushImpl(RebalanceImpl["PushConsumer"]):
     """The push consumer's rebalance (Java ``RebalancePushImpl``)."""
-
-    def __init__(self, consumer: PushConsumer, instance: MQClientInstance) -> None:
-        config = consumer.config
-        super().__init__(
-            config.consumer_group, config.message_model, config.allocate_message_queue_strategy, instance
-        )
-        self.consumer = consumer
 
     def consume_type(self) -> ConsumeType:
         return ConsumeType.CONSUME_PASSIVELY
@@ -115,9 +104,7 @@ class RebalancePushImpl(RebalanceImpl):
         )
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        store = self.consumer.offset_store
-        await store.persist(mq)
-        store.remove_offset(mq)
+        await super().remove_unnecessary_message_queue(mq, pq)
         if self.consumer.consume_orderly and self.message_model is MessageModel.CLUSTERING:
             try:
                 async with asyncio.timeout(1.0):
@@ -144,9 +131,6 @@ class RebalancePushImpl(RebalanceImpl):
             )
         else:
             self.consumer.tasks.spawn(self.unlock(mq, True), "unlock")
-
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.consumer.offset_store.remove_offset(mq)
 
     async def compute_pull_from_where_with_exception(self, mq: MessageQueue) -> int:
         config = self.consumer.config
@@ -180,7 +164,7 @@ class RebalancePushImpl(RebalanceImpl):
             log.info("doRebalance, %s, add a new pull request %s", self.consumer_group, request)
 
 
-class PushConsumer(AsyncService):
+class PushConsumer(SubscribingConsumer):
     """An asyncio push consumer (Java ``DefaultMQPushConsumer``).
 
     ``PushConsumer("group", namesrv_addr="127.0.0.1:9876")`` or ``PushConsumer(PushConsumerConfig(...))``;
@@ -188,6 +172,8 @@ class PushConsumer(AsyncService):
     or a ``MessageListenerOrderly`` for orderly consumption), then ``await start()`` and, at the
     end, ``await close()`` (or ``async with``).
     """
+
+    _KIND = "push consumer"
 
     def __init__(self, config: PushConsumerConfig | str, /, **overrides: object) -> None:
         self.config: PushConsumerConfig = make_config(PushConsumerConfig, config, "consumer_group", overrides)
@@ -212,32 +198,6 @@ class PushConsumer(AsyncService):
 
     # -- configuration --------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
-        """Consume ``topic``'s messages matching the tag expression (``*``, ``TagA || TagB``).
-
-        Raises ``ValidationError`` for a bad expression. After ``start`` the brokers hear of it
-        with the next heartbeat (sent at once).
-        """
-        try:
-            data = build_subscription_data(topic, sub_expression)
-        except ValueError as exc:
-            raise ValidationError(f"subscription exception: {exc}") from exc
-        self._subscription[topic] = sub_expression
-        if self._rebalance is not None:
-            self._rebalance.subscription_inner[topic] = data
-            if self._state is ServiceState.RUNNING:
-                self.tasks.spawn(self._after_subscription_change(topic), "subscription-changed")
-
-    async def _after_subscription_change(self, topic: str) -> None:
-        await self.instance.update_topic_route_info_from_name_server(topic)
-        await self.instance.send_heartbeat_to_all_broker_with_lock()
-        self.instance.rebalance_immediately()
-
-    def unsubscribe(self, topic: str) -> None:
-        self._subscription.pop(topic, None)
-        if self._rebalance is not None:
-            self._rebalance.subscription_inner.pop(topic, None)
-
     def register_message_listener(
         self, listener: ConcurrentlyListener | OrderlyListener, *, orderly: bool | None = None
     ) -> None:
@@ -260,24 +220,6 @@ class PushConsumer(AsyncService):
         return self._orderly
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    @property
-    def instance(self) -> MQClientInstance:
-        if self._instance is None:
-            raise ClientStateError("The push consumer is not started")
-        return self._instance
-
-    @property
-    def rebalance(self) -> RebalancePushImpl:
-        if self._rebalance is None:
-            raise ClientStateError("The push consumer is not started")
-        return self._rebalance
-
-    @property
-    def offset_store(self) -> OffsetStore:
-        if self._offset_store is None:
-            raise ClientStateError("The push consumer is not started")
-        return self._offset_store
 
     @property
     def stats(self) -> ConsumerStatsManager:
@@ -306,55 +248,26 @@ class PushConsumer(AsyncService):
         self._state = ServiceState.START_FAILED
         config = self.config
         group = config.consumer_group
-        subscriptions: dict[str, SubscriptionData] = {}
-        try:
-            for topic, expression in self._subscription.items():
-                subscriptions[topic] = build_subscription_data(topic, expression)
-            if config.message_model is MessageModel.CLUSTERING:
-                subscriptions[retry_topic(group)] = build_subscription_data(retry_topic(group), "*")
-        except ValueError as exc:
-            raise ValidationError(f"subscription exception: {exc}") from exc
+        subscriptions = self._parse_subscriptions()
         if config.message_model is MessageModel.CLUSTERING:
+            subscriptions[retry_topic(group)] = build_subscription_data(retry_topic(group), "*")
             config = self.config = config.with_instance_name_pid()
         instance = MQClientInstance.get_or_create(config)
         self._instance = instance
         self._rebalance = RebalancePushImpl(self, instance)
         self._rebalance.subscription_inner.update(subscriptions)
         self._pull_api = PullAPIWrapper(instance, group, config.unit_mode)
-        if config.offset_store is not None:
-            self._offset_store = config.offset_store
-        elif config.message_model is MessageModel.BROADCASTING:
-            self._offset_store = LocalFileOffsetStore(instance, group, config.local_offset_store_dir)
-        else:
-            self._offset_store = RemoteBrokerOffsetStore(instance, group)
-        await self._offset_store.load()
+        await self._load_offset_store(instance)
         fn, is_async = listener_function(self._listener)
         if self._orderly:
             self.consume_service = ConsumeMessageOrderlyService(self, fn, is_async)
         else:
             self.consume_service = ConsumeMessageConcurrentlyService(self, fn, is_async)
         self.consume_service.start()
-        if not instance.register_consumer(group, self):
-            self._state = ServiceState.CREATE_JUST
-            await self.consume_service.shutdown()
-            await self.tasks.close()
-            self.tasks = BackgroundTasks(f"push-{group}")
-            raise ClientStateError(
-                f"The consumer group[{group}] has been created before, specify another name please."
-            )
-        try:
-            await instance.start()
-        except BaseException:
-            instance.consumer_table.pop(group, None)
-            await self.consume_service.shutdown()
-            await self.tasks.close()
-            await instance.shutdown()
-            raise
+        await self._register_and_start(instance)
         self._state = ServiceState.RUNNING
         self.consumer_start_timestamp = int(time.time() * 1000)
-        for topic in list(self.rebalance.subscription_inner):
-            await instance.update_topic_route_info_from_name_server(topic)
-        await instance.send_heartbeat_to_all_broker_with_lock()
+        await self._announce(instance)
         instance.rebalance_immediately()
         log.info(
             "the consumer [%s] start OK. messageModel=%s, isUnitMode=%s",
@@ -362,6 +275,12 @@ class PushConsumer(AsyncService):
             config.message_model.name,
             config.unit_mode,
         )
+
+    async def _undo_start(self) -> None:
+        if self.consume_service is not None:
+            await self.consume_service.shutdown()
+        await self.tasks.close()
+        self.tasks = BackgroundTasks(f"push-{self.config.consumer_group}")
 
     async def close(self) -> None:
         """Stop pulling and consuming, persist offsets, unregister (seed 002 ``shutdown``); idempotent."""
@@ -383,12 +302,6 @@ class PushConsumer(AsyncService):
         await instance.shutdown()
         self.rebalance.destroy()
         log.info("the consumer [%s] shutdown OK", self.config.consumer_group)
-
-    def __del__(self) -> None:
-        if getattr(self, "_state", None) is ServiceState.RUNNING:
-            warnings.warn(
-                f"Unclosed {type(self).__name__} {self.config}; call close()", ResourceWarning, stacklevel=1
-            )
 
     def suspend(self) -> None:
         """Pause pulling (Java ``suspend``); cached messages are still consumed."""
@@ -477,30 +390,21 @@ class PushConsumer(AsyncService):
             self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_SUSPEND)
             return
         cached_count = pq.msg_count
-        cached_size_mib = pq.msg_size // _MIB
+        cached_size_mib = pq.msg_size_in_mib
+        too_much = None
         if cached_count > self.pull_threshold_for_queue:
+            too_much = f"the cached message count exceeds the threshold {self.pull_threshold_for_queue}"
+        elif cached_size_mib > self.pull_threshold_size_for_queue:
+            too_much = (
+                f"the cached message size exceeds the threshold {self.pull_threshold_size_for_queue} MiB"
+            )
+        if too_much is not None:
             self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
             if self.queue_flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
                 log.warning(
-                    "the cached message count exceeds the threshold %d, so do flow control, minOffset=%s, "
-                    "maxOffset=%s, count=%d, size=%d MiB, pullRequest=%s, flowControlTimes=%d",
-                    self.pull_threshold_for_queue,
-                    next(iter(pq.msg_tree_map), None),
-                    next(reversed(pq.msg_tree_map), None),
-                    cached_count,
-                    cached_size_mib,
-                    pull_request,
-                    self.queue_flow_control_times,
-                )
-            self.queue_flow_control_times += 1
-            return
-        if cached_size_mib > self.pull_threshold_size_for_queue:
-            self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
-            if self.queue_flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
-                log.warning(
-                    "the cached message size exceeds the threshold %d MiB, so do flow control, minOffset=%s, "
-                    "maxOffset=%s, count=%d, size=%d MiB, pullRequest=%s, flowControlTimes=%d",
-                    self.pull_threshold_size_for_queue,
+                    "%s, so do flow control, minOffset=%s, maxOffset=%s, count=%d, size=%d MiB, "
+                    "pullRequest=%s, flowControlTimes=%d",
+                    too_much,
                     next(iter(pq.msg_tree_map), None),
                     next(reversed(pq.msg_tree_map), None),
                     cached_count,
@@ -578,7 +482,7 @@ class PushConsumer(AsyncService):
         )
         began = time.monotonic()
         try:
-            result = await self._pull_api.pull_kernel_impl(
+            ext, addr = await self._pull_api.pull_kernel_raw(
                 mq,
                 sub_expression,
                 subscription.expression_type,
@@ -589,8 +493,8 @@ class PushConsumer(AsyncService):
                 max(commit_offset_value, 0),
                 config.broker_suspend_max_time_millis,
                 config.consumer_timeout_millis_when_suspend,
-                subscription,
             )
+            result = self._pull_api.process_pull_result(ext, addr, subscription)
         except MQClientError as exc:
             if not is_retry_topic(mq.topic):
                 log.warning("execute the pull request exception %s: %s", pull_request, exc)
@@ -658,42 +562,12 @@ class PushConsumer(AsyncService):
     # -- MQConsumerInner ------------------------------------------------------------------------
 
     @property
-    def group_name(self) -> str:
-        return self.config.consumer_group
-
-    @property
-    def message_model(self) -> MessageModel:
-        return self.config.message_model
-
-    @property
     def consume_type(self) -> ConsumeType:
         return ConsumeType.CONSUME_PASSIVELY
-
-    @property
-    def consume_from_where(self) -> ConsumeFromWhere:
-        return self.config.consume_from_where
-
-    @property
-    def unit_mode(self) -> bool:
-        return self.config.unit_mode
-
-    def subscriptions(self) -> list[SubscriptionData]:
-        if self._rebalance is None:
-            return []
-        return list(self._rebalance.subscription_inner.values())
 
     async def do_rebalance(self) -> None:
         if not self._pause and self._rebalance is not None and self._state is ServiceState.RUNNING:
             await self._rebalance.do_rebalance(self._orderly)
-
-    def update_topic_subscribe_info(self, topic: str, info: set[MessageQueue]) -> None:
-        if self._rebalance is not None and topic in self._rebalance.subscription_inner:
-            self._rebalance.topic_subscribe_info_table[topic] = info
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        if self._rebalance is None or topic not in self._rebalance.subscription_inner:
-            return False
-        return topic not in self._rebalance.topic_subscribe_info_table
 
     def adjust_thread_pool(self) -> None:
         """More consume threads while much is left to consume, fewer when little (seed 002)."""
@@ -705,9 +579,6 @@ class PushConsumer(AsyncService):
             self.consume_service.inc_core_pool_size()
         elif total < threshold * 0.8:
             self.consume_service.dec_core_pool_size()
-
-    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
-        return self.offset_store.clone_offset_table(topic)
 
     def consumer_running_info(self) -> ConsumerRunningInfo:
         """Configuration, subscriptions, every queue's ProcessQueue and the statistics (seed 002)."""

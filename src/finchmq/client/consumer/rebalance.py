@@ -19,9 +19,8 @@ import abc
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from finchmq.client.allocate import AllocateMessageQueueStrategy
 from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import (
     MASTER_ID,
@@ -39,26 +38,26 @@ from .process_queue import ProcessQueue, PullRequest
 if TYPE_CHECKING:
     from finchmq.client.instance import MQClientInstance
 
+    from .base import SubscribingConsumer
+
 __all__ = ["RebalanceImpl"]
 
 log = logging.getLogger(__name__)
 
 _LOCK_TIMEOUT_MS = 1_000  # Java lockBatchMQ(..., 1000)
 
+_C = TypeVar("_C", bound="SubscribingConsumer")
 
-class RebalanceImpl(abc.ABC):
-    """The shared algorithm; subclasses say how queues are added, removed and pulled."""
 
-    def __init__(
-        self,
-        consumer_group: str,
-        message_model: MessageModel,
-        strategy: AllocateMessageQueueStrategy,
-        instance: MQClientInstance,
-    ) -> None:
-        self.consumer_group = consumer_group
-        self.message_model = message_model
-        self.allocate_message_queue_strategy = strategy
+class RebalanceImpl(abc.ABC, Generic[_C]):
+    """The shared algorithm for ``consumer``; subclasses say how queues are added and pulled."""
+
+    def __init__(self, consumer: _C, instance: MQClientInstance) -> None:
+        config = consumer.config
+        self.consumer = consumer
+        self.consumer_group = config.consumer_group
+        self.message_model = config.message_model
+        self.allocate_message_queue_strategy = config.allocate_message_queue_strategy
         self.instance = instance
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
@@ -75,11 +74,15 @@ class RebalanceImpl(abc.ABC):
         self, topic: str, mq_all: set[MessageQueue], mq_divided: set[MessageQueue]
     ) -> None: ...
 
-    @abc.abstractmethod
-    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool: ...
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """``mq`` is no longer ours: commit its offset and forget it; False to keep it for now."""
+        store = self.consumer.offset_store
+        await store.persist(mq)
+        store.remove_offset(mq)
+        return True
 
-    @abc.abstractmethod
-    def remove_dirty_offset(self, mq: MessageQueue) -> None: ...
+    def remove_dirty_offset(self, mq: MessageQueue) -> None:
+        self.consumer.offset_store.remove_offset(mq)
 
     @abc.abstractmethod
     async def compute_pull_from_where_with_exception(self, mq: MessageQueue) -> int:

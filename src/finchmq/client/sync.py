@@ -18,7 +18,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, Protocol, Self, TypeVar
 
 from finchmq.protocol.bodies import (
     ClusterInfo,
@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_C = TypeVar("_C", bound=ClientConfig)
+_C_co = TypeVar("_C_co", bound=ClientConfig, covariant=True)
 _LIFECYCLE_TIMEOUT: Final = 120.0  # s: start/close (close may wait for a queue's current batch)
 _CALL_TIMEOUT: Final = 60.0  # s: calls without a deadline of their own
 _MARGIN: Final = 5.0  # s added to a call's own deadline
@@ -120,40 +122,48 @@ class Portal:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
 
-class _Blocking:
+class _Service(Protocol[_C_co]):
+    """What a blocking façade wraps: ``Producer``, ``PushConsumer``... (``ClientService``)."""
+
+    @property
+    def config(self) -> _C_co: ...
+    async def start(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+class _Blocking(Generic[_C]):
+    """The part every blocking façade shares: the portal, the life cycle and ``config``.
+    ``_who`` names the async class in error messages."""
+
     _who = ""
 
-    def __init__(self, portal: Portal | None) -> None:
+    def __init__(self, service: _Service[_C], portal: Portal | None) -> None:
+        self._service = service
         self._portal = portal or Portal.default()
 
     def _call(self, coro: Coroutine[Any, Any, _T], timeout: float | None = _CALL_TIMEOUT) -> _T:
         return self._portal.call(coro, timeout, self._who)
 
-
-class BlockingProducer(_Blocking):
-    """``Producer`` for threads: same arguments, blocking methods."""
-
-    _who = "Producer"
-
-    def __init__(
-        self, config: ProducerConfig | str, /, *, portal: Portal | None = None, **overrides: object
-    ) -> None:
-        super().__init__(portal)
-        self.producer = Producer(config, **overrides)
+    def _call_within(self, coro: Coroutine[Any, Any, _T], timeout_millis: float) -> _T:
+        """``_call`` for a call with a deadline of its own (ms): wait that, plus a margin."""
+        return self._call(coro, timeout_millis / 1000 + _MARGIN)
 
     @property
-    def config(self) -> ProducerConfig:
-        return self.producer.config
+    def config(self) -> _C:
+        """The wrapped object's settings."""
+        return self._service.config
 
     def start(self) -> None:
-        self._call(self.producer.start(), _LIFECYCLE_TIMEOUT)
+        """``await start()`` of the wrapped object, blocking."""
+        self._call(self._service.start(), _LIFECYCLE_TIMEOUT)
 
     def shutdown(self) -> None:
-        self._call(self.producer.close(), _LIFECYCLE_TIMEOUT)
+        """``await close()`` of the wrapped object, blocking; idempotent."""
+        self._call(self._service.close(), _LIFECYCLE_TIMEOUT)
 
     close = shutdown
 
-    def __enter__(self) -> BlockingProducer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -162,9 +172,20 @@ class BlockingProducer(_Blocking):
     ) -> None:
         self.shutdown()
 
-    def _send_deadline(self, timeout_millis: int | None) -> float:
-        timeout = self.producer.config.send_msg_timeout if timeout_millis is None else timeout_millis
-        return timeout / 1000 + _MARGIN
+
+class BlockingProducer(_Blocking[ProducerConfig]):
+    """``Producer`` for threads: same arguments, blocking methods."""
+
+    _who = "Producer"
+
+    def __init__(
+        self, config: ProducerConfig | str, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        self.producer = Producer(config, **overrides)
+        super().__init__(self.producer, portal)
+
+    def _send_timeout(self, timeout_millis: int | None) -> int:
+        return self.producer.config.send_msg_timeout if timeout_millis is None else timeout_millis
 
     def send(
         self,
@@ -177,7 +198,7 @@ class BlockingProducer(_Blocking):
     ) -> SendResult:
         """``Producer.send``, blocking."""
         coro = self.producer.send(msg, queue=queue, selector=selector, arg=arg, timeout_millis=timeout_millis)
-        return self._call(coro, self._send_deadline(timeout_millis))
+        return self._call_within(coro, self._send_timeout(timeout_millis))
 
     def send_oneway(
         self,
@@ -187,8 +208,8 @@ class BlockingProducer(_Blocking):
         selector: MessageQueueSelector | None = None,
         arg: object = None,
     ) -> None:
-        self._call(
-            self.producer.send_oneway(msg, queue=queue, selector=selector, arg=arg), self._send_deadline(None)
+        self._call_within(
+            self.producer.send_oneway(msg, queue=queue, selector=selector, arg=arg), self._send_timeout(None)
         )
 
     def send_batch(
@@ -241,7 +262,7 @@ class BlockingProducer(_Blocking):
         return self._call(self.producer.fetch_publish_message_queues(topic))
 
 
-class BlockingPushConsumer(_Blocking):
+class BlockingPushConsumer(_Blocking[PushConsumerConfig]):
     """``PushConsumer`` for threads. A blocking listener runs in the consume thread pool."""
 
     _who = "PushConsumer"
@@ -249,12 +270,8 @@ class BlockingPushConsumer(_Blocking):
     def __init__(
         self, config: PushConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
     ) -> None:
-        super().__init__(portal)
         self.consumer = PushConsumer(config, **overrides)
-
-    @property
-    def config(self) -> PushConsumerConfig:
-        return self.consumer.config
+        super().__init__(self.consumer, portal)
 
     def subscribe(self, topic: str, sub_expression: str = "*") -> None:
         self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
@@ -269,23 +286,6 @@ class BlockingPushConsumer(_Blocking):
 
     def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
         self.consumer.register_consume_message_hook(hook)
-
-    def start(self) -> None:
-        self._call(self.consumer.start(), _LIFECYCLE_TIMEOUT)
-
-    def shutdown(self) -> None:
-        self._call(self.consumer.close(), _LIFECYCLE_TIMEOUT)
-
-    close = shutdown
-
-    def __enter__(self) -> BlockingPushConsumer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
 
     def suspend(self) -> None:
         self._call(_run_sync(self.consumer.suspend))
@@ -306,7 +306,7 @@ class BlockingPushConsumer(_Blocking):
         self._call(self.consumer.send_message_back(msg, delay_level, broker_name))
 
 
-class BlockingPullConsumer(_Blocking):
+class BlockingPullConsumer(_Blocking[PullConsumerConfig]):
     """``PullConsumer`` (the low-level pull API) for threads and Spark tasks."""
 
     _who = "PullConsumer"
@@ -314,29 +314,8 @@ class BlockingPullConsumer(_Blocking):
     def __init__(
         self, config: PullConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
     ) -> None:
-        super().__init__(portal)
         self.consumer = PullConsumer(config, **overrides)
-
-    @property
-    def config(self) -> PullConsumerConfig:
-        return self.consumer.config
-
-    def start(self) -> None:
-        self._call(self.consumer.start(), _LIFECYCLE_TIMEOUT)
-
-    def shutdown(self) -> None:
-        self._call(self.consumer.close(), _LIFECYCLE_TIMEOUT)
-
-    close = shutdown
-
-    def __enter__(self) -> BlockingPullConsumer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
+        super().__init__(self.consumer, portal)
 
     def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
         return self._call(self.consumer.fetch_subscribe_message_queues(topic))
@@ -350,9 +329,9 @@ class BlockingPullConsumer(_Blocking):
         *,
         timeout_millis: int | None = None,
     ) -> PullResult:
-        timeout = (timeout_millis or self.consumer.config.consumer_pull_timeout_millis) / 1000 + _MARGIN
-        return self._call(
-            self.consumer.pull(mq, sub_expression, offset, max_nums, timeout_millis=timeout_millis), timeout
+        return self._call_within(
+            self.consumer.pull(mq, sub_expression, offset, max_nums, timeout_millis=timeout_millis),
+            timeout_millis or self.consumer.config.consumer_pull_timeout_millis,
         )
 
     def pull_raw(
@@ -365,18 +344,17 @@ class BlockingPullConsumer(_Blocking):
         timeout_millis: int | None = None,
     ) -> PullResultExt:
         """``PullConsumer.pull_raw`` (undecoded records), blocking."""
-        timeout = (timeout_millis or self.consumer.config.consumer_pull_timeout_millis) / 1000 + _MARGIN
-        return self._call(
+        return self._call_within(
             self.consumer.pull_raw(mq, sub_expression, offset, max_nums, timeout_millis=timeout_millis),
-            timeout,
+            timeout_millis or self.consumer.config.consumer_pull_timeout_millis,
         )
 
     def pull_block_if_not_found(
         self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int
     ) -> PullResult:
-        timeout = self.consumer.config.consumer_timeout_millis_when_suspend / 1000 + _MARGIN
-        return self._call(
-            self.consumer.pull_block_if_not_found(mq, sub_expression, offset, max_nums), timeout
+        return self._call_within(
+            self.consumer.pull_block_if_not_found(mq, sub_expression, offset, max_nums),
+            self.consumer.config.consumer_timeout_millis_when_suspend,
         )
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
@@ -401,7 +379,7 @@ class BlockingPullConsumer(_Blocking):
         self._call(self.consumer.send_message_back(msg, delay_level, broker_name))
 
 
-class BlockingLitePullConsumer(_Blocking):
+class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig]):
     """``LitePullConsumer`` for threads: ``poll()`` blocks up to its timeout."""
 
     _who = "LitePullConsumer"
@@ -409,12 +387,8 @@ class BlockingLitePullConsumer(_Blocking):
     def __init__(
         self, config: LitePullConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
     ) -> None:
-        super().__init__(portal)
         self.consumer = LitePullConsumer(config, **overrides)
-
-    @property
-    def config(self) -> LitePullConsumerConfig:
-        return self.consumer.config
+        super().__init__(self.consumer, portal)
 
     def subscribe(self, topic: str, sub_expression: str = "*") -> None:
         self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
@@ -426,26 +400,9 @@ class BlockingLitePullConsumer(_Blocking):
     def assignment(self) -> set[MessageQueue]:
         return self._call(_run_sync(self.consumer.assignment))
 
-    def start(self) -> None:
-        self._call(self.consumer.start(), _LIFECYCLE_TIMEOUT)
-
-    def shutdown(self) -> None:
-        self._call(self.consumer.close(), _LIFECYCLE_TIMEOUT)
-
-    close = shutdown
-
-    def __enter__(self) -> BlockingLitePullConsumer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
-
     def poll(self, timeout_millis: int | None = None) -> list[MessageExt]:
         timeout = timeout_millis if timeout_millis is not None else self.consumer.config.poll_timeout_millis
-        return self._call(self.consumer.poll(timeout), timeout / 1000 + _MARGIN)
+        return self._call_within(self.consumer.poll(timeout), timeout)
 
     def commit_sync(self) -> None:
         self._call(self.consumer.commit_sync())
@@ -480,7 +437,7 @@ class BlockingLitePullConsumer(_Blocking):
         return self._call(self.consumer.offset_for_timestamp(mq, timestamp))
 
 
-class BlockingAdminClient(_Blocking):
+class BlockingAdminClient(_Blocking[ClientConfig]):
     """``AdminClient`` for scripts and the ``finchmq admin`` command."""
 
     _who = "AdminClient"
@@ -488,25 +445,8 @@ class BlockingAdminClient(_Blocking):
     def __init__(
         self, config: ClientConfig | None = None, /, *, portal: Portal | None = None, **overrides: object
     ) -> None:
-        super().__init__(portal)
         self.admin = AdminClient(config, **overrides)
-
-    def start(self) -> None:
-        self._call(self.admin.start(), _LIFECYCLE_TIMEOUT)
-
-    def shutdown(self) -> None:
-        self._call(self.admin.close(), _LIFECYCLE_TIMEOUT)
-
-    close = shutdown
-
-    def __enter__(self) -> BlockingAdminClient:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
+        super().__init__(self.admin, portal)
 
     def cluster_info(self) -> ClusterInfo:
         return self._call(self.admin.cluster_info())

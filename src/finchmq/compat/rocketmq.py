@@ -18,12 +18,13 @@ credentials (stored, ignored).
 
 from __future__ import annotations
 
+import abc
 import enum
 import logging
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from finchmq.client import (
     BlockingProducer,
@@ -309,31 +310,43 @@ def hashing_queue_selector(mq_size: int, msg: object, arg: Any) -> int:
     return int(arg) % mq_size
 
 
-# -- producer -----------------------------------------------------------------------------------
+def _by_index(
+    queue_selector: Callable[[int, Any, Any], int], msg: Message
+) -> Callable[[Any, Any, object], MessageQueue]:
+    """A finchmq selector over a 0.4.x ``queue_selector(mq_size, msg, arg)`` (a queue index)."""
+
+    def select(mqs: Any, _msg: Any, value: object) -> MessageQueue:
+        queues: list[MessageQueue] = list(mqs)
+        return queues[queue_selector(len(queues), msg, value) % len(queues)]
+
+    return select
 
 
-class Producer:
-    """The official ``Producer``; set the name server, ``start()``, send, ``shutdown()``."""
+# -- the clients ----------------------------------------------------------------------------------
 
-    def __init__(
-        self,
-        group_id: str | bytes,
-        orderly: bool = False,
-        timeout: int | None = None,
-        compress_level: int | None = None,
-        max_message_size: int | None = None,
-    ) -> None:
-        self._settings: dict[str, Any] = {"producer_group": _text(group_id)}
-        self._orderly = orderly
-        if timeout is not None:
-            self.set_timeout(timeout)
-        if compress_level is not None:
-            self.set_compress_level(compress_level)
-        if max_message_size is not None:
-            self.set_max_message_size(max_message_size)
-        self._producer: BlockingProducer | None = None
 
-    def __enter__(self) -> Producer:
+class _BlockingClient(Protocol):
+    """``BlockingProducer``, ``BlockingPushConsumer``, ``BlockingPullConsumer``."""
+
+    def start(self) -> None: ...
+    def shutdown(self) -> None: ...
+
+
+_B = TypeVar("_B", bound=_BlockingClient)
+
+
+class _Client(abc.ABC, Generic[_B]):
+    """What the official ``Producer``, ``PushConsumer`` and ``PullConsumer`` share: settings
+    gathered until ``start()`` makes the finchmq blocking client (``_create``), ``shutdown()``."""
+
+    _GROUP: ClassVar[str]  # the finchmq setting the group id goes to
+    _START_FAILED: ClassVar[type[RocketMQException]]
+
+    def __init__(self, group_id: str | bytes) -> None:
+        self._settings: dict[str, Any] = {self._GROUP: _text(group_id)}
+        self._client: _B | None = None
+
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -341,11 +354,8 @@ class Producer:
         self.shutdown()
 
     # settings (before start)
-    def set_group(self, group_name: str | bytes) -> None:
-        self._settings["producer_group"] = _text(group_name)
-
-    def set_instance_name(self, name: str | bytes) -> None:
-        self._settings["instance_name"] = _text(name)
+    def set_group(self, group_id: str | bytes) -> None:
+        self._settings[self._GROUP] = _text(group_id)
 
     def set_name_server_address(self, addr: str | bytes) -> None:
         self._settings["namesrv_addr"] = _text(addr)
@@ -362,6 +372,62 @@ class Producer:
     def set_session_credentials(self, access_key: str, access_secret: str, channel: str) -> None:
         log.warning("ACL credentials are ignored by finchmq (no ACL support)")
 
+    def start(self) -> None:
+        """Connect with the settings given so far; a second call does nothing."""
+        if self._client is not None:
+            return
+        try:
+            settings = dict(self._settings)
+            client = self._create(str(settings.pop(self._GROUP)), settings)
+            client.start()
+        except (MQClientError, ValueError, TypeError) as exc:
+            raise self._START_FAILED(str(exc)) from exc
+        self._client = client
+
+    @abc.abstractmethod
+    def _create(self, group: str, settings: dict[str, Any]) -> _B:
+        """The finchmq blocking client, not started yet."""
+
+    def shutdown(self) -> None:
+        """Close; safe to call twice."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.shutdown()
+
+
+# -- producer -----------------------------------------------------------------------------------
+
+
+class Producer(_Client[BlockingProducer]):
+    """The official ``Producer``; set the name server, ``start()``, send, ``shutdown()``."""
+
+    _GROUP = "producer_group"
+    _START_FAILED = ProducerStartFailed
+
+    def __init__(
+        self,
+        group_id: str | bytes,
+        orderly: bool = False,
+        timeout: int | None = None,
+        compress_level: int | None = None,
+        max_message_size: int | None = None,
+    ) -> None:
+        super().__init__(group_id)
+        self._orderly = orderly
+        if timeout is not None:
+            self.set_timeout(timeout)
+        if compress_level is not None:
+            self.set_compress_level(compress_level)
+        if max_message_size is not None:
+            self.set_max_message_size(max_message_size)
+
+    # settings (before start)
+    def set_group(self, group_name: str | bytes) -> None:  # the official name of the argument
+        super().set_group(group_name)
+
+    def set_instance_name(self, name: str | bytes) -> None:
+        self._settings["instance_name"] = _text(name)
+
     def set_timeout(self, timeout: int) -> None:
         self._settings["send_msg_timeout"] = int(timeout)
 
@@ -371,27 +437,13 @@ class Producer:
     def set_max_message_size(self, max_size: int) -> None:
         self._settings["max_message_size"] = int(max_size)
 
-    def start(self) -> None:
-        if self._producer is not None:
-            return
-        try:
-            settings = dict(self._settings)
-            group = str(settings.pop("producer_group"))
-            producer = BlockingProducer(group, **settings)
-            producer.start()
-        except (MQClientError, ValueError, TypeError) as exc:
-            raise ProducerStartFailed(str(exc)) from exc
-        self._producer = producer
-
-    def shutdown(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            producer.shutdown()
+    def _create(self, group: str, settings: dict[str, Any]) -> BlockingProducer:
+        return BlockingProducer(group, **settings)
 
     def _started(self) -> BlockingProducer:
-        if self._producer is None:
+        if self._client is None:
             raise ProducerException("the producer is not started")
-        return self._producer
+        return self._client
 
     # sending
     def send_sync(self, msg: Message) -> SendResult:
@@ -447,11 +499,7 @@ class Producer:
         queue_selector: Callable[[int, Any, Any], int] = hashing_queue_selector,
     ) -> SendResult:
         """The 0.4.x form: ``queue_selector(mq_size, msg, arg)`` returns a queue index."""
-
-        def select(mqs: Any, _msg: Any, value: object) -> MessageQueue:
-            queues: list[MessageQueue] = list(mqs)
-            return queues[queue_selector(len(queues), msg, value) % len(queues)]
-
+        select = _by_index(queue_selector, msg)
         last: MQClientError | None = None
         for _ in range(max(1, retry_times)):
             try:
@@ -463,12 +511,8 @@ class Producer:
     def send_oneway_orderly(
         self, msg: Message, arg: int, queue_selector: Callable[[int, Any, Any], int] = hashing_queue_selector
     ) -> None:
-        def select(mqs: Any, _msg: Any, value: object) -> MessageQueue:
-            queues: list[MessageQueue] = list(mqs)
-            return queues[queue_selector(len(queues), msg, value) % len(queues)]
-
         try:
-            self._started().send_oneway(msg.to_message(), selector=select, arg=arg)
+            self._started().send_oneway(msg.to_message(), selector=_by_index(queue_selector, msg), arg=arg)
         except MQClientError as exc:
             raise ProducerSendOnewayFailed(str(exc)) from exc
 
@@ -485,8 +529,11 @@ class Producer:
 # -- push consumer ------------------------------------------------------------------------------
 
 
-class PushConsumer:
+class PushConsumer(_Client[BlockingPushConsumer]):
     """The official ``PushConsumer``: ``subscribe(topic, callback)`` then ``start()``."""
+
+    _GROUP = "consumer_group"
+    _START_FAILED = PushConsumerStartFailed
 
     def __init__(
         self,
@@ -494,39 +541,13 @@ class PushConsumer:
         orderly: bool = False,
         message_model: MessageModel = MessageModel.CLUSTERING,
     ) -> None:
-        self._settings: dict[str, Any] = {"consumer_group": _text(group_id)}
+        super().__init__(group_id)
         self._orderly = orderly
         self.set_message_model(message_model)
         self._subscriptions: dict[str, tuple[str, Callable[[RecvMessage], Any]]] = {}
-        self._consumer: BlockingPushConsumer | None = None
-
-    def __enter__(self) -> PushConsumer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
     def set_message_model(self, model: MessageModel | int) -> None:
         self._settings["message_model"] = _MessageModel(int(model))
-
-    def set_group(self, group_id: str | bytes) -> None:
-        self._settings["consumer_group"] = _text(group_id)
-
-    def set_name_server_address(self, addr: str | bytes) -> None:
-        self._settings["namesrv_addr"] = _text(addr)
-
-    set_namesrv_addr = set_name_server_address
-
-    def set_name_server_domain(self, domain: str | bytes) -> None:
-        raise RocketMQException(
-            "name server domains are not supported by finchmq; use set_name_server_address"
-        )
-
-    set_namesrv_domain = set_name_server_domain
-
-    def set_session_credentials(self, access_key: str, access_secret: str, channel: str) -> None:
-        log.warning("ACL credentials are ignored by finchmq (no ACL support)")
 
     def set_thread_count(self, thread_count: int) -> None:
         self._settings["consume_thread_min"] = int(thread_count)
@@ -542,8 +563,8 @@ class PushConsumer:
         self, topic: str | bytes, callback: Callable[[RecvMessage], Any], expression: str | bytes = "*"
     ) -> None:
         self._subscriptions[_text(topic)] = (_text(expression), callback)
-        if self._consumer is not None:
-            self._consumer.subscribe(_text(topic), _text(expression))
+        if self._client is not None:
+            self._client.subscribe(_text(topic), _text(expression))
 
     def _callback_for(self, msg: MessageExt) -> Callable[[RecvMessage], Any]:
         entry = self._subscriptions.get(msg.topic)
@@ -579,84 +600,38 @@ class PushConsumer:
         return ConsumeOrderlyStatus.SUCCESS
 
     def start(self) -> None:
-        if self._consumer is not None:
-            return
-        if not self._subscriptions:
+        if self._client is None and not self._subscriptions:
             raise PushConsumerStartFailed("subscribe a topic with a callback before start()")
-        try:
-            settings = dict(self._settings)
-            group = str(settings.pop("consumer_group"))
-            consumer = BlockingPushConsumer(group, **settings)
-            for topic, (expression, _) in self._subscriptions.items():
-                consumer.subscribe(topic, expression)
-            if self._orderly:
-                consumer.register_message_listener(self._orderly_listener, orderly=True)
-            else:
-                consumer.register_message_listener(self._concurrently)
-            consumer.start()
-        except (MQClientError, ValueError, TypeError) as exc:
-            raise PushConsumerStartFailed(str(exc)) from exc
-        self._consumer = consumer
+        super().start()
 
-    def shutdown(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            consumer.shutdown()
+    def _create(self, group: str, settings: dict[str, Any]) -> BlockingPushConsumer:
+        consumer = BlockingPushConsumer(group, **settings)
+        for topic, (expression, _) in self._subscriptions.items():
+            consumer.subscribe(topic, expression)
+        if self._orderly:
+            consumer.register_message_listener(self._orderly_listener, orderly=True)
+        else:
+            consumer.register_message_listener(self._concurrently)
+        return consumer
 
 
 # -- pull consumer ------------------------------------------------------------------------------
 
 
-class PullConsumer:
+class PullConsumer(_Client[BlockingPullConsumer]):
     """The official ``PullConsumer``: ``pull(topic)`` yields every message from the remembered
     offsets (0 at first), queue after queue, until each queue has nothing new."""
 
+    _GROUP = "consumer_group"
+    _START_FAILED = PullConsumerStartFailed
+
     def __init__(self, group_id: str | bytes) -> None:
-        self._settings: dict[str, Any] = {"consumer_group": _text(group_id)}
-        self._consumer: BlockingPullConsumer | None = None
+        super().__init__(group_id)
         self.offset_table: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def __enter__(self) -> PullConsumer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-
-    def set_group(self, group_id: str | bytes) -> None:
-        self._settings["consumer_group"] = _text(group_id)
-
-    def set_name_server_address(self, addr: str | bytes) -> None:
-        self._settings["namesrv_addr"] = _text(addr)
-
-    set_namesrv_addr = set_name_server_address
-
-    def set_name_server_domain(self, domain: str | bytes) -> None:
-        raise RocketMQException(
-            "name server domains are not supported by finchmq; use set_name_server_address"
-        )
-
-    set_namesrv_domain = set_name_server_domain
-
-    def set_session_credentials(self, access_key: str, access_secret: str, channel: str) -> None:
-        log.warning("ACL credentials are ignored by finchmq (no ACL support)")
-
-    def start(self) -> None:
-        if self._consumer is not None:
-            return
-        try:
-            settings = dict(self._settings)
-            consumer = BlockingPullConsumer(str(settings.pop("consumer_group")), **settings)
-            consumer.start()
-        except (MQClientError, ValueError, TypeError) as exc:
-            raise PullConsumerStartFailed(str(exc)) from exc
-        self._consumer = consumer
-
-    def shutdown(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            consumer.shutdown()
+    def _create(self, group: str, settings: dict[str, Any]) -> BlockingPullConsumer:
+        return BlockingPullConsumer(group, **settings)
 
     @staticmethod
     def _get_mq_key(mq: Any) -> str:
@@ -670,17 +645,17 @@ class PullConsumer:
         self.offset_table[self._get_mq_key(mq)] = offset
 
     def get_message_queues(self, topic: str | bytes) -> list[MessageQueue]:
-        if self._consumer is None:
+        if self._client is None:
             raise PullConsumerFetchMQFailed("the pull consumer is not started")
         try:
-            return sorted(self._consumer.fetch_subscribe_message_queues(_text(topic)))
+            return sorted(self._client.fetch_subscribe_message_queues(_text(topic)))
         except MQClientError as exc:
             raise PullConsumerFetchMQFailed(str(exc)) from exc
 
     def pull(
         self, topic: str | bytes, expression: str | bytes = "*", max_num: int = 32
     ) -> Iterator[RecvMessage]:
-        consumer = self._consumer
+        consumer = self._client
         if consumer is None:
             raise PullConsumerFetchMessageFailed("the pull consumer is not started")
         for mq in self.get_message_queues(topic):

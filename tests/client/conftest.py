@@ -13,6 +13,7 @@ import pytest
 
 from finchmq.client import AdminClient, Message, MessageExt, NoRouteError, Producer, PullConsumer, PullStatus
 from finchmq.client.results import SendResult
+from finchmq.protocol.message import decode_stored_all
 from finchmq.testing import EmbeddedServer
 
 # Retries come back after 1 s instead of 10 s, 30 s, 1 min... The broker sheds sends queued for
@@ -106,6 +107,17 @@ async def produce(
             await producer.send(Message.create(topic, f"{prefix}{i}".encode(), tags=tags, keys=f"k{i}"))
             for i in range(count)
         ]
+
+
+async def dead_letter(server: EmbeddedServer, group: str) -> MessageExt:
+    """The one message in ``group``'s dead letter queue, once the broker has stored it."""
+    assert server.broker is not None
+    store = server.broker.store
+    dead = f"%DLQ%{group}"
+    await wait_until(lambda: store.get_max_offset_in_queue(dead, 0) == 1, timeout=10)
+    with store.get_message("check", dead, 0, 0, 1) as result:
+        [msg] = decode_stored_all(result.body())
+    return msg
 
 
 async def pull_all(namesrv: str, topic: str, expected: int, timeout: float = 15.0) -> list[MessageExt]:

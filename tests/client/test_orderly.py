@@ -22,10 +22,9 @@ from finchmq.client import (
     select_message_queue_by_hash,
 )
 from finchmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
-from finchmq.protocol.message import decode_stored_all
 from finchmq.testing import EmbeddedServer
 
-from .conftest import FAST_CLIENT, create_topic, wait_until
+from .conftest import FAST_CLIENT, create_topic, dead_letter, wait_until
 
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
 
@@ -178,12 +177,7 @@ async def test_a_message_failing_too_often_goes_to_the_dlq(
         await wait_until(lambda: ("after", 0) in seen, timeout=15)
     assert [s for s in seen if s[0] == "poison"] == [("poison", 0), ("poison", 1), ("poison", 2)]
     assert seen.index(("poison", 2)) < seen.index(("after", 0)), "the queue waited for the poison message"
-    assert server.broker is not None
-    store = server.broker.store
-    dead = f"%DLQ%{group}"
-    await wait_until(lambda: store.get_max_offset_in_queue(dead, 0) == 1, timeout=10)
-    with store.get_message("check", dead, 0, 0, 1) as result:
-        [msg] = decode_stored_all(result.body())
+    msg = await dead_letter(server, group)
     assert msg.body == b"poison"
 
 

@@ -38,7 +38,7 @@ from finchmq.protocol.headers import GetConsumerStatusRequestHeader
 from finchmq.protocol.message import HostAddress
 from finchmq.testing import EmbeddedServer
 
-from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, produce, pull_all, wait_until
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, dead_letter, produce, pull_all, wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -65,6 +65,27 @@ class Recorder:
     def bodies(self) -> list[str]:
         with self.lock:
             return [m.body.decode() for m in self.msgs]
+
+
+async def consume_from_first(
+    namesrv: str, group: str, topic: str, count: int, *, drain: bool = False, **kwargs: Any
+) -> Recorder:
+    """Run a member of ``group`` from the first offset until ``count`` messages of ``topic``
+    arrived; then until every one is processed (``drain``: its offset is final) or for 0.5 s
+    more (a message delivered again would show)."""
+    rec = Recorder()
+    c = consumer(namesrv, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kwargs)
+    c.subscribe(topic)
+    c.register_message_listener(rec)
+    async with c:
+        await wait_until(lambda: len(rec.msgs) >= count)
+        if drain:
+            await wait_until(
+                lambda: all(pq.msg_count == 0 for pq in c.rebalance.process_queue_table.values())
+            )
+        else:
+            await asyncio.sleep(0.5)
+    return rec
 
 
 async def test_consumes_every_matching_message_and_subscribes_the_retry_topic(
@@ -188,14 +209,7 @@ async def test_failures_are_retried_then_dead_lettered(
     assert [r[2] for r in retries] == [0, 1, 2], "consumed once, then retried max_reconsume_times=2 times"
     assert {r[1] for r in retries} == {name}, "a retried message shows its original topic"
     assert [s for s in seen if s[0] == "m0"] == [("m0", name, 0)]
-    assert server.broker is not None
-    store = server.broker.store
-    dead = f"%DLQ%{group}"
-    await wait_until(lambda: store.get_max_offset_in_queue(dead, 0) == 1, timeout=10)
-    with store.get_message("check", dead, 0, 0, 1) as result:
-        from finchmq.protocol.message import decode_stored_all  # noqa: PLC0415
-
-        [msg] = decode_stored_all(result.body())
+    msg = await dead_letter(server, group)
     assert msg.body == b"m1" and msg.properties["RETRY_TOPIC"] == name
 
 
@@ -416,20 +430,15 @@ async def test_broadcasting_gives_every_member_everything_and_keeps_offsets_in_a
     assert sum(table.values()) == 10 and {mq.topic for mq in table} == {name}
     # a restarted member continues from its file: nothing old again
     await produce(namesrv, name, 4, prefix="n")
-    rec = Recorder()
-    c = consumer(
+    rec = await consume_from_first(
         namesrv,
         group,
+        name,
+        4,
         message_model=MessageModel.BROADCASTING,
         instance_name="bc0",
         local_offset_store_dir=tmp_path,
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
-    c.subscribe(name)
-    c.register_message_listener(rec)
-    async with c:
-        await wait_until(lambda: len(rec.msgs) >= 4)
-        await asyncio.sleep(0.5)
     assert sorted(rec.bodies()) == sorted(f"n{i}" for i in range(4))
 
 
@@ -437,21 +446,9 @@ async def test_offsets_survive_a_consumer_restart(namesrv: str, name: str) -> No
     await create_topic(namesrv, name, 4)
     group = f"g_{name}"
     await produce(namesrv, name, 40, prefix="a")
-    first = Recorder()
-    c = consumer(namesrv, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    c.subscribe(name)
-    c.register_message_listener(first)
-    async with c:
-        await wait_until(lambda: len(first.msgs) >= 40)
-        await wait_until(lambda: all(pq.msg_count == 0 for pq in c.rebalance.process_queue_table.values()))
+    await consume_from_first(namesrv, group, name, 40, drain=True)
     await produce(namesrv, name, 20, prefix="b")
-    second = Recorder()
-    c = consumer(namesrv, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    c.subscribe(name)
-    c.register_message_listener(second)
-    async with c:
-        await wait_until(lambda: len(second.msgs) >= 20)
-        await asyncio.sleep(0.5)
+    second = await consume_from_first(namesrv, group, name, 20)
     assert sorted(second.bodies()) == sorted(f"b{i}" for i in range(20)), "committed on close: no re-delivery"
 
 
@@ -462,23 +459,11 @@ async def test_offsets_survive_a_broker_restart(
     group = f"g_{name}"
     server = finchmq_server_factory(FAST_BROKER, data_dir=data)
     await produce(server.namesrv_addr, name, 30, prefix="a")
-    first = Recorder()
-    c = consumer(server.namesrv_addr, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    c.subscribe(name)
-    c.register_message_listener(first)
-    async with c:
-        await wait_until(lambda: len(first.msgs) >= 30)
-        await wait_until(lambda: all(pq.msg_count == 0 for pq in c.rebalance.process_queue_table.values()))
+    await consume_from_first(server.namesrv_addr, group, name, 30, drain=True)
     await asyncio.to_thread(server.stop)
     server = finchmq_server_factory(FAST_BROKER, data_dir=data)
     await produce(server.namesrv_addr, name, 10, prefix="b")
-    second = Recorder()
-    c = consumer(server.namesrv_addr, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    c.subscribe(name)
-    c.register_message_listener(second)
-    async with c:
-        await wait_until(lambda: len(second.msgs) >= 10)
-        await asyncio.sleep(0.5)
+    second = await consume_from_first(server.namesrv_addr, group, name, 10)
     assert sorted(second.bodies()) == sorted(f"b{i}" for i in range(10))
 
 

@@ -4,6 +4,7 @@ against scripted brokers (retries, SYSTEM_BUSY, timeouts, latency fault toleranc
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -177,8 +178,17 @@ async def test_no_route_without_auto_create(
 ) -> None:
     server = finchmq_server_factory({**FAST_BROKER, "autoCreateTopicEnable": "false"})
     async with producer(server.namesrv_addr) as p:
-        with pytest.raises(NoRouteError, match=f"No route info of this topic: {name}"):
+        with pytest.raises(NoRouteError, match=f"No route info of this topic: {name}.*does not exist"):
             await p.send(Message(name, b"x"))
+
+
+async def test_no_route_names_an_unreachable_name_server(name: str) -> None:
+    with socket.socket() as placeholder:  # a port nobody listens on
+        placeholder.bind(("127.0.0.1", 0))
+        addr = f"127.0.0.1:{placeholder.getsockname()[1]}"
+        async with producer(addr) as p:
+            with pytest.raises(NoRouteError, match=f"{name}, no name server answered: .*{addr}"):
+                await p.send(Message(name, b"x"), timeout_millis=2000)
 
 
 async def test_lifecycle_states(namesrv: str) -> None:

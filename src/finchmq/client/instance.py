@@ -193,6 +193,9 @@ class MQClientInstance:
         self.api = MQClientAPI(self.remoting, config.namesrv_addr_list())
         self.state = ServiceState.CREATE_JUST
         self.topic_route_table: dict[str, TopicRouteData] = {}
+        # The last failure to reach the name servers for a route (None once one answers): says
+        # why a topic has no route when the cause is the network, not the topic.
+        self.namesrv_error: MQClientError | None = None
         self.broker_addr_table: dict[str, dict[int, str]] = {}
         self.broker_version_table: dict[str, dict[str, int]] = {}
         self.producer_table: dict[str, MQProducerInner] = {}
@@ -398,6 +401,7 @@ class MQClientInstance:
                     route = _with_queue_nums(route, producer_config.default_topic_queue_nums)
             else:
                 route = await self.api.get_topic_route_info_from_name_server(topic, timeout)
+            self.namesrv_error = None
             if route is None:
                 if not is_retry_topic(topic):
                     log.debug("no route for topic %s on the name server", topic)
@@ -421,6 +425,7 @@ class MQClientInstance:
             return True
         except MQClientError as exc:
             log.warning("updateTopicRouteInfoFromNameServer %s failed: %s", topic, exc)
+            self.namesrv_error = exc
             return False
         finally:
             self._lock_namesrv.release()

@@ -394,7 +394,7 @@ class Producer(ClientService):
         """The writable queues of ``topic`` (Java ``fetchPublishMessageQueues``)."""
         info = await self._try_to_find_topic_publish_info(topic)
         if not info.ok():
-            raise NoRouteError(topic)
+            raise self._no_route(topic)
         return list(info.message_queue_list)
 
     # -- sending --------------------------------------------------------------------------------
@@ -584,7 +584,7 @@ class Producer(ClientService):
             began = time.monotonic()
             info = await self._try_to_find_topic_publish_info(msg.topic)
             if not info.ok():
-                raise NoRouteError(msg.topic)
+                raise self._no_route(msg.topic)
             try:
                 mq = selector(list(info.message_queue_list), msg, arg)
             except Exception as exc:
@@ -593,6 +593,14 @@ class Producer(ClientService):
                 raise MQClientError(f"select message queue returned {mq!r}, not a MessageQueue")
             return await self._send_kernel(msg, mq, mode, self._remaining(began, timeout), batch)
         return await self._send_default(msg, mode, timeout, batch)
+
+    def _no_route(self, topic: str) -> NoRouteError:
+        """Why ``topic`` has no route: the name servers could not be asked, or the topic does not
+        exist (and the broker does not create topics automatically)."""
+        failure = self.instance.namesrv_error
+        if failure is not None:
+            return NoRouteError(topic, f"no name server answered: {failure}")
+        return NoRouteError(topic, "FAQ: the topic does not exist and auto-creation is off")
 
     @staticmethod
     def _remaining(began: float, timeout: int) -> int:
@@ -609,7 +617,7 @@ class Producer(ClientService):
         if info is None or not info.ok():
             info = await self._try_to_find_topic_publish_info(msg.topic)
         if not info.ok():
-            raise NoRouteError(msg.topic, "FAQ: the topic does not exist and auto-creation is off")
+            raise self._no_route(msg.topic)
         if mode is _Mode.SYNC:
             times_total = 1 + self.config.retry_times_when_send_failed
         elif mode is _Mode.ASYNC:

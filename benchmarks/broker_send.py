@@ -65,8 +65,10 @@ def _generator(
         rejected = report["rejected"]
         assert isinstance(rejected, dict)
         by_remark = ", ".join(f"{k} {v:,.0f}/s" for k, v in sorted(rejected.items())) or "none"
+        held_back = float(report.get("not_offered", 0))  # type: ignore[arg-type]
+        pushback = f" (TCP held back {held_back:,.0f}/s)" if held_back else ""
         print(
-            f"  t={report['t']:>5}s offered {report['offered']:>8,.0f}/s "
+            f"  t={report['t']:>5}s written {report['offered']:>8,.0f}/s{pushback} "
             f"accepted {report['accepted']:>8,.0f}/s "
             f"p99 {report['p99_ms']:6.1f}ms rss {report['rss_mib']:5.1f}MiB rejected: {by_remark}"
         )
@@ -75,7 +77,13 @@ def _generator(
 
 
 def overload(server: ServerProcess, seconds: float) -> None:
-    """Capacity with 64 sends in flight, then 2x that rate offered open-loop."""
+    """Capacity with 64 sends in flight, then 2x that rate offered open-loop.
+
+    An overloaded broker pauses reading a connection it refused (``overloadPauseReadMills``), so
+    part of the offered load never leaves the generator: TCP holds it back, and each line says
+    how much. Latency is from the generator's write, so it includes the time spent in socket
+    buffers.
+    """
     print("overload: unloaded capacity (raw-protocol generator, 64 sends of 1 KiB in flight, 10 s)")
     capacity_reports = _generator(server, ["--window", "64"], 10, 5)
     capacity = max(float(r["accepted"]) for r in capacity_reports)  # type: ignore[arg-type]

@@ -120,8 +120,8 @@ async def test_requests_waiting_too_long_are_answered_timeout_clean_queue(broker
     assert heartbeat < 1.0
     assert seen["TIMEOUT_CLEAN_QUEUE"] > 0 and seen["ok"] > 0, seen
     assert set(seen) <= {"ok", "TIMEOUT_CLEAN_QUEUE", OVERLOAD}, seen
-    waited = [int(re.search(r"period in queue: (\d+)ms", r.remark or "").group(1)) for r in responses  # type: ignore[union-attr]
-              if r.code == ResponseCode.SYSTEM_BUSY]  # fmt: skip
+    waited = [int(m.group(1)) for r in responses
+              if (m := re.search(r"period in queue: (\d+)ms", r.remark or "")) is not None]  # fmt: skip
     assert min(waited) >= 120, "only requests older than waitTimeMillsInSendQueue are cleaned"
     await acknowledged_are_stored(broker, responses, "T_to")
     assert (
@@ -195,3 +195,36 @@ async def test_pulls_waiting_too_long_are_answered_timeout_clean_queue(broker: B
     seen = Counter("TIMEOUT" if CLEAN.match(r.remark or "") else r.code for r in pulls)
     assert seen["TIMEOUT"] > 0 and seen[ResponseCode.PULL_NOT_FOUND] > 0, seen
     assert int((await runtime_counters(broker))["flowControl.TIMEOUT_CLEAN_QUEUE:pull"]) == seen["TIMEOUT"]
+
+
+@pytest.mark.broker_conf(
+    {
+        "injectPutDelayMillis": "30",
+        "sendThreadPoolQueueCapacity": "4",
+        "brokerFastFailureEnable": "false",
+        "overloadPauseReadMills": "2000",
+    }
+)
+async def test_a_refused_sender_is_paused_and_the_pause_is_configurable(broker: Broker) -> None:
+    assert broker.server.broker is not None
+    executor = broker.server.broker.send_executor
+    sends = [
+        asyncio.ensure_future(broker.send("T_pause", f"T_pause-{i}".encode(), queue_id=0)) for i in range(20)
+    ]
+    await asyncio.sleep(0.05)
+    assert executor.paused_connections == 1  # the flood's connection waits for room
+    responses = list(await asyncio.gather(*sends))
+    seen = kinds(responses)
+    # Read again only when the queue is half empty: far fewer refusals than the 15 a full
+    # queue of 4 would answer to a flood of 20 read at once; every send is answered.
+    assert seen["ok"] >= 10 and set(seen) <= {"ok", OVERLOAD}, seen
+    await acknowledged_are_stored(broker, responses, "T_pause")
+    assert executor.paused_connections == 0
+    # At run time, 0 turns the pause off: the flood is decoded and refused at once, as in Java.
+    await broker.call(RequestCode.UPDATE_BROKER_CONFIG, body=b"overloadPauseReadMills=0\n")
+    sends = [
+        asyncio.ensure_future(broker.send("T_pause", f"T_pause-{i}".encode(), queue_id=0)) for i in range(20)
+    ]
+    await asyncio.sleep(0.05)
+    assert executor.paused_connections == 0
+    assert kinds(list(await asyncio.gather(*sends)))[OVERLOAD] >= 10

@@ -281,6 +281,57 @@ async def test_full_queue_answers_overload_and_oneway_gets_nothing() -> None:
         await server.close()
 
 
+async def test_a_refused_connection_is_paused_until_the_queue_has_room() -> None:
+    echo = Echo()
+    server = RemotingServer(server_config())
+    executor = RequestExecutor("paused", workers=1, capacity=2, pause_reading_ms=lambda: 5000)
+    server.register_processor(SLOW, echo, executor)
+    server.register_processor(ECHO, echo, RequestExecutor("other", workers=1, capacity=10))
+    await server.start()
+    try:
+        async with RemotingClient() as flooder, RemotingClient() as other:
+            slow = RemotingCommand.request(SLOW, {"sleep": "0.05"})
+            calls = [asyncio.ensure_future(flooder.invoke(addr(server), slow, 5000)) for _ in range(12)]
+            await asyncio.sleep(0.02)
+            # The flood's first refusal paused its connection: the rest waits undecoded...
+            assert executor.paused_connections == 1
+            # ...while other connections are served at once.
+            answer = await asyncio.wait_for(
+                other.invoke(addr(server), RemotingCommand.request(ECHO), 1000), 0.5
+            )
+            assert answer.code == ResponseCode.SUCCESS
+            responses = await asyncio.gather(*calls)
+    finally:
+        await server.close()
+    busy = [r for r in responses if r.code == ResponseCode.SYSTEM_BUSY]
+    # Without the pause: one runs, two wait, nine are refused. With it, the connection is read
+    # again whenever the queue is half empty: two admitted for each refusal.
+    assert len(responses) == 12 and 1 <= len(busy) <= 5, [r.code for r in responses]
+    assert {r.remark for r in busy} == {REMARK_OVERLOAD}
+    assert executor.paused_connections == 0
+
+
+async def test_shedding_refuses_requests_that_would_wait_too_long() -> None:
+    echo = Echo()
+    server = RemotingServer(server_config())
+    executor = RequestExecutor("shed", workers=1, capacity=1000, shed_after_ms=lambda: 100)
+    server.register_processor(SLOW, echo, executor)
+    await server.start()
+    try:
+        async with RemotingClient() as client:
+            slow = RemotingCommand.request(SLOW, {"sleep": "0.02"})
+            # Warm up: the executor learns it takes a request every ~20 ms while busy.
+            await asyncio.gather(*(client.invoke(addr(server), slow, 5000) for _ in range(5)))
+            responses = await asyncio.gather(*(client.invoke(addr(server), slow, 5000) for _ in range(30)))
+    finally:
+        await server.close()
+    busy = [r for r in responses if r.code == ResponseCode.SYSTEM_BUSY]
+    # All 30 arrive together, so none has waited yet; queued behind ~6 others a request would
+    # wait over 100 ms, so the rest are refused at once instead of after waiting.
+    assert len(busy) >= 15 and len(responses) - len(busy) >= 3, len(busy)
+    assert {r.remark for r in busy} == {REMARK_OVERLOAD}
+
+
 async def test_reject_request_answers_system_busy(echo_server: tuple[RemotingServer, Echo]) -> None:
     server, echo = echo_server
     echo.rejecting = True

@@ -65,6 +65,9 @@ class BrokerConfig:
     wait_time_mills_in_heartbeat_queue: int = 31_000  # ms
     wait_time_mills_in_transaction_queue: int = 3000  # ms
     start_accept_send_request_time_stamp: int = 0  # ms epoch
+    # finchmq's own: a connection answered [OVERLOAD] is not read again until the send queue has
+    # room or for this long, so TCP pushes back on a flood; 0 decodes and refuses every request
+    overload_pause_read_mills: int = 10  # ms
 
     # where appends run (finchmq's own): three appends within a second holding the event loop
     # longer than this move appends to the writer threads for a while; 0 keeps them there always
@@ -129,6 +132,10 @@ class BrokerConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.overload_pause_read_mills <= 60_000:
+            raise ValueError(
+                f"overload_pause_read_mills must be in 0..60000, got {self.overload_pause_read_mills!r}"
+            )
 
     @property
     def broker_addr(self) -> str:

@@ -175,6 +175,7 @@ class BrokerController(AsyncService):
             # waits that long and most are cleaned anyway: refuse at arrival ([OVERLOAD]) once
             # the queue is half that deep, so accepted sends wait less and refusals cost little.
             shed_after_ms=self._send_shed_after_ms,
+            pause_reading_ms=lambda: self.config.overload_pause_read_mills,
         )
         self.pull_executor = RequestExecutor(
             "pull",

@@ -7,8 +7,12 @@ Strategy:
     owner's ``RequestDispatcher``. Outgoing frames are gathered and written once per loop
     iteration with ``writelines``. When the peer stops reading, the transport's high-water mark
     pauses our reading (servers stop taking requests from a client that does not take answers)
-    and ``drain()`` waits. Bad bytes close this connection only. ``close()`` is idempotent and
-    fails every pending call with ``RemotingConnectError`` naming the address and the reason.
+    and ``drain()`` waits. An executor whose queue is full may also pause the requests of a
+    connection (``pause_requests``): frames already read wait undecoded in the codec and TCP
+    pushes back on the peer, so an overloaded server spends its CPU on the requests it can
+    serve instead of decoding and refusing the rest. Bad bytes close this connection only.
+    ``close()`` is idempotent and fails every pending call with ``RemotingConnectError`` naming
+    the address and the reason.
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ class RemotingConnection(asyncio.Protocol):
         self._wbuf: list[Body] = []
         self._flush_scheduled = False
         self._write_paused = False
+        self._requests_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._closed = self._loop.create_future()
         self._close_reason: CloseReason | None = None
@@ -136,12 +141,16 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        self._codec.receive_data(data)
+        if not self._requests_paused:
+            self._process_frames()
+
+    def _process_frames(self) -> None:
         codec = self._codec
-        codec.receive_data(data)
         pending = self._pending
         dispatch = self._dispatcher.dispatch
         ctx = self._ctx
-        while True:
+        while not self._requests_paused:
             try:
                 cmd = codec.next_command()
             except RemoteProtocolError as exc:
@@ -196,17 +205,47 @@ class RemotingConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._write_paused = True
-        if self._transport is not None:
-            self._transport.pause_reading()
+        self._update_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.resume_reading()
+        self._update_reading()
         waiters, self._drain_waiters = self._drain_waiters, []
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if self._write_paused or self._requests_paused:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
+
+    @property
+    def requests_paused(self) -> bool:
+        return self._requests_paused
+
+    def pause_requests(self) -> None:
+        """Stop reading and decoding this peer's frames until ``resume_requests()``."""
+        if not self._requests_paused:
+            self._requests_paused = True
+            self._update_reading()
+
+    def resume_requests(self) -> None:
+        """Take this peer's frames again, first those read before the pause."""
+        if not self._requests_paused:
+            return
+        self._requests_paused = False
+        if self.is_open:
+            self._loop.call_soon(self._resume_frames)
+        self._update_reading()
+
+    def _resume_frames(self) -> None:
+        if not self._requests_paused and self.is_open:
+            self._process_frames()
 
     # -- sending ----------------------------------------------------------------------------
 

@@ -7,7 +7,10 @@ Strategy:
     executor is a bounded FIFO of ``QueuedRequest`` (each stamped with its creation time) drained
     by a fixed number of worker coroutines, the analogue of a thread pool; a full queue answers
     SYSTEM_BUSY ``[OVERLOAD]`` (nothing for oneway requests). The queue is exposed oldest-first so
-    the broker's fast-failure service can answer requests that waited too long.
+    the broker's fast-failure service can answer requests that waited too long. An executor
+    built with ``pause_reading_ms`` also pauses the connection it just refused, until its queue
+    is half empty again (at most that long): decoding and refusing a flood of requests would
+    otherwise take the CPU the accepted ones need.
 """
 
 from __future__ import annotations
@@ -103,13 +106,24 @@ class QueuedRequest:
 class RequestExecutor:
     """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue).
 
-    ``shed_after_ms`` (optional) also refuses new requests while the oldest queued one has
-    waited longer than that: a request joining such a queue would only be answered busy later,
-    after costing memory and a scan, so it is answered OVERLOAD at once.
+    ``shed_after_ms`` (optional) also refuses a new request when it would wait longer than that:
+    when the oldest queued one already has, or when the queue is longer than the executor drains
+    in that time (measured while busy). Such a request would only be answered busy later, after
+    costing memory and a scan, so it is answered OVERLOAD at once.
+
+    ``pause_reading_ms`` (optional; 0 turns it off at run time) makes a refusal also pause the
+    refused connection's requests until the queue holds at most half its capacity and, with
+    ``shed_after_ms``, its oldest request waited less than half that; or for that many ms at most.
     """
 
     def __init__(
-        self, name: str, *, workers: int, capacity: int, shed_after_ms: Callable[[], int] | None = None
+        self,
+        name: str,
+        *,
+        workers: int,
+        capacity: int,
+        shed_after_ms: Callable[[], int] | None = None,
+        pause_reading_ms: Callable[[], int] | None = None,
     ) -> None:
         if workers <= 0:
             raise ValueError(f"executor {name}: workers must be > 0, got {workers}")
@@ -119,6 +133,11 @@ class RequestExecutor:
         self.workers = workers
         self.capacity = capacity
         self.shed_after_ms = shed_after_ms
+        self.pause_reading_ms = pause_reading_ms
+        self._paused: dict[RemotingConnection, asyncio.TimerHandle] = {}
+        self._take_interval = 0.0  # s between two requests taken while busy (moving average)
+        self._last_take = 0.0
+        self._busy = False
         self._queue: deque[QueuedRequest] = deque()
         self._idle_waiters: deque[asyncio.Future[None]] = deque()
         self._tasks: list[asyncio.Task[None]] = []
@@ -141,8 +160,11 @@ class RequestExecutor:
         if len(queue) >= self.capacity or self._closed:
             return False
         if self.shed_after_ms is not None and queue:
+            shed_after_ms = self.shed_after_ms()
+            if len(queue) * self._take_interval * 1000 > shed_after_ms:
+                return False
             oldest = self.oldest()
-            if oldest is not None and (item.created_at - oldest.created_at) * 1000 > self.shed_after_ms():
+            if oldest is not None and (item.created_at - oldest.created_at) * 1000 > shed_after_ms:
                 return False
         self._queue.append(item)
         waiters = self._idle_waiters
@@ -173,12 +195,54 @@ class RequestExecutor:
         """The queued requests, oldest first."""
         return (item for item in self._queue if not item.done)
 
+    @property
+    def paused_connections(self) -> int:
+        """How many connections this executor holds paused now."""
+        return len(self._paused)
+
+    def pause_sender(self, connection: RemotingConnection) -> None:
+        """Pause ``connection``'s requests after a refusal, until this queue has room again."""
+        if self.pause_reading_ms is None or connection in self._paused or self._closed:
+            return
+        limit_ms = self.pause_reading_ms()
+        if limit_ms <= 0:
+            return
+        connection.pause_requests()
+        self._paused[connection] = asyncio.get_running_loop().call_later(
+            limit_ms / 1000, self._resume, connection
+        )
+
+    def _resume(self, connection: RemotingConnection) -> None:
+        handle = self._paused.pop(connection, None)
+        if handle is not None:
+            handle.cancel()
+        connection.resume_requests()
+
+    def _resume_all(self) -> None:
+        for connection in list(self._paused):
+            self._resume(connection)
+
+    def _has_room(self) -> bool:
+        queue = self._queue
+        if len(queue) > self.capacity // 2:
+            return False
+        if self.shed_after_ms is not None:
+            half_ms = self.shed_after_ms() / 2
+            if len(queue) * self._take_interval * 1000 > half_ms:
+                return False
+            oldest = self.oldest()
+            if oldest is not None and (time.monotonic() - oldest.created_at) * 1000 > half_ms:
+                return False
+        return True
+
     async def _work(self) -> None:
         queue = self._queue
         loop = asyncio.get_running_loop()
         monotonic = time.monotonic
         yielded_at = monotonic()
         while True:
+            if self._paused and self._has_room():
+                self._resume_all()
             if not queue:
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._idle_waiters.append(waiter)
@@ -195,6 +259,16 @@ class RequestExecutor:
             if item.done:
                 continue
             item.done = True
+            now = monotonic()
+            if self._busy:
+                sample = now - self._last_take
+                self._take_interval = (
+                    sample
+                    if not self._take_interval
+                    else self._take_interval + (sample - self._take_interval) * 0.05
+                )
+            self._last_take = now
+            self._busy = bool(queue)
             request = item.request
             try:
                 response = await item.processor.process_request(item.ctx, request)
@@ -212,6 +286,7 @@ class RequestExecutor:
 
     async def close(self) -> None:
         self._closed = True
+        self._resume_all()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -293,3 +368,4 @@ class RequestDispatcher:
                 self.on_overload(executor, request)
             if not request.is_oneway:
                 ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_OVERLOAD))
+            executor.pause_sender(ctx.connection)

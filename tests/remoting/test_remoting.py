@@ -332,6 +332,27 @@ async def test_shedding_refuses_requests_that_would_wait_too_long() -> None:
     assert {r.remark for r in busy} == {REMARK_OVERLOAD}
 
 
+async def test_shedding_forgets_a_slow_spell() -> None:
+    echo = Echo()
+    server = RemotingServer(server_config())
+    executor = RequestExecutor("shed", workers=1, capacity=1000, shed_after_ms=lambda: 100)
+    server.register_processor([SLOW, ECHO], echo, executor)
+    await server.start()
+    try:
+        async with RemotingClient() as client:
+            slow = RemotingCommand.request(SLOW, {"sleep": "0.1"})
+            await asyncio.gather(*(client.invoke(addr(server), slow, 5000) for _ in range(3)))
+            for _ in range(30):  # one at a time: the queue never holds two
+                assert (await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)).code == 0
+            burst = await asyncio.gather(
+                *(client.invoke(addr(server), RemotingCommand.request(ECHO), 3000) for _ in range(20))
+            )
+    finally:
+        await server.close()
+    # Fast again: a burst queues without being refused on the slow spell's account.
+    assert [r.code for r in burst] == [ResponseCode.SUCCESS] * 20
+
+
 async def test_reject_request_answers_system_busy(echo_server: tuple[RemotingServer, Echo]) -> None:
     server, echo = echo_server
     echo.rejecting = True

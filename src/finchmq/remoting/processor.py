@@ -108,8 +108,10 @@ class RequestExecutor:
 
     ``shed_after_ms`` (optional) also refuses a new request when it would wait longer than that:
     when the oldest queued one already has, or when the queue is longer than the executor drains
-    in that time (measured while busy). Such a request would only be answered busy later, after
-    costing memory and a scan, so it is answered OVERLOAD at once.
+    in that time (a moving average of the interval between two requests taken while busy, which
+    counts everything else the event loop does; it shrinks while the queue keeps up, so a slow
+    spell is soon forgotten). Such a request would only be answered busy later, after costing
+    memory and a scan, so it is answered OVERLOAD at once.
 
     ``pause_reading_ms`` (optional; 0 turns it off at run time) makes a refusal also pause the
     refused connection's requests until the queue holds at most half its capacity and, with
@@ -137,7 +139,7 @@ class RequestExecutor:
         self._paused: dict[RemotingConnection, asyncio.TimerHandle] = {}
         self._take_interval = 0.0  # s between two requests taken while busy (moving average)
         self._last_take = 0.0
-        self._busy = False
+        self._busy = False  # requests were waiting when the last one was taken
         self._queue: deque[QueuedRequest] = deque()
         self._idle_waiters: deque[asyncio.Future[None]] = deque()
         self._tasks: list[asyncio.Task[None]] = []
@@ -235,6 +237,17 @@ class RequestExecutor:
                 return False
         return True
 
+    def _measure_take(self, now: float, more_waiting: bool) -> None:
+        average = self._take_interval
+        if self._busy:
+            # One outlier (a new segment, the process descheduled) moves the average only a little.
+            sample = now - self._last_take
+            self._take_interval = average + (min(sample, 4 * average) - average) * 0.05 if average else sample
+        else:
+            self._take_interval = average * 0.8  # the queue kept up
+        self._last_take = now
+        self._busy = more_waiting
+
     async def _work(self) -> None:
         queue = self._queue
         loop = asyncio.get_running_loop()
@@ -259,16 +272,7 @@ class RequestExecutor:
             if item.done:
                 continue
             item.done = True
-            now = monotonic()
-            if self._busy:
-                sample = now - self._last_take
-                self._take_interval = (
-                    sample
-                    if not self._take_interval
-                    else self._take_interval + (sample - self._take_interval) * 0.05
-                )
-            self._last_take = now
-            self._busy = bool(queue)
+            self._measure_take(monotonic(), bool(queue))
             request = item.request
             try:
                 response = await item.processor.process_request(item.ctx, request)

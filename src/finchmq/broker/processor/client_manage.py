@@ -38,14 +38,14 @@ class ClientManageProcessor(BrokerProcessor):
 
     async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         if request.code == RequestCode.HEART_BEAT:
-            return self.heart_beat(ctx, request)
+            return await self.heart_beat(ctx, request)
         if request.code == RequestCode.UNREGISTER_CLIENT:
             return self.unregister_client(ctx, request)
         if request.code == RequestCode.CHECK_CLIENT_CONFIG:
             return request.make_response(ResponseCode.SUCCESS)
         return self.not_supported(request)
 
-    def heart_beat(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+    async def heart_beat(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
         data = HeartbeatData.from_json(request.body)
         info = ClientChannelInfo(
@@ -56,13 +56,16 @@ class ClientManageProcessor(BrokerProcessor):
             client_addr=ctx.remote_addr,
             last_update_timestamp=now_ms(),
         )
+        created_retry_topic = False
         for consumer in data.consumer_data_set:
             group_config = c.subscription_group_manager.find_subscription_group_config(consumer.group_name)
             notify = True
             if group_config is not None:
                 notify = group_config.notify_consumer_ids_changed_enable
+                topic = retry_topic(consumer.group_name)
+                created_retry_topic |= c.topic_config_manager.select_topic_config(topic) is None
                 c.topic_config_manager.create_topic_in_send_message_back_method(
-                    retry_topic(consumer.group_name),
+                    topic,
                     group_config.retry_queue_nums,
                     PermName.READ | PermName.WRITE,
                     _UNIT_SUB_FLAG if consumer.unit_mode else 0,
@@ -85,6 +88,10 @@ class ClientManageProcessor(BrokerProcessor):
                 )
         for producer in data.producer_data_set:
             c.producer_manager.register_producer(producer.group_name, info)
+        if created_retry_topic:
+            # As Java: the name servers learn the retry topic before the client is answered, so a
+            # route query right after the first heartbeat finds it.
+            await c.register_broker_all()
         return request.make_response(ResponseCode.SUCCESS)
 
     def unregister_client(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -129,6 +129,7 @@ class BrokerController(AsyncService):
         self.config = config
         self.config_file = config_file
         self._extra_properties = dict(extra_properties or {})
+        self._config_write_lock = asyncio.Lock()
         self.config_data_version = DataVersion()
         self.broker_permission = config.broker_permission
         config_dir = store_config.store_path_root_dir / "config"
@@ -259,6 +260,7 @@ class BrokerController(AsyncService):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._periodic: list[asyncio.Task[None]] = []
         self._register_pending = False
+        self._register_task: asyncio.Task[Any] | None = None
         self._started = False
         self._closed = False
 
@@ -358,11 +360,12 @@ class BrokerController(AsyncService):
 
     # -- background work --------------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run a fire-and-forget coroutine that ``close()`` will cancel; failures are logged."""
         task = asyncio.get_running_loop().create_task(coro, name=f"finchmq-{name}")
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -425,7 +428,14 @@ class BrokerController(AsyncService):
             self._register_pending = False
             await self.register_broker_all()
 
-        self.spawn(register_soon(), "register-now")
+        self._register_task = self.spawn(register_soon(), "register-now")
+
+    async def wait_registered(self) -> None:
+        """Wait until the name servers know the topics as they are now (Java registers before
+        answering the request that created a topic, so a route query right after finds it)."""
+        task = self._register_task
+        if task is not None and not task.done():
+            await asyncio.shield(task)
 
     async def register_broker_all(self) -> None:
         addrs = self.config.namesrv_addrs
@@ -456,7 +466,7 @@ class BrokerController(AsyncService):
 
     # -- configuration ----------------------------------------------------------------------
 
-    def update_config(self, properties: Mapping[str, str]) -> dict[str, str]:
+    async def update_config(self, properties: Mapping[str, str]) -> dict[str, str]:
         """UPDATE_BROKER_CONFIG: apply broker and store settings now; returns unknown keys.
 
         Raises ``ValueError`` (naming the key and value) for a bad value; nothing changes then.
@@ -472,12 +482,14 @@ class BrokerController(AsyncService):
         self.config_data_version = self.config_data_version.next_version()
         log.info("broker config updated: %s", dict(properties))
         if self.config_file is not None:
-            merged = {
-                **self._extra_properties,
-                **config_to_properties(store_config),
-                **config_to_properties(broker_config),
-            }
-            write_atomically(self.config_file, format_properties(merged).encode())
+            async with self._config_write_lock:  # one write at a time, each of the latest settings
+                merged = {
+                    **self._extra_properties,
+                    **config_to_properties(self.store.config),
+                    **config_to_properties(self.config),
+                }
+                data = format_properties(merged).encode()
+                await asyncio.to_thread(write_atomically, self.config_file, data)
         if "brokerPermission" in properties:
             self.schedule_register()
         return unknown

@@ -53,10 +53,6 @@ class PullRequest:
         return self.suspend_timestamp + self.timeout_millis
 
 
-def _key(topic: str, queue_id: int) -> str:
-    return f"{topic}@{queue_id}"
-
-
 class PullRequestHoldService:
     """Suspended pulls by queue, woken by arrivals or their timeout."""
 
@@ -72,7 +68,7 @@ class PullRequestHoldService:
         self._wakeup = wakeup
         self.long_polling_enable = long_polling_enable
         self.short_polling_time_mills = short_polling_time_mills
-        self._table: dict[str, list[PullRequest]] = {}
+        self._table: dict[tuple[str, int], list[PullRequest]] = {}  # by (topic, queueId)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         # arrivals reported from the store's thread, drained on the loop
@@ -97,12 +93,13 @@ class PullRequestHoldService:
         self._table.clear()
 
     def suspend_pull_request(self, topic: str, queue_id: int, pull_request: PullRequest) -> None:
-        self._table.setdefault(_key(topic, queue_id), []).append(pull_request)
+        self._table.setdefault((topic, queue_id), []).append(pull_request)
         # A message may have landed between the empty read and this call; the store makes it
         # visible in the consume queue before it calls the arrival listener, so looking at the
         # queue's end now closes the gap (Java leaves it to the 5 s check).
-        if self._max_offset(topic, queue_id) > pull_request.pull_from_this_offset:
-            self.notify_message_arriving(topic, queue_id, self._max_offset(topic, queue_id))
+        max_offset = self._max_offset(topic, queue_id)
+        if max_offset > pull_request.pull_from_this_offset:
+            self.notify_message_arriving(topic, queue_id, max_offset)
 
     async def _run(self) -> None:
         while True:
@@ -116,15 +113,14 @@ class PullRequestHoldService:
 
     def check_hold_requests(self) -> None:
         """Wake requests whose queue has grown or whose time is up (the periodic check)."""
-        for key in list(self._table):
-            topic, _, queue_id = key.rpartition("@")
-            self.notify_message_arriving(topic, int(queue_id), self._max_offset(topic, int(queue_id)))
+        for topic, queue_id in list(self._table):
+            self.notify_message_arriving(topic, queue_id, self._max_offset(topic, queue_id))
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_codes: set[int] | None = None
     ) -> None:
         """Re-execute held pulls of the queue that can now be answered (Java semantics)."""
-        key = _key(topic, queue_id)
+        key = (topic, queue_id)
         requests = self._table.get(key)
         if not requests:
             return
@@ -182,10 +178,10 @@ class PullRequestHoldService:
         properties: Mapping[str, str] | None,
     ) -> None:
         """The store's message-arrival hook; safe to call from any thread."""
-        if _key(topic, queue_id) not in self._table or self._loop is None:
+        queue_key = (topic, queue_id)
+        if queue_key not in self._table or self._loop is None:
             return  # nobody waits on this queue
         with self._arrivals_lock:
-            queue_key = (topic, queue_id)
             previous = self._arrivals.get(queue_key)
             codes: set[int] | None
             if previous is None:

@@ -33,10 +33,9 @@ from finchmq.protocol.message import (
     MessageExt,
     decode_stored,
     pack_host,
-    properties_to_string,
 )
 from finchmq.protocol.topics import SCHEDULE_TOPIC
-from finchmq.store import MessageExtBrokerInner, PutMessageStatus, TagsFilter
+from finchmq.store import MessageExtBrokerInner, PutMessageStatus, TagsFilter, stored_properties_string
 
 from ._persist import JsonConfigManager
 
@@ -72,7 +71,6 @@ class ScheduleMessageService:
         self.offsets = _DelayOffsets(path)
         self.delay_levels_ms: tuple[int, ...] = controller.store.config.delay_levels_ms
         self._tasks: list[asyncio.Task[None]] = []
-        self._wakeups: dict[int, asyncio.Event] = {}
         self._replay_below: dict[int, int] = {}  # level -> queue end at start: maybe delivered already
 
     @property
@@ -115,7 +113,6 @@ class ScheduleMessageService:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         for level in range(1, self.max_delay_level + 1):
-            self._wakeups[level] = asyncio.Event()
             self._tasks.append(
                 loop.create_task(self._deliver_level(level), name=f"finchmq-delay-level-{level}")
             )
@@ -216,14 +213,13 @@ class ScheduleMessageService:
             return True
         properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
         properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        stored = {k: v for k, v in properties.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
         inner = MessageExtBrokerInner(
             topic=real_topic,
             body=msg.body,
             queue_id=int(real_qid),
             flag=msg.flag,
             properties=properties,
-            properties_string=properties_to_string(stored),
+            properties_string=stored_properties_string(properties),
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=pack_host(msg.born_host.host, msg.born_host.port),

@@ -224,10 +224,6 @@ class RemotingConnection(asyncio.Protocol):
         else:
             transport.resume_reading()
 
-    @property
-    def requests_paused(self) -> bool:
-        return self._requests_paused
-
     def pause_requests(self) -> None:
         """Stop reading and decoding this peer's frames until ``resume_requests()``."""
         if not self._requests_paused:

@@ -161,13 +161,9 @@ class RequestExecutor:
         queue = self._queue
         if len(queue) >= self.capacity or self._closed:
             return False
-        if self.shed_after_ms is not None and queue:
-            shed_after_ms = self.shed_after_ms()
-            if len(queue) * self._take_interval * 1000 > shed_after_ms:
-                return False
-            oldest = self.oldest()
-            if oldest is not None and (item.created_at - oldest.created_at) * 1000 > shed_after_ms:
-                return False
+        shed_after_ms = self.shed_after_ms
+        if shed_after_ms is not None and queue and self._expected_wait_ms(item.created_at) > shed_after_ms():
+            return False
         self._queue.append(item)
         waiters = self._idle_waiters
         while waiters:
@@ -225,17 +221,18 @@ class RequestExecutor:
             self._resume(connection)
 
     def _has_room(self) -> bool:
-        queue = self._queue
-        if len(queue) > self.capacity // 2:
+        if len(self._queue) > self.capacity // 2:
             return False
-        if self.shed_after_ms is not None:
-            half_ms = self.shed_after_ms() / 2
-            if len(queue) * self._take_interval * 1000 > half_ms:
-                return False
-            oldest = self.oldest()
-            if oldest is not None and (time.monotonic() - oldest.created_at) * 1000 > half_ms:
-                return False
-        return True
+        return (
+            self.shed_after_ms is None or self._expected_wait_ms(time.monotonic()) <= self.shed_after_ms() / 2
+        )
+
+    def _expected_wait_ms(self, now: float) -> float:
+        """How long a request arriving at ``now`` would wait: as long as the oldest one has, or
+        as long as the queue takes to drain, whichever is more."""
+        oldest = self.oldest()
+        waited = now - oldest.created_at if oldest is not None else 0.0
+        return max(waited, len(self._queue) * self._take_interval) * 1000
 
     def _measure_take(self, now: float, more_waiting: bool) -> None:
         average = self._take_interval
@@ -272,7 +269,8 @@ class RequestExecutor:
             if item.done:
                 continue
             item.done = True
-            self._measure_take(monotonic(), bool(queue))
+            if self.shed_after_ms is not None:
+                self._measure_take(monotonic(), bool(queue))
             request = item.request
             try:
                 response = await item.processor.process_request(item.ctx, request)

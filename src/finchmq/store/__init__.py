@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .config import CQ_STORE_UNIT_SIZE, SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig
 from .dispatch import DispatchRequest, MessageArrivingListener
-from .inner import MessageExtBatch, MessageExtBrokerInner
+from .inner import MessageExtBatch, MessageExtBrokerInner, stored_properties_string
 from .message_filter import MessageFilter, TagsFilter
 from .message_store import DefaultMessageStore, DiskUsage, StoreState
 from .status import (
@@ -45,4 +45,5 @@ __all__ = [
     "StoreCorruptedError",
     "StoreState",
     "TagsFilter",
+    "stored_properties_string",
 ]

@@ -16,11 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from finchmq.protocol.message import MessageConst, pack_host
+from finchmq.protocol.message import MessageConst, pack_host, properties_to_string
 
-__all__ = ["LOCAL_HOST", "MessageExtBatch", "MessageExtBrokerInner"]
+__all__ = ["LOCAL_HOST", "MessageExtBatch", "MessageExtBrokerInner", "stored_properties_string"]
 
 LOCAL_HOST: Final = pack_host("127.0.0.1", 0)
+
+
+def stored_properties_string(properties: Mapping[str, str]) -> str:
+    """The properties as stored: all but WAIT, which only tells this put whether to wait."""
+    wait = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+    return properties_to_string({k: v for k, v in properties.items() if k != wait})
 
 
 def _wait(properties: Mapping[str, str]) -> bool:

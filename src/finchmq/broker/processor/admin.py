@@ -104,7 +104,6 @@ class AdminBrokerProcessor(BrokerProcessor):
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
-            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
             RequestCode.GET_MAX_OFFSET: self.get_max_offset,
@@ -134,6 +133,8 @@ class AdminBrokerProcessor(BrokerProcessor):
             return await self.get_consumer_running_info(request)
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             return await self.consume_message_directly(request)
+        if request.code == RequestCode.UPDATE_BROKER_CONFIG:
+            return await self.update_broker_config(request)
         handler = self._sync.get(request.code)
         if handler is None:
             return self.not_supported(request)
@@ -408,10 +409,10 @@ class AdminBrokerProcessor(BrokerProcessor):
             ResponseCode.SUCCESS, ext_fields=header.to_ext_fields(), body=format_properties(values).encode()
         )
 
-    def update_broker_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+    async def update_broker_config(self, request: RemotingCommand) -> RemotingCommand:
         try:
             props = parse_properties(bytes(request.body).decode("utf-8"))
-            unknown = self.controller.update_config(props)
+            unknown = await self.controller.update_config(props)
         except (UnicodeDecodeError, ValueError) as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"update broker config failed: {exc}")
         if unknown:

@@ -56,16 +56,13 @@ class ClientManageProcessor(BrokerProcessor):
             client_addr=ctx.remote_addr,
             last_update_timestamp=now_ms(),
         )
-        created_retry_topic = False
         for consumer in data.consumer_data_set:
             group_config = c.subscription_group_manager.find_subscription_group_config(consumer.group_name)
             notify = True
             if group_config is not None:
                 notify = group_config.notify_consumer_ids_changed_enable
-                topic = retry_topic(consumer.group_name)
-                created_retry_topic |= c.topic_config_manager.select_topic_config(topic) is None
                 c.topic_config_manager.create_topic_in_send_message_back_method(
-                    topic,
+                    retry_topic(consumer.group_name),
                     group_config.retry_queue_nums,
                     PermName.READ | PermName.WRITE,
                     _UNIT_SUB_FLAG if consumer.unit_mode else 0,
@@ -88,10 +85,7 @@ class ClientManageProcessor(BrokerProcessor):
                 )
         for producer in data.producer_data_set:
             c.producer_manager.register_producer(producer.group_name, info)
-        if created_retry_topic:
-            # As Java: the name servers learn the retry topic before the client is answered, so a
-            # route query right after the first heartbeat finds it.
-            await c.register_broker_all()
+        await c.wait_registered()  # a retry topic created here is routable once answered
         return request.make_response(ResponseCode.SUCCESS)
 
     def unregister_client(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -37,7 +37,6 @@ from finchmq.protocol.message import (
     MessageSysFlag,
     decompress_body,
     pack_host,
-    properties_to_string,
     string_to_properties,
 )
 from finchmq.protocol.topics import (
@@ -48,7 +47,13 @@ from finchmq.protocol.topics import (
     validate_topic,
 )
 from finchmq.remoting import RemotingContext
-from finchmq.store import MessageExtBatch, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from finchmq.store import (
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+    stored_properties_string,
+)
 
 from ._base import BrokerProcessor
 
@@ -61,7 +66,6 @@ log = logging.getLogger(__name__)
 
 DLQ_NUMS_PER_GROUP = 1
 _CHECKED_TOPICS_MAX = 100_000
-_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _MAX_BATCH_INFLATED = 64 * 1024 * 1024  # bytes a compressed batch may inflate to
 _FAQ = " see http://rocketmq.apache.org/docs/faq/"
 _DISK_FULL_REMARK = (
@@ -180,9 +184,7 @@ class SendMessageProcessor(BrokerProcessor):
                 return request.make_response(
                     ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
                 ), 0
-            # As Java: the name servers learn the new topic before the producer gets its answer,
-            # so a route query that follows this send finds it.
-            await c.register_broker_all()
+            await c.wait_registered()
         if not PermName.is_writeable(topic_config.perm):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
@@ -248,16 +250,13 @@ class SendMessageProcessor(BrokerProcessor):
 
         topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
         properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
-        stored_properties = {
-            k: v for k, v in properties.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK
-        }
         inner = MessageExtBrokerInner(
             topic=topic,
             body=request.body if isinstance(request.body, bytes) else bytes(request.body),
             queue_id=queue_id,
             flag=header.flag,
             properties=properties,
-            properties_string=properties_to_string(stored_properties),
+            properties_string=stored_properties_string(properties),
             sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
             born_host=self._born_host(ctx),
@@ -466,16 +465,13 @@ class SendMessageProcessor(BrokerProcessor):
         if MessageConst.PROPERTY_ORIGIN_MESSAGE_ID not in properties:
             properties[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = header.origin_msg_id or msg.msg_id
         topic, queue_id = c.schedule_message_service.maybe_delay(new_topic, queue_id, properties)
-        stored_properties = {
-            k: v for k, v in properties.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK
-        }
         inner = MessageExtBrokerInner(
             topic=topic,
             body=msg.body,
             queue_id=queue_id,
             flag=msg.flag,
             properties=properties,
-            properties_string=properties_to_string(stored_properties),
+            properties_string=stored_properties_string(properties),
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=pack_host(msg.born_host.host, msg.born_host.port),

@@ -1,18 +1,19 @@
 """The Python client against ``finchmq server`` in its own process, 1 KiB messages.
 
-    python -m benchmarks.client [--messages 20000] [--only sync32 push ...] [--namesrv HOST:PORT]
+    python -m benchmarks.client [--messages 40000] [--only sync32 push ...] [--namesrv HOST:PORT]
 
 Cases (each on a fresh topic; the broker runs ASYNC_FLUSH in a fresh data directory):
     sync1     sync send, 1 sender: msgs/s, p50/p99 latency
     sync32    sync send, 32 concurrent senders on one producer: msgs/s, p50/p99
-    async     send_async with up to 2,000 in flight: msgs/s
+    async     send_async with up to 256 in flight: msgs/s
     batch     send_batch of 64 messages (64 KiB): msgs/s
     push      push consumer, async no-op listener, topic pre-filled: msgs/s
     push_blocking  the same with a blocking no-op listener (thread pool)
     e2e       end-to-end latency at 1,000 msgs/s: send -> listener through long polling, p50/p99
 
 Targets (issue 6, 2-core machine): sync32 >= 25,000 msgs/s; push >= 30,000 msgs/s; e2e p99 <= 10 ms.
-The CPU seconds used by the broker process and by this one are printed per case.
+The CPU used by the broker process and by this one are printed per case, in seconds and in µs
+per message.
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ class Result:
         rate = self.count / self.seconds if self.seconds else 0.0
         text = f"{self.name:<14} {rate:>10,.0f} msgs/s"
         if self.latencies:
-            lat = sorted(self.latencies)
-            p50 = lat[len(lat) // 2] * 1000
-            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-            text += f"   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms"
+            text += f"   p50 {_percentile(self, 0.5):6.2f} ms   p99 {_percentile(self, 0.99):6.2f} ms"
         text += f"   cpu: broker {self.server_cpu:5.1f}s client {self.client_cpu:5.1f}s"
+        if self.count:
+            per_message = 1e6 / self.count
+            text += f" ({self.server_cpu * per_message:.0f} / {self.client_cpu * per_message:.0f} µs per msg)"
         return text + (f"   {self.note}" if self.note else "")
 
 
@@ -418,9 +419,10 @@ async def main_async(
     return results
 
 
-def _p99(result: Result) -> float:
+def _percentile(result: Result, fraction: float) -> float:
+    """The latency (ms) below which ``fraction`` of the result's sends fell."""
     lat = sorted(result.latencies)
-    return lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000 if lat else 0.0
+    return lat[min(len(lat) - 1, int(len(lat) * fraction))] * 1000 if lat else 0.0
 
 
 def summarize(results: list[Result]) -> None:
@@ -431,7 +433,7 @@ def summarize(results: list[Result]) -> None:
         rates = [r.count / r.seconds for r in rounds if r.seconds]
         text = f"{name:<14} {max(rates):>10,.0f} msgs/s ({min(rates):,.0f}..{max(rates):,.0f})"
         if any(r.latencies for r in rounds):
-            p99s = [_p99(r) for r in rounds]
+            p99s = [_percentile(r, 0.99) for r in rounds]
             text += f"   p99 best {min(p99s):.2f} ms ({min(p99s):.2f}..{max(p99s):.2f})"
         print(text, flush=True)
 

@@ -35,7 +35,7 @@ def test_bad_argument_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_demo_help_documents_its_knobs(capsys: pytest.CaptureFixture[str]) -> None:
-    """The main job itself runs in tests/spark/test_demo.py (it needs Spark)."""
+    """The main job itself runs in tests/cli/test_demo.py (it needs Spark)."""
     with pytest.raises(SystemExit) as info:
         main(["demo", "--help"])
     assert info.value.code == 0

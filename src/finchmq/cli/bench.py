@@ -305,22 +305,16 @@ async def _ticker(
     stop: asyncio.Event, interval: float, tick: Callable[[], None], warmup: float, on_warm: Callable[[], None]
 ) -> None:
     if warmup > 0:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), warmup)
+        await _wait(stop, warmup)
         if stop.is_set():
             return
     on_warm()
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
-        if not stop.is_set():
-            tick()
+    await _report_every(interval, stop, tick)
 
 
 async def _stop_after(stop: asyncio.Event, seconds: float) -> None:
     if seconds > 0:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), seconds)
+        await _wait(stop, seconds)
         stop.set()
 
 
@@ -597,6 +591,7 @@ class _ConsumeRecorder:
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    """Until ``stop`` is set or ``seconds`` pass (0: until ``stop``)."""
     if seconds > 0:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
@@ -606,8 +601,7 @@ async def _wait(stop: asyncio.Event, seconds: float) -> None:
 
 async def _report_every(interval: float, stop: asyncio.Event, tick: Callable[[], None]) -> None:
     while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
+        await _wait(stop, interval)
         if not stop.is_set():
             tick()
 

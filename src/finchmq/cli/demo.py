@@ -23,9 +23,6 @@ import json
 import os
 import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -35,6 +32,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
+
+from finchmq.testing.process import ServerProcess
 
 __all__ = ["add_demo_parser"]
 
@@ -92,52 +91,6 @@ def add_demo_parser(commands: Any) -> None:
 
 def _say(text: str) -> None:
     print(text, flush=True)
-
-
-# -- the server -------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class _Server:
-    """``finchmq server`` as a child process, its output in a log file."""
-
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
-        self.data_dir, self.log_path = data_dir, log_path
-        self.namesrv_addr = f"127.0.0.1:{_free_port()}"
-        self.broker_port = _free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        args = [
-            sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
-            "--namesrv-port", self.namesrv_addr.rsplit(":", 1)[1], "--broker-port", str(self.broker_port),
-            "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1",
-        ]  # fmt: skip
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if "ready in" in self.log_path.read_text(errors="replace"):
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"finchmq server exited with {self.proc.returncode}; see {self.log_path}")
-            time.sleep(0.05)
-        raise RuntimeError(f"finchmq server did not get ready within 60 s; see {self.log_path}")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)  # a clean shutdown: flush, persist offsets
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # -- the orders -----------------------------------------------------------------------------
@@ -411,7 +364,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     out = args.output_dir.resolve()
     _prepare(out)
     began = time.monotonic()
-    server = _Server(out / "finchmq-data", out / "server.log")
+    server = ServerProcess(data_dir=out / "finchmq-data", log_path=out / "server.log")
     _say(f"[1/5] starting finchmq server (data in {out / 'finchmq-data'})")
     try:
         server.start()
@@ -428,7 +381,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pipeline(args: argparse.Namespace, out: Path, server: _Server, began: float) -> bool:
+def _pipeline(args: argparse.Namespace, out: Path, server: ServerProcess, began: float) -> bool:
     """Topics, consumer, Spark, producer, summary; returns whether the results check out."""
     from finchmq.client import BlockingAdminClient, BlockingPushConsumer, ConsumeFromWhere  # noqa: PLC0415
     from finchmq.spark import local_session  # noqa: PLC0415

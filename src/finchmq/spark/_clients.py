@@ -17,7 +17,8 @@ import logging
 import os
 import threading
 import zlib
-from typing import Final
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 from finchmq.client import BlockingAdminClient, BlockingProducer, BlockingPullConsumer, MQClientError
 
@@ -46,55 +47,52 @@ def _check_fork() -> None:
         _pid = os.getpid()
 
 
-def pull_consumer(name_server: str) -> BlockingPullConsumer:
-    """The process's started pull consumer for ``name_server``."""
-    key = ("pull", name_server)
+_Client = TypeVar("_Client", BlockingPullConsumer, BlockingAdminClient, BlockingProducer)
+
+
+def _shared(key: tuple[str, ...], make: Callable[[], _Client]) -> _Client:
+    """The started client under ``key``, made and started on first use in this process."""
     with _lock:
         _check_fork()
         client = _clients.get(key)
-        if isinstance(client, BlockingPullConsumer):
-            return client
-        consumer = BlockingPullConsumer(
+        if client is None:
+            client = make()
+            client.start()
+            _clients[key] = client
+        return client  # type: ignore[return-value]  # each key's kind is fixed by its first element
+
+
+def pull_consumer(name_server: str) -> BlockingPullConsumer:
+    """The process's started pull consumer for ``name_server``."""
+    return _shared(
+        ("pull", name_server),
+        lambda: BlockingPullConsumer(
             READER_GROUP, namesrv_addr=name_server, instance_name=_instance_name(name_server)
-        )
-        consumer.start()
-        _clients[key] = consumer
-        return consumer
+        ),
+    )
 
 
 def admin(name_server: str) -> BlockingAdminClient:
     """The process's started admin client for ``name_server``."""
-    key = ("admin", name_server)
-    with _lock:
-        _check_fork()
-        client = _clients.get(key)
-        if isinstance(client, BlockingAdminClient):
-            return client
-        created = BlockingAdminClient(
+    return _shared(
+        ("admin", name_server),
+        lambda: BlockingAdminClient(
             namesrv_addr=name_server, instance_name=_instance_name(name_server) + "-admin"
-        )
-        created.start()
-        _clients[key] = created
-        return created
+        ),
+    )
 
 
 def producer(name_server: str, group: str, send_timeout_ms: int) -> BlockingProducer:
     """The process's started producer of ``group`` for ``name_server``."""
-    key = ("producer", name_server, group, str(send_timeout_ms))
-    with _lock:
-        _check_fork()
-        client = _clients.get(key)
-        if isinstance(client, BlockingProducer):
-            return client
-        created = BlockingProducer(
+    return _shared(
+        ("producer", name_server, group, str(send_timeout_ms)),
+        lambda: BlockingProducer(
             group,
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server) + f"-{send_timeout_ms}",
             send_msg_timeout=send_timeout_ms,
-        )
-        created.start()
-        _clients[key] = created
-        return created
+        ),
+    )
 
 
 def close_all() -> None:

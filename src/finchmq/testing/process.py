@@ -1,0 +1,156 @@
+"""``finchmq server`` (or any server) as a child process: started on free loopback ports, ready
+once its log says so, stopped with SIGTERM (a clean shutdown) and killed if it hangs.
+
+Used by ``finchmq demo`` and by the benchmarks; CPU and memory are read from /proc (Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+__all__ = ["ChildServer", "ServerProcess", "cpu_seconds", "free_port", "rss_mib"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def rss_mib(pid: int) -> float:
+    """A live process's resident memory in MiB (from /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def free_port() -> int:
+    """A loopback port free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ChildServer:
+    """A server subprocess in its own data directory (a temporary one unless given), its output
+    in a log file (``server.log`` in the data directory unless given).
+
+    Subclasses say how to start it (``start`` calls ``_spawn`` with the command line and a
+    readiness test); stopping, the log tail and /proc figures are shared.
+    """
+
+    name = "server"
+    stop_grace_seconds = 30.0
+    ready_timeout_seconds = 30.0
+
+    def __init__(self, data_dir: Path | None, tmp_prefix: str, log_path: Path | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix=tmp_prefix) if data_dir is None else None
+        self.data_dir = data_dir if data_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = log_path if log_path is not None else self.data_dir / "server.log"
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def _spawn(self, args: list[str], cwd: Path | None, ready: Callable[[], bool], becoming: str) -> None:
+        """Start ``args`` and wait until ``ready()``; raises with the log's tail."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:  # a file, not a pipe nobody drains
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+        deadline = time.monotonic() + self.ready_timeout_seconds
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}")
+            time.sleep(0.05)
+        raise RuntimeError(
+            f"{self.name} did not {becoming} within {self.ready_timeout_seconds:.0f} s: {self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def rss_mib(self) -> float:
+        return rss_mib(self.pid)
+
+    def stop(self) -> None:
+        """SIGTERM (a clean shutdown), SIGKILL after ``stop_grace_seconds``."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(self.stop_grace_seconds)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class ServerProcess(ChildServer):
+    """``finchmq server`` (name server + broker) on free loopback ports; ``conf`` becomes its
+    ``broker.conf``."""
+
+    name = "finchmq server"
+    stop_grace_seconds = 60.0
+    ready_timeout_seconds = 60.0
+
+    def __init__(
+        self,
+        *,
+        conf: dict[str, str] | None = None,
+        data_dir: Path | None = None,
+        log_path: Path | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        super().__init__(data_dir, "finchmq-server-", log_path)
+        self.namesrv_port = free_port()
+        self.broker_port = free_port()
+        self.conf = conf or {}
+        self.cwd = cwd
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def start(self) -> Self:
+        args = [
+            sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
+            "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
+            "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1",
+        ]  # fmt: skip
+        if self.conf:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            conf_file = self.data_dir / "broker.conf"
+            conf_file.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
+            args += ["-c", str(conf_file)]
+        self._spawn(
+            args, self.cwd, lambda: "ready in" in self.log_path.read_text(errors="replace"), "get ready"
+        )
+        return self

@@ -197,7 +197,6 @@ class MQClientInstance:
         # why a topic has no route when the cause is the network, not the topic.
         self.namesrv_error: MQClientError | None = None
         self.broker_addr_table: dict[str, dict[int, str]] = {}
-        self.broker_version_table: dict[str, dict[str, int]] = {}
         self.producer_table: dict[str, MQProducerInner] = {}
         self.consumer_table: dict[str, MQConsumerInner] = {}
         self.admin_count = 0
@@ -250,9 +249,6 @@ class MQClientInstance:
 
     def select_consumer(self, group: str) -> MQConsumerInner | None:
         return self.consumer_table.get(group)
-
-    def select_producer(self, group: str) -> MQProducerInner | None:
-        return self.producer_table.get(group)
 
     async def unregister_consumer(self, group: str) -> None:
         """Forget ``group`` here and tell every broker (UNREGISTER_CLIENT)."""
@@ -473,7 +469,7 @@ class MQClientInstance:
             slave = first_id != MASTER_ID
         if addr is None:
             return None
-        return FindBrokerResult(addr, slave, self.find_broker_version(broker_name, addr))
+        return FindBrokerResult(addr, slave)
 
     def find_broker_address_in_admin(self, broker_name: str) -> FindBrokerResult | None:
         """The master if known, else a slave."""
@@ -484,9 +480,6 @@ class MQClientInstance:
             return FindBrokerResult(addrs[MASTER_ID], False)
         broker_id, addr = next(iter(addrs.items()))
         return FindBrokerResult(addr, broker_id != MASTER_ID)
-
-    def find_broker_version(self, broker_name: str, addr: str) -> int:
-        return self.broker_version_table.get(broker_name, {}).get(addr, 0)
 
     def find_broker_addr_by_topic(self, topic: str) -> str | None:
         route = self.topic_route_table.get(topic)
@@ -605,11 +598,9 @@ class MQClientInstance:
                 *(self.api.send_heartbeat(addr, data, 3000) for _, _, addr in targets), return_exceptions=True
             )
             for (name, _, addr), result in zip(targets, results, strict=True):
-                if isinstance(result, int):
-                    self.broker_version_table.setdefault(name, {})[addr] = result
-                elif isinstance(result, MQClientError):
+                if isinstance(result, MQClientError):
                     log.warning("send heart beat to broker[%s %s] failed: %s", name, addr, result)
-                else:
+                elif isinstance(result, BaseException):
                     raise result
 
     # -- consumers ------------------------------------------------------------------------------

@@ -297,7 +297,6 @@ class Producer(ClientService):
         self.config: ProducerConfig = make_config(ProducerConfig, config, "producer_group", overrides)
         self._state = ServiceState.CREATE_JUST
         self._instance: MQClientInstance | None = None
-        self._owns_instance_start = True
         self._publish_info: dict[str, TopicPublishInfo] = {}
         self.fault_strategy = MQFaultStrategy(self.config)
         self._ids = _id_generator(self.config.client_ip)
@@ -323,7 +322,7 @@ class Producer(ClientService):
         config = self.config
         if config.producer_group != CLIENT_INNER_PRODUCER_GROUP:
             config = self.config = config.with_instance_name_pid()
-        self._owns_instance_start = instance is None
+        owns_instance_start = instance is None
         self._instance = instance if instance is not None else MQClientInstance.get_or_create(config)
         if not self._instance.register_producer(config.producer_group, self):
             self._instance = None
@@ -332,7 +331,7 @@ class Producer(ClientService):
                 "specify another name please."
             )
         self._publish_info.setdefault(config.create_topic_key, TopicPublishInfo())
-        if self._owns_instance_start:
+        if owns_instance_start:
             try:
                 await self._instance.start()
             except BaseException:
@@ -340,7 +339,7 @@ class Producer(ClientService):
                 await self._instance.shutdown()
                 raise
         self._state = ServiceState.RUNNING
-        if self._owns_instance_start:
+        if owns_instance_start:
             await self._instance.send_heartbeat_to_all_broker_with_lock()
 
     async def close(self, *, shutdown_instance: bool = True) -> None:

@@ -23,7 +23,6 @@ __all__ = [
 class FindBrokerResult(NamedTuple):
     broker_addr: str
     slave: bool
-    broker_version: int = 0
 
 
 @dataclass(slots=True)

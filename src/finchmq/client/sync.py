@@ -239,12 +239,6 @@ class BlockingProducer(_Blocking[ProducerConfig]):
             if on_exception is not None:
                 callbacks.submit(on_exception, exc)
 
-        async def start() -> asyncio.Future[SendResult]:
-            return self.producer.send_async(
-                msg, success, failure, queue=queue, selector=selector, arg=arg, timeout_millis=timeout_millis
-            )
-
-        inner = self._call(start(), _CALL_TIMEOUT)
         result: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
 
         def copy(done: asyncio.Future[SendResult]) -> None:
@@ -255,7 +249,12 @@ class BlockingProducer(_Blocking[ProducerConfig]):
             else:
                 result.set_result(done.result())
 
-        self._portal.loop.call_soon_threadsafe(inner.add_done_callback, copy)
+        async def start() -> None:
+            self.producer.send_async(
+                msg, success, failure, queue=queue, selector=selector, arg=arg, timeout_millis=timeout_millis
+            ).add_done_callback(copy)
+
+        self._call(start(), _CALL_TIMEOUT)
         return result
 
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import abc
 import enum
 import logging
-import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -628,7 +627,6 @@ class PullConsumer(_Client[BlockingPullConsumer]):
     def __init__(self, group_id: str | bytes) -> None:
         super().__init__(group_id)
         self.offset_table: dict[str, int] = {}
-        self._lock = threading.Lock()
 
     def _create(self, group: str, settings: dict[str, Any]) -> BlockingPullConsumer:
         return BlockingPullConsumer(group, **settings)

@@ -78,7 +78,7 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     """See the module docstring."""
 
     def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        super().__init__(consumer, listener, is_async)
+        super().__init__(consumer, listener)
         self.executor: ThreadConsumeExecutor | AsyncConsumeExecutor
         if is_async:
             self.executor = AsyncConsumeExecutor(f"consume-{self.group}", self.config.consume_thread_max)
@@ -290,9 +290,7 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
                     msg.queue_offset,
                 )
                 if pq.msg_tree_map and next(iter(pq.msg_tree_map)) == msg.queue_offset:
-                    offset = pq.remove_message([msg])
-                    if offset >= 0 and not pq.dropped:
-                        self.consumer.offset_store.update_offset(mq, offset, True)
+                    self._commit(pq, mq, [msg])
 
     # -- consume directly -------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ class ConsumeMessageOrderlyService(ConsumeMessageService):
     """See the module docstring."""
 
     def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        super().__init__(consumer, listener, is_async)
+        super().__init__(consumer, listener)
         self.executor = None if is_async else self._thread_pool()
         self._mq_locks: dict[MessageQueue, asyncio.Lock] = {}
         self._stopped = False

@@ -25,16 +25,15 @@ __all__ = ["ConsumeMessageService", "consume_directly"]
 class ConsumeMessageService:
     """The base of ``ConsumeMessageConcurrentlyService`` and ``ConsumeMessageOrderlyService``.
 
-    ``listener(msgs, context)`` is a plain function (``is_async`` False: it runs in a thread
-    pool) or a coroutine function.
+    ``listener(msgs, context)`` is a plain function (it runs in a thread pool) or a coroutine
+    function.
     """
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
+    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any]) -> None:
         self.consumer = consumer
         self.config = consumer.config
         self.group = consumer.config.consumer_group
         self.listener = listener
-        self.is_async = is_async
 
     def _thread_pool(self) -> ThreadConsumeExecutor:
         """Java's ``consumeExecutor``: ``consume_thread_min`` to ``consume_thread_max`` threads."""

@@ -120,10 +120,6 @@ class ThreadConsumeExecutor:
             self.core_pool_size -= 1
             self._jobs.put(None)
 
-    @property
-    def queue_size(self) -> int:
-        return self._jobs.qsize()
-
     def shutdown(self) -> None:
         """Stop taking jobs; threads exit after the job they run (never waited for on the loop)."""
         if self._shutdown:
@@ -163,10 +159,6 @@ class AsyncConsumeExecutor:
     @property
     def core_pool_size(self) -> int:
         return self.concurrency
-
-    @property
-    def queue_size(self) -> int:
-        return len(self._jobs)
 
     def submit(self, factory: Callable[[_A], Coroutine[Any, Any, object]], arg: _A, on_done: OnDone) -> None:
         """Run ``await factory(arg)`` on a worker; then ``on_done(arg, result, exception)``."""

@@ -209,7 +209,7 @@ class LitePullConsumer(SubscribingConsumer):
         self._instance = instance
         self._rebalance = RebalanceLitePullImpl(self, instance)
         self._rebalance.subscription_inner.update(self._parse_subscriptions())
-        self._pull_api = PullAPIWrapper(instance, group, config.unit_mode)
+        self._pull_api = PullAPIWrapper(instance, group)
         await self._load_offset_store(instance)
         self._pull_slots = asyncio.Semaphore(config.pull_thread_nums)
         await self._register_and_start(instance)

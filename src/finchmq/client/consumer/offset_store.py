@@ -196,11 +196,7 @@ class LocalFileOffsetStore(_MemoryTable):
         )
         data = wrapper.to_json(fastjson_compat=True)
         async with self._write_lock:
-            await asyncio.to_thread(self._write, data)
-
-    def _write(self, data: bytes) -> None:
-        self.store_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.store_path, data)
+            await asyncio.to_thread(write_atomically, self.store_path, data)
 
     async def persist(self, mq: MessageQueue) -> None:
         return None  # Java persists broadcasting offsets only with persist_all

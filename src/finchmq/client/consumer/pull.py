@@ -45,10 +45,9 @@ _MAX_PULL_NUMS: Final = 1024 * 32  # a broker caps maxMsgNums at its maxTransfer
 class PullAPIWrapper:
     """Build and send PULL_MESSAGE; decode, filter by tag and annotate the result."""
 
-    def __init__(self, instance: MQClientInstance, consumer_group: str, unit_mode: bool = False) -> None:
+    def __init__(self, instance: MQClientInstance, consumer_group: str) -> None:
         self.instance = instance
         self.consumer_group = consumer_group
-        self.unit_mode = unit_mode
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}
 
     def update_pull_from_which_node(self, mq: MessageQueue, broker_id: int) -> None:
@@ -205,7 +204,7 @@ class PullConsumer(ConsumerService):
             config = self.config = config.with_instance_name_pid()
         instance = MQClientInstance.get_or_create(config)
         await self._load_offset_store(instance)
-        self._pull_api = PullAPIWrapper(instance, config.consumer_group, config.unit_mode)
+        self._pull_api = PullAPIWrapper(instance, config.consumer_group)
         await self._register_and_start(instance)
         self._instance = instance
         self._state = ServiceState.RUNNING

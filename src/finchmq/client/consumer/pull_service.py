@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from finchmq.client._tasks import BackgroundTasks
 
@@ -21,16 +20,9 @@ from .process_queue import PullRequest
 if TYPE_CHECKING:
     from finchmq.client.instance import MQClientInstance
 
-__all__ = ["PullMessageService", "PullTarget"]
+__all__ = ["PullMessageService"]
 
 log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class PullTarget(Protocol):
-    """A consumer that runs pull requests (the push consumer)."""
-
-    def pull_message(self, pull_request: PullRequest) -> None: ...
 
 
 class PullMessageService:
@@ -54,17 +46,15 @@ class PullMessageService:
     def execute_pull_request_later(self, pull_request: PullRequest, delay_ms: float) -> None:
         self.tasks.call_later(delay_ms, lambda: self.execute_pull_request_immediately(pull_request))
 
-    def execute_task_later(self, task: Callable[[], object], delay_ms: float) -> None:
-        self.tasks.call_later(delay_ms, task)
-
     async def _run(self) -> None:
         queue = self._queue
         while True:
             pull_request = await queue.get()
-            consumer: object = self.instance.select_consumer(pull_request.consumer_group)
-            if isinstance(consumer, PullTarget):
+            consumer = self.instance.select_consumer(pull_request.consumer_group)
+            pull = getattr(consumer, "pull_message", None)
+            if pull is not None:
                 try:
-                    consumer.pull_message(pull_request)
+                    pull(pull_request)
                 except Exception:
                     log.exception("pullMessage of %s failed", pull_request)
             else:

@@ -21,11 +21,9 @@ move on, OFFSET_ILLEGAL drops the queue and fixes its offset 10 s later, a failu
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
-from dataclasses import fields
-from typing import Any, Final
+from typing import Final
 
 from finchmq.client._tasks import BackgroundTasks
 from finchmq.client.config import PushConsumerConfig, make_config
@@ -33,6 +31,7 @@ from finchmq.client.errors import ClientStateError, MQClientError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
+from finchmq.common.settings import config_to_properties
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -256,7 +255,7 @@ class PushConsumer(SubscribingConsumer):
         self._instance = instance
         self._rebalance = RebalancePushImpl(self, instance)
         self._rebalance.subscription_inner.update(subscriptions)
-        self._pull_api = PullAPIWrapper(instance, group, config.unit_mode)
+        self._pull_api = PullAPIWrapper(instance, group)
         await self._load_offset_store(instance)
         fn, is_async = listener_function(self._listener)
         if self._orderly:
@@ -643,20 +642,8 @@ class PushConsumer(SubscribingConsumer):
 
 def _config_properties(config: PushConsumerConfig) -> dict[str, str]:
     """Java ``MixAll.object2Properties(defaultMQPushConsumer)``: camelCase names, text values."""
-    out: dict[str, str] = {}
-    for f in fields(config):
-        value: Any = getattr(config, f.name)
-        if f.name in ("offset_store", "subscription"):
-            continue
-        head, *rest = f.name.split("_")
-        key = head + "".join(p[:1].upper() + p[1:] for p in rest)
-        if isinstance(value, bool):
-            text = str(value).lower()
-        elif isinstance(value, enum.Enum):
-            text = value.name
-        elif hasattr(value, "get_name"):
-            text = type(value).__name__
-        else:
-            text = str(value)
-        out[key] = text
-    return out
+    props = {
+        k: v for k, v in config_to_properties(config).items() if k not in ("offsetStore", "subscription")
+    }
+    props["allocateMessageQueueStrategy"] = type(config.allocate_message_queue_strategy).__name__
+    return props

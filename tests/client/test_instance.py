@@ -11,7 +11,6 @@ from finchmq.client import (
     ConsumeConcurrentlyStatus,
     Message,
     MessageModel,
-    MessageQueue,
     Producer,
     PushConsumer,
 )
@@ -78,7 +77,7 @@ async def test_routes_refresh_and_offline_brokers_are_forgotten(namesrv: str, na
 
 async def test_find_broker_helpers(namesrv: str, name: str) -> None:
     async with Producer("pg", namesrv_addr=namesrv, instance_name="find") as p:
-        await p.send(Message(name, b"x"))
+        sent = await p.send(Message(name, b"x"))
         instance: MQClientInstance = p.instance
         master = instance.find_broker_address_in_publish("broker-a")
         assert master is not None
@@ -87,7 +86,7 @@ async def test_find_broker_helpers(namesrv: str, name: str) -> None:
         assert instance.find_broker_address_in_subscribe("broker-a", 1, only_this_broker=True) is None
         admin = instance.find_broker_address_in_admin("broker-a")
         assert admin is not None and admin.broker_addr == master
-        assert await instance.max_offset(MessageQueue(name, "broker-a", 0)) >= 0
+        assert await instance.max_offset(sent.message_queue) == sent.queue_offset + 1
 
 
 async def test_an_unreachable_name_server_is_skipped(namesrv: str, name: str) -> None:

@@ -3,6 +3,7 @@ finchmq server. ``make test`` creates ``.venv-cpp``; these tests are never skipp
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -96,6 +97,60 @@ def cpp(tmp_path: Path) -> Iterator[Any]:
         for stream in (process.proc.stdout, process.proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def body(record: dict[str, Any]) -> str:
+    """The text body of a message record the driver printed."""
+    return base64.b64decode(record["body"]).decode()
+
+
+def flags(options: dict[str, Any]) -> list[str]:
+    """Driver flags from keyword options: ``prop_key="color"`` -> ``--prop-key color``, ``True`` -> a bare flag."""
+    out: list[str] = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        out.extend([flag] if value is True else [flag, str(value)])
+    return out
+
+
+def produce(cpp: Any, namesrv: str, topic: str, count: int, **options: Any) -> list[dict[str, Any]]:
+    """Send ``count`` messages with the C++ producer (``options``: driver flags); all must succeed.
+    Message ``i`` has body ``{body_prefix}{i}``, the ``i``-th of the comma-separated ``tags``
+    (cycling), keys ``{keys_prefix}{i}`` and the user property ``prop`` (``KEY=VALUE``, ``{i}``
+    replaced by ``i``). Returns one record per send."""
+    records: list[dict[str, Any]] = cpp(
+        "produce", "--namesrv", namesrv, "--topic", topic, "--count", str(count), *flags(options)
+    ).finish()
+    assert records[-1] == {"done": True, "errors": 0}, records[-3:]
+    return records[:-1]
+
+
+def consume(cpp: Any, kind: str, namesrv: str, topic: str, group: str, **options: Any) -> CppProcess:
+    """A running C++ ``push`` or ``pull`` consumer process of ``group`` on ``topic``."""
+    process: CppProcess = cpp(kind, "--namesrv", namesrv, "--topic", topic, "--group", group, *flags(options))
+    return process
+
+
+def consume_all(
+    cpp: Any, kind: str, namesrv: str, topic: str, group: str, **options: Any
+) -> list[dict[str, Any]]:
+    """Run a C++ consumer until it is done; the message records it printed."""
+    process = consume(cpp, kind, namesrv, topic, group, **options)
+    process.finish()
+    return process.messages()
+
+
+def check_fields(record: dict[str, Any], *, tags: str, keys_prefix: str, prop: str) -> None:
+    """A received message carries what ``produce`` (with these options) gave message ``i``, the
+    number its body ends with: tag, keys and user property."""
+    i = int(body(record).rsplit("-", 1)[1])
+    choices = tags.split(",")
+    key, _, value = prop.partition("=")
+    assert (record["tags"], record["keys"], record["props"][key]) == (
+        choices[i % len(choices)],
+        f"{keys_prefix}{i}",
+        value.replace("{i}", str(i)),
+    ), record
 
 
 def pytest_report_header() -> str:

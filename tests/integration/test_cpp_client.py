@@ -21,6 +21,8 @@ from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored_all
 from finchmq.testing import EmbeddedServer
 
+from .conftest import body, check_fields, consume, consume_all, produce
+
 SHORT_DELAYS = {"messageDelayLevel": "1s 1s 1s 1s 1s 1s 1s 1s"}
 
 
@@ -38,21 +40,6 @@ def stored(server: EmbeddedServer, topic: str) -> list[MessageExt]:
     return out
 
 
-def body(record: dict[str, Any]) -> str:
-    return base64.b64decode(record["body"]).decode()
-
-
-def produce(cpp: Any, namesrv: str, topic: str, count: int, *extra: str) -> list[dict[str, Any]]:
-    records = cpp("produce", "--namesrv", namesrv, "--topic", topic, "--count", str(count), *extra).finish()
-    assert records[-1] == {"done": True, "errors": 0}, records[-3:]
-    return records[:-1]
-
-
-def consume(cpp: Any, kind: str, namesrv: str, topic: str, group: str, *extra: str) -> Any:
-    """A running C++ ``push`` or ``pull`` consumer process of ``group`` on ``topic``."""
-    return cpp(kind, "--namesrv", namesrv, "--topic", topic, "--group", group, *extra)
-
-
 @pytest.mark.parametrize("mode", ["sync", "async", "oneway", "orderly", "batch"])
 def test_every_send_mode_stores_messages_intact(finchmq_server: EmbeddedServer, cpp: Any, mode: str) -> None:
     topic = f"Cpp_{mode}"
@@ -61,20 +48,13 @@ def test_every_send_mode_stores_messages_intact(finchmq_server: EmbeddedServer, 
         finchmq_server.namesrv_addr,
         topic,
         12,
-        "--mode",
-        mode,
-        "--tags",
-        "TagA,TagB",
-        "--keys-prefix",
-        f"{mode}-key-",
-        "--prop",
-        "color=red{i}",
-        "--body-prefix",
-        f"{mode}-body-",
-        "--shards",
-        "3",
-        "--batch-size",
-        "4",
+        mode=mode,
+        tags="TagA,TagB",
+        keys_prefix=f"{mode}-key-",
+        prop="color=red{i}",
+        body_prefix=f"{mode}-body-",
+        shards=3,
+        batch_size=4,
     )
     if mode in ("sync", "orderly"):
         assert [r["status"] for r in results] == [0] * 12
@@ -111,33 +91,13 @@ def test_push_consumer_clustering_receives_every_message_intact(
     finchmq_server: EmbeddedServer, cpp: Any
 ) -> None:
     addr = finchmq_server.namesrv_addr
-    produce(
-        cpp, addr, "CppPush", 20, "--tags", "TagA,TagB", "--keys-prefix", "key-", "--prop", "color=blue{i}"
-    )
+    sent = {"tags": "TagA,TagB", "keys_prefix": "key-", "prop": "color=blue{i}"}
+    produce(cpp, addr, "CppPush", 20, **sent)
     # A group that did not exist when the messages were sent still gets them (QUERY_CONSUMER_OFFSET quirk).
-    consumer = consume(
-        cpp,
-        "push",
-        addr,
-        "CppPush",
-        "cg_push",
-        "--expect",
-        "20",
-        "--prop-key",
-        "color",
-        "--timeout",
-        "60",
-    )
-    records = consumer.finish()
-    got = [r for r in records if "body" in r]
+    got = consume_all(cpp, "push", addr, "CppPush", "cg_push", expect=20, prop_key="color", timeout=60)
     assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(20))
     for r in got:
-        i = int(body(r).split("-")[1])
-        assert (r["tags"], r["keys"], r["props"]["color"]) == (
-            "TagA" if i % 2 == 0 else "TagB",
-            f"key-{i}",
-            f"blue{i}",
-        )
+        check_fields(r, **sent)
         assert r["topic"] == "CppPush" and r["reconsume_times"] == 0
     # Offsets were committed: the broker knows the group's progress on every queue.
     broker = finchmq_server.broker
@@ -148,42 +108,18 @@ def test_push_consumer_clustering_receives_every_message_intact(
 
 def test_tag_expression_filters_on_the_broker(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
-    produce(cpp, addr, "CppTags", 30, "--tags", "TagA,TagB,TagC")
-    records = consume(
-        cpp,
-        "push",
-        addr,
-        "CppTags",
-        "cg_tags",
-        "--expression",
-        "TagA || TagB",
-        "--expect",
-        "20",
-        "--timeout",
-        "60",
-        "--linger",
-        "1",
-    ).finish()
-    got = [r for r in records if "body" in r]
+    produce(cpp, addr, "CppTags", 30, tags="TagA,TagB,TagC")
+    got = consume_all(
+        cpp, "push", addr, "CppTags", "cg_tags", expression="TagA || TagB", expect=20, timeout=60, linger=1
+    )
     assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(30) if i % 3 != 2)
     assert {r["tags"] for r in got} == {"TagA", "TagB"}
 
 
 def test_orderly_consumer_keeps_queue_order_and_locks(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
-    produce(cpp, addr, "CppOrder", 24, "--mode", "orderly", "--shards", "4", "--body-prefix", "ord-")
-    consumer = consume(
-        cpp,
-        "push",
-        addr,
-        "CppOrder",
-        "cg_order",
-        "--orderly",
-        "--expect",
-        "24",
-        "--timeout",
-        "60",
-    )
+    produce(cpp, addr, "CppOrder", 24, mode="orderly", shards=4, body_prefix="ord-")
+    consumer = consume(cpp, "push", addr, "CppOrder", "cg_order", orderly=True, expect=24, timeout=60)
     assert consumer.wait_for(lambda rs: len([r for r in rs if "body" in r]) >= 24, 60)
     broker = finchmq_server.broker
     assert broker is not None
@@ -193,11 +129,10 @@ def test_orderly_consumer_keeps_queue_order_and_locks(finchmq_server: EmbeddedSe
     }
     holders.discard(None)
     assert len(holders) == 1, "the orderly consumer holds the broker-side locks of its queues"
-    records = consumer.finish()
+    consumer.finish()
     per_queue: dict[int, list[int]] = defaultdict(list)
-    for r in records:
-        if "body" in r:
-            per_queue[r["queue_id"]].append(r["queue_offset"])
+    for r in consumer.messages():
+        per_queue[r["queue_id"]].append(r["queue_offset"])
     assert sum(len(v) for v in per_queue.values()) == 24
     for offsets in per_queue.values():
         assert offsets == sorted(offsets), "one queue is consumed in offset order"
@@ -207,7 +142,7 @@ def test_broadcasting_delivers_every_message_to_every_consumer(
     finchmq_server: EmbeddedServer, cpp: Any
 ) -> None:
     addr = finchmq_server.namesrv_addr
-    produce(cpp, addr, "CppBcast", 1, "--body-prefix", "warmup-")  # the topic must exist for its route
+    produce(cpp, addr, "CppBcast", 1, body_prefix="warmup-")  # the topic must exist for its route
     consumers = [
         consume(
             cpp,
@@ -215,55 +150,39 @@ def test_broadcasting_delivers_every_message_to_every_consumer(
             addr,
             "CppBcast",
             "cg_bcast",
-            "--broadcast",
-            "--expect",
-            "10",
-            "--expect-prefix",
-            "body-",
-            "--timeout",
-            "60",
-            "--instance",
-            f"i{n}",
+            broadcast=True,
+            expect=10,
+            expect_prefix="body-",
+            timeout=60,
+            instance=f"i{n}",
         )
         for n in range(2)
     ]
     for c in consumers:
         assert c.wait_for(lambda rs: any(r.get("started") for r in rs), 30)
     time.sleep(4)  # broadcast consumers start from the end of each queue: let them get there first
-    produce(cpp, addr, "CppBcast", 10, "--prop", "n={i}")
+    produce(cpp, addr, "CppBcast", 10, prop="n={i}")
     for c in consumers:
-        got = [r for r in c.finish() if "body" in r and body(r).startswith("body-")]
+        c.finish()
+        got = [r for r in c.messages() if body(r).startswith("body-")]
         assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(10))
 
 
 def test_reconsume_later_redelivers_through_the_retry_topic(finchmq_server_factory: Any, cpp: Any) -> None:
     server = finchmq_server_factory(SHORT_DELAYS)
     addr = server.namesrv_addr
-    produce(cpp, addr, "CppRetry", 4, "--keys-prefix", "rk", "--tags", "TagR", "--prop", "color=green{i}")
-    records = consume(
-        cpp,
-        "push",
-        addr,
-        "CppRetry",
-        "cg_retry",
-        "--expect",
-        "4",
-        "--fail-times",
-        "1",
-        "--prop-key",
-        "color",
-        "--timeout",
-        "60",
-    ).finish()
-    got = [r for r in records if "body" in r]
+    sent = {"tags": "TagR", "keys_prefix": "rk", "prop": "color=green{i}"}
+    produce(cpp, addr, "CppRetry", 4, **sent)
+    got = consume_all(
+        cpp, "push", addr, "CppRetry", "cg_retry", expect=4, fail_times=1, prop_key="color", timeout=60
+    )
     attempts = Counter(body(r) for r in got)
     assert attempts == {f"body-{i}": 2 for i in range(4)}, "each message: once failed, once redelivered"
     retried = [r for r in got if r["attempt"] == 2]
     for r in retried:
-        i = int(body(r).split("-")[1])
         assert r["topic"] == "CppRetry", "the C++ client restores the original topic from RETRY_TOPIC"
         assert r["reconsume_times"] == 1
-        assert (r["tags"], r["keys"], r["props"]["color"]) == ("TagR", f"rk{i}", f"green{i}")
+        check_fields(r, **sent)
     first = {body(r): r["t"] for r in got if r["attempt"] == 1}
     assert all(r["t"] - first[body(r)] >= 0.9 for r in retried), "redelivery waits for the delay level"
     retry_stored = stored(server, "%RETRY%cg_retry")
@@ -272,34 +191,14 @@ def test_reconsume_later_redelivers_through_the_retry_topic(finchmq_server_facto
 
 def test_two_consumers_share_the_queues_and_one_takes_over(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
-    produce(cpp, addr, "CppShare", 1, "--body-prefix", "warmup-")  # creates the topic (4 queues)
-    a = consume(
-        cpp,
-        "push",
-        addr,
-        "CppShare",
-        "cg_share",
-        "--timeout",
-        "40",
-        "--instance",
-        "a",
-    )
-    b = consume(
-        cpp,
-        "push",
-        addr,
-        "CppShare",
-        "cg_share",
-        "--timeout",
-        "12",
-        "--instance",
-        "b",
-    )
+    produce(cpp, addr, "CppShare", 1, body_prefix="warmup-")  # creates the topic (4 queues)
+    a = consume(cpp, "push", addr, "CppShare", "cg_share", timeout=40, instance="a")
+    b = consume(cpp, "push", addr, "CppShare", "cg_share", timeout=12, instance="b")
     time.sleep(6)  # both join; the broker tells the group, and they rebalance 2 + 2
-    produce(cpp, addr, "CppShare", 40, "--body-prefix", "shared-")
+    produce(cpp, addr, "CppShare", 40, body_prefix="shared-")
     b.finish(60)  # b leaves (unregisters) after its timeout
     time.sleep(3)
-    produce(cpp, addr, "CppShare", 20, "--body-prefix", "after-")
+    produce(cpp, addr, "CppShare", 20, body_prefix="after-")
     assert a.wait_for(
         lambda rs: len({body(r) for r in rs if "body" in r and body(r).startswith("after-")}) >= 20, 40
     )
@@ -315,45 +214,19 @@ def test_two_consumers_share_the_queues_and_one_takes_over(finchmq_server: Embed
 
 def test_pull_consumer_reads_everything(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     addr = finchmq_server.namesrv_addr
-    produce(cpp, addr, "CppPull", 15, "--tags", "TagP", "--keys-prefix", "pk", "--prop", "color=c{i}")
-    records = consume(
-        cpp,
-        "pull",
-        addr,
-        "CppPull",
-        "cg_pull",
-        "--expect",
-        "15",
-        "--prop-key",
-        "color",
-        "--timeout",
-        "30",
-    ).finish()
-    got = [r for r in records if "body" in r]
+    sent = {"tags": "TagP", "keys_prefix": "pk", "prop": "color=c{i}"}
+    produce(cpp, addr, "CppPull", 15, **sent)
+    got = consume_all(cpp, "pull", addr, "CppPull", "cg_pull", expect=15, prop_key="color", timeout=30)
     assert sorted(body(r) for r in got) == sorted(f"body-{i}" for i in range(15))
     for r in got:
-        i = int(body(r).split("-")[1])
-        assert (r["tags"], r["keys"], r["props"]["color"]) == ("TagP", f"pk{i}", f"c{i}")
+        check_fields(r, **sent)
 
 
 def test_large_bodies_compressed_by_the_client_round_trip(finchmq_server: EmbeddedServer, cpp: Any) -> None:
     """The C++ client zlib-compresses bodies over 4 KiB, and whole batches over 4 KiB."""
     addr = finchmq_server.namesrv_addr
-    produce(cpp, addr, "CppBig", 3, "--body-size", "20000", "--body-prefix", "big-")
-    produce(
-        cpp,
-        addr,
-        "CppBig",
-        16,
-        "--mode",
-        "batch",
-        "--batch-size",
-        "8",
-        "--body-size",
-        "1500",
-        "--body-prefix",
-        "bat-",
-    )
+    produce(cpp, addr, "CppBig", 3, body_size=20000, body_prefix="big-")
+    produce(cpp, addr, "CppBig", 16, mode="batch", batch_size=8, body_size=1500, body_prefix="bat-")
     messages = stored(finchmq_server, "CppBig")
     singles = [m for m in messages if m.sys_flag & 1]
     assert len(singles) == 3, "single bodies are stored as the client compressed them"
@@ -361,18 +234,8 @@ def test_large_bodies_compressed_by_the_client_round_trip(finchmq_server: Embedd
     batch_items = [m for m in messages if not m.sys_flag & 1]
     assert sorted(m.body.rstrip(b"x").decode() for m in batch_items) == sorted(f"bat-{i}" for i in range(16))
     assert all(len(m.body) == 1500 for m in batch_items), "batch items are stored separately, uncompressed"
-    records = consume(
-        cpp,
-        "push",
-        addr,
-        "CppBig",
-        "cg_big",
-        "--expect",
-        "19",
-        "--timeout",
-        "60",
-    ).finish()
-    got = sorted(base64.b64decode(r["body"]) for r in records if "body" in r)
+    received = consume_all(cpp, "push", addr, "CppBig", "cg_big", expect=19, timeout=60)
+    got = sorted(base64.b64decode(r["body"]) for r in received)
     assert len(got) == 19
     assert sum(1 for b in got if len(b) == 20000 and b.startswith(b"big-")) == 3
     assert sum(1 for b in got if len(b) == 1500 and b.startswith(b"bat-")) == 16
@@ -423,20 +286,8 @@ def test_always_failing_consumer_gets_growing_delays_then_the_dlq(
     # group's first retry waits for the C++ client's next route refresh, as with Apache RocketMQ).
     server.call(_create_retry_topic(server, "cg_dlq"))
     addr = server.namesrv_addr
-    produce(cpp, addr, "CppDlq", 1, "--tags", "TagX", "--keys-prefix", "dk", "--prop", "color=violet")
-    consumer = consume(
-        cpp,
-        "push",
-        addr,
-        "CppDlq",
-        "cg_dlq",
-        "--fail-times",
-        "99",
-        "--prop-key",
-        "color",
-        "--timeout",
-        "25",
-    )
+    produce(cpp, addr, "CppDlq", 1, tags="TagX", keys_prefix="dk", prop="color=violet")
+    consumer = consume(cpp, "push", addr, "CppDlq", "cg_dlq", fail_times=99, prop_key="color", timeout=25)
     assert consumer.wait_for(lambda rs: sum(1 for r in rs if "body" in r) >= 4, 25)
     deadline = time.monotonic() + 10
     while not stored(server, "%DLQ%cg_dlq") and time.monotonic() < deadline:

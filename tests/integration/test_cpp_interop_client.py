@@ -6,7 +6,6 @@ properties must arrive intact every way."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 from collections import defaultdict
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import pytest
 
 from finchmq.client import (
-    AdminClient,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -27,42 +25,20 @@ from finchmq.client import (
     select_message_queue_by_hash,
 )
 from finchmq.testing import EmbeddedServer
+from tests.client.conftest import SMALL_STORE, create_topic
+
+from .conftest import body, check_fields, consume, consume_all, produce
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 # Sends are shed after 100 ms in the broker's queue by default; a loaded test machine is not the subject here.
 # Small store files too (the default index file alone is 420 MB).
-RELAXED = {
-    "waitTimeMillsInSendQueue": "5000",
-    "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
-    "mappedFileSizeConsumeQueue": str(6000 * 20),
-    "maxHashSlotNum": "20000",
-    "maxIndexNum": "80000",
-}
+RELAXED = {**SMALL_STORE, "waitTimeMillsInSendQueue": "5000"}
 
 
 @pytest.fixture
 def finchmq_server(finchmq_server_factory: Any) -> EmbeddedServer:
     server: EmbeddedServer = finchmq_server_factory(RELAXED)
     return server
-
-
-def body(record: dict[str, Any]) -> str:
-    return base64.b64decode(record["body"]).decode()
-
-
-async def create_topic(namesrv: str, topic: str, queues: int) -> None:
-    async with AdminClient(namesrv_addr=namesrv) as admin:
-        await admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                route = await admin.topic_route(topic)
-                if sum(q.read_queue_nums for q in route.queue_datas) == queues:
-                    return
-            except Exception:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"topic {topic} not routed")
 
 
 def finchmq_message(topic: str, i: int) -> Message:
@@ -72,11 +48,9 @@ def finchmq_message(topic: str, i: int) -> Message:
 
 
 def check_cpp_record(record: dict[str, Any], topic: str) -> None:
-    i = int(body(record).rsplit("-", 1)[1])
+    """A C++ consumer's record of a ``finchmq_message``."""
     assert record["topic"] == topic
-    assert record["tags"] == ("TagA" if i % 2 == 0 else "TagB")
-    assert record["keys"] == f"py-key-{i}"
-    assert record["props"]["color"] == f"teal{i}"
+    check_fields(record, tags="TagA,TagB", keys_prefix="py-key-", prop="color=teal{i}")
     assert len(record["id"]) == 32
 
 
@@ -91,23 +65,9 @@ async def test_finchmq_producer_to_cpp_push_consumer(finchmq_server: EmbeddedSer
         await p.send_batch([finchmq_message(topic, i) for i in range(16, 20)])
         big = Message.create(topic, b"py-body-20-" + b"z" * 10_000, tags="TagA", keys="py-key-20")
         await p.send(big.with_user_property("color", "teal20"))  # compressed on the wire
-    consumer = cpp(
-        "push",
-        "--namesrv",
-        addr,
-        "--topic",
-        topic,
-        "--group",
-        "cpp_from_py",
-        "--expect",
-        "21",
-        "--prop-key",
-        "color",
-        "--timeout",
-        "60",
+    got = await asyncio.to_thread(
+        consume_all, cpp, "push", addr, topic, "cpp_from_py", expect=21, prop_key="color", timeout=60
     )
-    records = await asyncio.to_thread(consumer.finish)
-    got = [r for r in records if "body" in r]
     assert len(got) == 21
     assert sorted(body(r) for r in got if len(body(r)) < 100) == sorted(f"py-body-{i}" for i in range(20))
     for r in got:
@@ -128,27 +88,13 @@ async def test_finchmq_sharding_key_order_reaches_a_cpp_orderly_consumer(
             for key in ("k-a", "k-b", "k-c"):
                 msg = Message.create(topic, f"{key}:{seq}".encode(), keys=key)
                 await p.send(msg, selector=select_message_queue_by_hash, arg=key)
-    records = await asyncio.to_thread(
-        cpp(
-            "push",
-            "--namesrv",
-            addr,
-            "--topic",
-            topic,
-            "--group",
-            "cpp_orderly_from_py",
-            "--orderly",
-            "--expect",
-            "30",
-            "--timeout",
-            "60",
-        ).finish
+    got = await asyncio.to_thread(
+        consume_all, cpp, "push", addr, topic, "cpp_orderly_from_py", orderly=True, expect=30, timeout=60
     )
     per_key: dict[str, list[int]] = defaultdict(list)
-    for r in records:
-        if "body" in r:
-            key, seq = body(r).split(":")
-            per_key[key].append(int(seq))
+    for r in got:
+        key, seq = body(r).split(":")
+        per_key[key].append(int(seq))
     assert per_key == {k: list(range(10)) for k in ("k-a", "k-b", "k-c")}
 
 
@@ -158,30 +104,19 @@ async def test_cpp_producer_to_finchmq_push_and_pull_consumers(
     addr = finchmq_server.namesrv_addr
     topic = "CppToPy"
     for mode in ("sync", "batch"):
-        records = await asyncio.to_thread(
-            cpp(
-                "produce",
-                "--namesrv",
-                addr,
-                "--topic",
-                topic,
-                "--count",
-                "10",
-                "--mode",
-                mode,
-                "--tags",
-                "TagA,TagB",
-                "--keys-prefix",
-                f"{mode}-key-",
-                "--prop",
-                "color=amber{i}",
-                "--body-prefix",
-                f"{mode}-body-",
-                "--batch-size",
-                "5",
-            ).finish
+        await asyncio.to_thread(
+            produce,
+            cpp,
+            addr,
+            topic,
+            10,
+            mode=mode,
+            tags="TagA,TagB",
+            keys_prefix=f"{mode}-key-",
+            prop="color=amber{i}",
+            body_prefix=f"{mode}-body-",
+            batch_size=5,
         )
-        assert records[-1] == {"done": True, "errors": 0}
     got: dict[str, MessageExt] = {}
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -230,21 +165,7 @@ async def test_a_group_of_finchmq_and_cpp_members_splits_the_queues(
     py.subscribe(topic)
     py.register_message_listener(listener)
     async with py:
-        member = cpp(
-            "push",
-            "--namesrv",
-            addr,
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--expect",
-            "1000",
-            "--timeout",
-            "20",
-            "--instance",
-            "cpp-member",
-        )
+        member = consume(cpp, "push", addr, topic, group, expect=1000, timeout=20, instance="cpp-member")
         assert await asyncio.to_thread(member.wait_for, lambda rs: any(r.get("started") for r in rs), 30)
 
         def mine() -> set[int]:

@@ -135,3 +135,18 @@ def wait_for(
 
 def checkpoint(tmp_path: Path, name: str = "checkpoint") -> str:
     return str(tmp_path / name)
+
+
+def read(spark: Any, namesrv: str, topic: str, **options: str) -> Any:
+    """A batch DataFrame of ``topic``; ``options`` are further reader options."""
+    reader = spark.read.format("rocketmq").option("nameServer", namesrv).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def error_of(action: Callable[[], Any]) -> str:
+    """The text of the exception ``action`` raises (the test fails if it raises none)."""
+    with pytest.raises(Exception) as info:
+        action()
+    return str(info.value)

@@ -16,7 +16,7 @@ from pyspark.errors import StreamingQueryException
 from finchmq.client import BlockingPullConsumer, MessageQueue
 from finchmq.testing import EmbeddedServer
 
-from .conftest import BROKER, create_topic, fill
+from .conftest import BROKER, create_topic, error_of, fill, read
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -44,12 +44,6 @@ def lossy(finchmq_server_factory: Callable[..., EmbeddedServer], name: str) -> t
     return server, name
 
 
-def error_of(action: Callable[[], Any]) -> str:
-    with pytest.raises(Exception) as info:
-        action()
-    return str(info.value)
-
-
 def test_batch_read_of_deleted_offsets(spark: Any, lossy: tuple[EmbeddedServer, str]) -> None:
     server, topic = lossy
     namesrv = server.namesrv_addr
@@ -58,26 +52,18 @@ def test_batch_read_of_deleted_offsets(spark: Any, lossy: tuple[EmbeddedServer, 
     first = min_offset(namesrv, topic)
     assert 0 < first < 120
 
-    def read(fail: str) -> Any:
-        return (
-            spark.read.format("rocketmq")
-            .option("nameServer", namesrv)
-            .option("topic", topic)
-            .option("startingOffsets", json.dumps({topic: {"broker-a": {"0": 0}}}))
-            .option("failOnDataLoss", fail)
-            .load()
-        )
+    def read_from_0(fail: str) -> Any:
+        start = json.dumps({topic: {"broker-a": {"0": 0}}})
+        return read(spark, namesrv, topic, startingOffsets=start, failOnDataLoss=fail)
 
-    text = error_of(lambda: read("true").collect())
+    text = error_of(lambda: read_from_0("true").collect())
     assert f"rocketmq: queue {topic}@broker-a:0: offsets [0, {first}) are no longer on the broker" in text
     assert "Set the option failOnDataLoss=false" in text
-    rows = read("false").select("queueOffset", "body").collect()
+    rows = read_from_0("false").select("queueOffset", "body").collect()
     assert sorted(r.queueOffset for r in rows) == list(range(first, 120))
     assert all(r.body.startswith(b"%04d" % r.queueOffset) for r in rows)
     # earliest is resolved when the query is planned: nothing is missing from it
-    assert spark.read.format("rocketmq").option("nameServer", namesrv).option(
-        "topic", topic
-    ).load().count() == (120 - first)
+    assert read(spark, namesrv, topic).count() == (120 - first)
 
 
 def test_streaming_restart_after_deleted_offsets(

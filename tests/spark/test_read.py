@@ -11,16 +11,9 @@ import pytest
 
 from finchmq.client import MessageConst
 
-from .conftest import Sent, create_topic, fill
+from .conftest import Sent, create_topic, error_of, fill, read
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def read(spark: Any, namesrv: str, topic: str, **options: str) -> Any:
-    reader = spark.read.format("rocketmq").option("nameServer", namesrv).option("topic", topic)
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
 
 
 @pytest.fixture
@@ -126,12 +119,6 @@ def test_written_keys_and_uniq_key_surface_as_columns(spark: Any, namesrv: str, 
 
 
 # -- errors: one clear message naming the option and the value --------------------------------------
-
-
-def error_of(df_action: Any) -> str:
-    with pytest.raises(Exception) as info:
-        df_action()
-    return str(info.value)
 
 
 def test_unknown_topic(spark: Any, namesrv: str, name: str) -> None:

@@ -17,7 +17,7 @@ from pyspark.sql.types import ArrayType, MapType, StringType, StructField, Struc
 from finchmq.client import BlockingAdminClient, Message, MessageQueue, select_message_queue_by_hash
 from finchmq.spark._write import WriteIds
 
-from .conftest import create_topic, fill
+from .conftest import create_topic, error_of, fill, read
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,16 +30,6 @@ ROWS = StructType(
         StructField("properties", MapType(StringType(), StringType())),
     ]
 )
-
-
-def read(spark: Any, namesrv: str, topic: str) -> Any:
-    return spark.read.format("rocketmq").option("nameServer", namesrv).option("topic", topic).load()
-
-
-def error_of(action: Any) -> str:
-    with pytest.raises(Exception) as info:
-        action()
-    return str(info.value)
 
 
 def test_write_then_read_back_with_properties_intact(spark: Any, namesrv: str, name: str) -> None:

@@ -42,3 +42,65 @@ def test_protocol_is_stdlib_only() -> None:
         if path.name == "_json.py":
             extra -= {"orjson"}
         assert not extra, f"{path.relative_to(SRC)} imports {sorted(extra)}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _internal_edges(path: Path, inside: str, known: set[str]) -> set[str]:
+    """Modules of ``inside`` that ``path`` imports, TYPE_CHECKING and function-level imports included."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # ``from pkg import mod`` names a module; ``from mod import Class`` names the module itself
+            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for candidate in candidates:
+            if candidate in known and candidate.startswith(inside) and candidate != name:
+                targets.add(candidate)
+                break
+    return targets
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("package", ["broker", "store", "client/consumer"])
+def test_no_import_cycles_inside(package: str) -> None:
+    """Package ``__init__`` re-exports aside, no module of ``package`` reaches itself through imports."""
+    paths = [p for p in _modules(package) if p.name != "__init__.py"]
+    known = {_module_name(p) for p in paths}
+    inside = "finchmq." + package.replace("/", ".")
+    graph = {_module_name(p): _internal_edges(p, inside, known) for p in paths}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])

@@ -15,47 +15,39 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Coroutine, Hashable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
 from finchmq.common.lifecycle import AsyncService
-from finchmq.protocol import RemotingCommand, RequestCode
-from finchmq.protocol.bodies import DataVersion, PermName, ResetOffsetBody, TopicConfigSerializeWrapper
-from finchmq.protocol.codes import LanguageCode
-from finchmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader
-from finchmq.protocol.message import MessageQueue, pack_host
+from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
+from finchmq.protocol.message import pack_host
 from finchmq.remoting import (
     ChannelGoneListener,
     RemotingClient,
     RemotingConnection,
-    RemotingError,
     RemotingServer,
     RemotingServerConfig,
     RequestExecutor,
 )
-from finchmq.store import DefaultMessageStore, MessageStoreConfig
+from finchmq.store import MessageStoreConfig
 
-from .client_manager import ConsumerManager, ProducerManager
+from .broker2client import Broker2Client
 from .config import BrokerConfig
-from .flow_control import BrokerFastFailure, FlowControlCounters
+from .context import build_broker_context
+from .flow_control import BrokerFastFailure
 from .long_polling import PullRequestHoldService
-from .offset import ConsumerOffsetManager
 from .outer_api import BrokerOuterAPI
-from .processor.admin import AdminBrokerProcessor
-from .processor.client_manage import ClientManageProcessor
-from .processor.consumer_manage import ConsumerManageProcessor
-from .processor.pull import PullMessageProcessor
-from .processor.query import QueryMessageProcessor
-from .processor.send import SendMessageProcessor
-from .put_service import StorePutService
-from .rebalance_lock import RebalanceLockManager
-from .schedule import ScheduleMessageService
-from .stats import BrokerStats
-from .subscription_group import SubscriptionGroupManager
-from .topic_config import TopicConfigManager
+from .processor import (
+    AdminBrokerProcessor,
+    ClientManageProcessor,
+    ConsumerManageProcessor,
+    PullMessageProcessor,
+    QueryMessageProcessor,
+    SendMessageProcessor,
+)
 
 __all__ = ["VERSION_DESC", "BrokerController"]
 
@@ -63,56 +55,6 @@ log = logging.getLogger(__name__)
 
 VERSION_DESC = "V4_9_8"
 _CLIENT_SCAN_INTERVAL = 10.0  # s, Java ClientHousekeepingService
-
-
-class Broker2Client:
-    """Requests the broker sends to its clients (Java ``Broker2Client``)."""
-
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-
-    def notify_consumer_ids_changed(self, group: str, channels: list[Hashable]) -> None:
-        header = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
-        for channel in channels:
-            if isinstance(channel, RemotingConnection) and channel.is_open:
-                request = RemotingCommand.request(
-                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                    dict(header),
-                    oneway=True,
-                    language=LanguageCode.JAVA,
-                )
-                self.controller.spawn(self._oneway(channel, request), f"notify-{group}")
-
-    def reset_offset_on_clients(
-        self, header: ResetOffsetRequestHeader, offsets: Mapping[MessageQueue, int]
-    ) -> None:
-        group = self.controller.consumer_manager.get(header.group)
-        if group is None:
-            return
-        body = ResetOffsetBody(offset_table=dict(offsets))
-        for info in group.channels.values():
-            channel = info.channel
-            if not isinstance(channel, RemotingConnection) or not channel.is_open:
-                continue
-            payload = (
-                body.to_cpp_json()
-                if info.language is LanguageCode.CPP
-                else body.to_json(fastjson_compat=True)
-            )
-            request = RemotingCommand.request(
-                RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
-                header.to_ext_fields(),
-                payload,
-                oneway=True,
-                language=LanguageCode.JAVA,
-            )
-            self.controller.spawn(self._oneway(channel, request), f"reset-offset-{header.group}")
-
-    async def _oneway(self, channel: RemotingConnection, request: RemotingCommand) -> None:
-        try:
-            await self.controller.server.invoke_oneway(channel, request, 3000)
-        except (RemotingError, RuntimeError) as exc:
-            log.debug("oneway code %d to %s failed: %s", request.code, channel.remote_addr, exc)
 
 
 class BrokerController(AsyncService):
@@ -126,36 +68,9 @@ class BrokerController(AsyncService):
         config_file: Path | None = None,
         extra_properties: Mapping[str, str] | None = None,
     ) -> None:
-        self.config = config
         self.config_file = config_file
         self._extra_properties = dict(extra_properties or {})
         self._config_write_lock = asyncio.Lock()
-        self.config_data_version = DataVersion()
-        self.broker_permission = config.broker_permission
-        config_dir = store_config.store_path_root_dir / "config"
-
-        self.topic_config_manager = TopicConfigManager(
-            config_dir / "topics.json", config, on_change=self.schedule_register
-        )
-        self.subscription_group_manager = SubscriptionGroupManager(
-            config_dir / "subscriptionGroup.json", config
-        )
-        self.consumer_offset_manager = ConsumerOffsetManager(config_dir / "consumerOffset.json")
-        self.broker2client = Broker2Client(self)
-        self.consumer_manager = ConsumerManager(
-            on_consumer_ids_changed=self.broker2client.notify_consumer_ids_changed
-        )
-        self.producer_manager = ProducerManager()
-        self.rebalance_lock_manager = RebalanceLockManager(config.rebalance_lock_max_live_time)
-        self.stats = BrokerStats()
-        self.flow_control = FlowControlCounters()
-        self.store = DefaultMessageStore(store_config)
-        self.put_service = StorePutService(
-            threads=config.send_message_thread_pool_nums,
-            off_loop_threshold_ms=lambda: self.config.put_off_loop_threshold_ms,
-            force_thread=lambda: self.store.config.inject_put_delay_millis > 0,
-        )
-
         self.server = RemotingServer(
             RemotingServerConfig(
                 bind_address=config.bind_address,
@@ -165,6 +80,24 @@ class BrokerController(AsyncService):
             listener=ChannelGoneListener(self.forget_channel),  # Java ClientHousekeepingService
             name="broker",
         )
+        self.broker2client = Broker2Client(self.server, self.spawn)
+        self.context = context = build_broker_context(
+            config, store_config, self.broker2client, on_topics_changed=self.schedule_register
+        )
+        context.wait_registered = self.wait_registered
+        context.update_config = self.update_config
+        context.runtime_info = self.runtime_info
+        self.store = context.store
+        self.topic_config_manager = context.topic_config_manager
+        self.subscription_group_manager = context.subscription_group_manager
+        self.consumer_offset_manager = context.consumer_offset_manager
+        self.consumer_manager = context.consumer_manager
+        self.producer_manager = context.producer_manager
+        self.rebalance_lock_manager = context.rebalance_lock_manager
+        self.stats = context.stats
+        self.flow_control = context.flow_control
+        self.put_service = context.put_service
+        self.schedule_message_service = context.schedule_message_service
         self.namesrv_client = RemotingClient(name="broker-outer")
         self.outer_api = BrokerOuterAPI(self.namesrv_client)
 
@@ -207,38 +140,48 @@ class BrokerController(AsyncService):
             capacity=config.consumer_manager_thread_pool_queue_capacity,
         )
 
-        self.send_processor = SendMessageProcessor(self)
-        self.pull_processor = PullMessageProcessor(self)
-        self.query_processor = QueryMessageProcessor(self)
-        self.client_manage_processor = ClientManageProcessor(self)
-        self.consumer_manage_processor = ConsumerManageProcessor(self)
-        self.admin_processor = AdminBrokerProcessor(self)
-        register = self.server.register_processor
-        register(list(SendMessageProcessor.codes), self.send_processor, self.send_executor)
-        register(list(PullMessageProcessor.codes), self.pull_processor, self.pull_executor)
-        register(list(QueryMessageProcessor.codes), self.query_processor, self.query_executor)
-        register([RequestCode.HEART_BEAT], self.client_manage_processor, self.heartbeat_executor)
-        register(
-            [RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG],
+        self.pull_hold_service = PullRequestHoldService(
+            max_offset=self.store.get_max_offset_in_queue,
+            # late-bound: the pull processor is built next, around this service
+            wakeup=lambda ctx, request: self.pull_processor.execute_request_when_wakeup(ctx, request),  # noqa: PLW0108
+            long_polling_enable=config.long_polling_enable,
+            short_polling_time_mills=config.short_polling_time_mills,
+        )
+        self.send_processor = SendMessageProcessor(context)
+        self.pull_processor = PullMessageProcessor(context, self.pull_hold_service, self.pull_executor)
+        self.query_processor = QueryMessageProcessor(context)
+        self.client_manage_processor = ClientManageProcessor(context)
+        self.consumer_manage_processor = ConsumerManageProcessor(context)
+        self.admin_processor = AdminBrokerProcessor(context)
+        executors = {
+            executor.name: executor
+            for executor in (
+                self.send_executor,
+                self.pull_executor,
+                self.query_executor,
+                self.admin_executor,
+                self.heartbeat_executor,
+                self.client_manage_executor,
+                self.consumer_manage_executor,
+            )
+        }
+        for processor in (
+            self.send_processor,
+            self.pull_processor,
+            self.query_processor,
             self.client_manage_processor,
-            self.client_manage_executor,
-        )
-        register(
-            list(ConsumerManageProcessor.codes), self.consumer_manage_processor, self.consumer_manage_executor
-        )
+            self.consumer_manage_processor,
+            self.admin_processor,
+        ):
+            for code, executor_name in processor.routes().items():
+                self.server.register_processor(code, processor, executors[executor_name])
+        # Java: codes without a processor go to the admin processor, which answers "not supported".
         self.server.dispatcher.register_default(self.admin_processor, self.admin_executor)
         self.server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
             f"OVERLOAD:{executor.name}"
         )
         self.server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
 
-        self.pull_hold_service = PullRequestHoldService(
-            max_offset=self.store.get_max_offset_in_queue,
-            wakeup=self.pull_processor.execute_request_when_wakeup,
-            long_polling_enable=config.long_polling_enable,
-            short_polling_time_mills=config.short_polling_time_mills,
-        )
-        self.schedule_message_service = ScheduleMessageService(self, config_dir / "delayOffset.json")
         self.fast_failure = BrokerFastFailure(
             counters=self.flow_control,
             is_page_cache_busy=self.store.is_os_page_cache_busy,
@@ -255,14 +198,34 @@ class BrokerController(AsyncService):
             ],
         )
 
-        self.broker_addr = config.broker_addr
-        self.store_host = pack_host(config.broker_ip1, config.listen_port)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._periodic: list[asyncio.Task[None]] = []
         self._register_pending = False
         self._register_task: asyncio.Task[Any] | None = None
         self._started = False
         self._closed = False
+
+    # -- facts that change at run time: kept once, in the processors' context -----------------
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.context.config
+
+    @property
+    def broker_permission(self) -> int:
+        return self.context.broker_permission
+
+    @property
+    def broker_addr(self) -> str:
+        return self.context.broker_addr
+
+    @property
+    def store_host(self) -> bytes:
+        return self.context.store_host
+
+    @property
+    def config_data_version(self) -> DataVersion:
+        return self.context.config_data_version
 
     def _send_shed_after_ms(self) -> int:
         if not self.config.broker_fast_failure_enable:
@@ -282,8 +245,8 @@ class BrokerController(AsyncService):
         self.put_service.start()
         await self.server.start()
         port = self.server.port
-        self.broker_addr = f"{self.config.broker_ip1}:{port}"
-        self.store_host = pack_host(self.config.broker_ip1, port)
+        self.context.broker_addr = f"{self.config.broker_ip1}:{port}"
+        self.context.store_host = pack_host(self.config.broker_ip1, port)
         self.pull_hold_service.start()
         self.schedule_message_service.start()
         self.fast_failure.start()
@@ -473,13 +436,13 @@ class BrokerController(AsyncService):
         """
         broker_config, rest = config_from_properties(self.config, properties)
         store_config, unknown = config_from_properties(self.store.config, rest)
-        self.config = broker_config
-        self.broker_permission = broker_config.broker_permission
+        self.context.config = broker_config
+        self.context.broker_permission = broker_config.broker_permission
         self.store.update_runtime_config(store_config)
         self.pull_hold_service.long_polling_enable = broker_config.long_polling_enable
         self.pull_hold_service.short_polling_time_mills = broker_config.short_polling_time_mills
         self.rebalance_lock_manager.lock_max_live_time = broker_config.rebalance_lock_max_live_time / 1000
-        self.config_data_version = self.config_data_version.next_version()
+        self.context.config_data_version = self.config_data_version.next_version()
         log.info("broker config updated: %s", dict(properties))
         if self.config_file is not None:
             async with self._config_write_lock:  # one write at a time, each of the latest settings

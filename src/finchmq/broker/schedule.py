@@ -22,9 +22,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from finchmq.protocol import _json
 from finchmq.protocol.message import (
@@ -35,12 +34,17 @@ from finchmq.protocol.message import (
     pack_host,
 )
 from finchmq.protocol.topics import SCHEDULE_TOPIC
-from finchmq.store import MessageExtBrokerInner, PutMessageStatus, TagsFilter, stored_properties_string
+from finchmq.store import (
+    DefaultMessageStore,
+    MessageExtBrokerInner,
+    PutMessageStatus,
+    TagsFilter,
+    stored_properties_string,
+)
 
 from ._persist import JsonConfigManager
-
-if TYPE_CHECKING:
-    from .controller import BrokerController
+from .put_service import StorePutService
+from .stats import BrokerStats
 
 __all__ = ["ScheduleMessageService"]
 
@@ -66,10 +70,21 @@ class _DelayOffsets(JsonConfigManager):
 
 
 class ScheduleMessageService:
-    def __init__(self, controller: BrokerController, path: Path) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        path: Path,
+        *,
+        store: DefaultMessageStore,
+        put_service: StorePutService,
+        stats: BrokerStats,
+        store_host: Callable[[], bytes],
+    ) -> None:
+        self.store = store
+        self.put_service = put_service
+        self.stats = stats
+        self.store_host = store_host  # the broker's address is known once it listens
         self.offsets = _DelayOffsets(path)
-        self.delay_levels_ms: tuple[int, ...] = controller.store.config.delay_levels_ms
+        self.delay_levels_ms: tuple[int, ...] = store.config.delay_levels_ms
         self._tasks: list[asyncio.Task[None]] = []
         self._replay_below: dict[int, int] = {}  # level -> queue end at start: maybe delivered already
 
@@ -83,7 +98,7 @@ class ScheduleMessageService:
 
     def note_recovered_queues(self) -> None:
         """Remember each level's queue end, below which deliveries may be replays."""
-        store = self.controller.store
+        store = self.store
         for level in range(1, self.max_delay_level + 1):
             end = store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
             if end > self.offsets.table.get(level, 0):
@@ -131,7 +146,7 @@ class ScheduleMessageService:
     async def _deliver_level(self, level: int) -> None:
         queue_id = level - 1
         delay_ms = self.delay_levels_ms[level - 1]
-        store = self.controller.store
+        store = self.store
         match_all = TagsFilter()
         while True:
             offset = self.offsets.table.get(level, 0)
@@ -184,7 +199,7 @@ class ScheduleMessageService:
         real_topic = msg.properties.get(MessageConst.PROPERTY_REAL_TOPIC)
         if not uniq or not real_topic:
             return False
-        store = self.controller.store
+        store = self.store
         with store.query_message(real_topic, uniq, 32, msg.store_timestamp, 2**62) as found:
             for buffer in found.buffers:
                 try:
@@ -204,7 +219,6 @@ class ScheduleMessageService:
         self.offsets.mark_dirty()
 
     async def _deliver(self, msg: MessageExt, level: int) -> bool:
-        c = self.controller
         properties = dict(msg.properties)
         real_topic = properties.get(MessageConst.PROPERTY_REAL_TOPIC)
         real_qid = properties.get(MessageConst.PROPERTY_REAL_QUEUE_ID)
@@ -223,10 +237,10 @@ class ScheduleMessageService:
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=pack_host(msg.born_host.host, msg.born_host.port),
-            store_host=c.store_host,
+            store_host=self.store_host(),
             reconsume_times=msg.reconsume_times,
         )
-        result = await c.put_service.submit(c.store.put_message_or_future, inner)
+        result = await self.put_service.submit(self.store.put_message_or_future, inner)
         if result.status is not PutMessageStatus.PUT_OK:
             log.warning(
                 "delay level %d: re-storing %s to %s failed: %s; retrying",
@@ -236,5 +250,5 @@ class ScheduleMessageService:
                 result.status.name,
             )
             return False
-        c.stats.record_put(real_topic, 1, len(msg.body))
+        self.stats.record_put(real_topic, 1, len(msg.body))
         return True

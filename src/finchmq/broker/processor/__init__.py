@@ -1,2 +1,24 @@
 """The broker's request processors, one class per family of request codes (Java's
-``broker/processor``). Each holds a reference to the ``BrokerController`` it serves."""
+``broker/processor``). Each sees the broker through a ``BrokerContext`` and declares the codes it
+answers with ``@handles``; ``PROCESSORS`` lists them for registration."""
+
+from __future__ import annotations
+
+from ._base import BrokerProcessor, handles
+from .admin import AdminBrokerProcessor
+from .client_manage import ClientManageProcessor
+from .consumer_manage import ConsumerManageProcessor
+from .pull import PullMessageProcessor
+from .query import QueryMessageProcessor
+from .send import SendMessageProcessor
+
+__all__ = [
+    "AdminBrokerProcessor",
+    "BrokerProcessor",
+    "ClientManageProcessor",
+    "ConsumerManageProcessor",
+    "PullMessageProcessor",
+    "QueryMessageProcessor",
+    "SendMessageProcessor",
+    "handles",
+]

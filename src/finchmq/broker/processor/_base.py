@@ -1,27 +1,92 @@
-"""What every broker processor shares: the controller reference and the processor protocol."""
+"""What every broker processor shares: the broker context, the ``@handles`` table and dispatch.
+
+A processor method answers one or more request codes when decorated with ``@handles(code, ...)``;
+the decorator's ``executor`` names the request executor that runs it (the processor's
+``executor`` by default). The controller registers each code from these tables, nowhere else.
+"""
 
 from __future__ import annotations
 
+import inspect
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
+from finchmq.broker.context import BrokerContext
 from finchmq.protocol import RemotingCommand, ResponseCode
+from finchmq.remoting import RemotingContext
 
-if TYPE_CHECKING:
-    from finchmq.broker.controller import BrokerController
+__all__ = ["BrokerProcessor", "handles", "now_ms"]
 
-__all__ = ["BrokerProcessor", "now_ms"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_MARK = "__finchmq_handles__"
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class BrokerProcessor:
-    """Base of the broker's processors; ``reject_request`` is False unless overridden."""
+def handles(*codes: int, executor: str | None = None) -> Callable[[_F], _F]:
+    """Declare that the decorated ``(self, ctx, request)`` method answers ``codes``.
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    ``executor`` overrides the processor's executor for these codes (e.g. HEART_BEAT runs on the
+    heartbeat executor while the rest of client management runs on its own).
+    """
+
+    def mark(method: _F) -> _F:
+        setattr(method, _MARK, (tuple(int(code) for code in codes), executor))
+        return method
+
+    return mark
+
+
+class BrokerProcessor:
+    """Base of the broker's processors: dispatches a request to its ``@handles`` method."""
+
+    executor: ClassVar[str]
+    """The request executor (by name) that runs this processor's codes unless a handler says otherwise."""
+    handlers: ClassVar[dict[int, tuple[str, str | None]]] = {}
+    """code -> (method name, executor override), collected from ``@handles`` at class creation."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table: dict[int, tuple[str, str | None]] = {}
+        for name, member in inspect.getmembers(cls, inspect.isfunction):
+            marked = getattr(member, _MARK, None)
+            if marked is None:
+                continue
+            codes, executor = marked
+            for code in codes:
+                if code in table:
+                    raise TypeError(
+                        f"{cls.__name__}: request code {code} handled by {table[code][0]} and {name}"
+                    )
+                table[code] = (name, executor)
+        cls.handlers = table
+
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
+        self._bound: dict[int, tuple[Callable[..., Any], bool]] = {
+            code: (getattr(self, name), inspect.iscoroutinefunction(getattr(type(self), name)))
+            for code, (name, _) in self.handlers.items()
+        }
+
+    @classmethod
+    def routes(cls) -> dict[int, str]:
+        """code -> executor name, for registration."""
+        return {code: executor or cls.executor for code, (_, executor) in cls.handlers.items()}
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        bound = self._bound.get(request.code)
+        if bound is None:
+            return self.not_supported(request)
+        handler, is_async = bound
+        if is_async:
+            result: RemotingCommand | None = await handler(ctx, request)
+            return result
+        answer: RemotingCommand | None = handler(ctx, request)
+        return answer
 
     def reject_request(self) -> bool:
         return False

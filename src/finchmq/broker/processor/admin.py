@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import ClassVar
 
 from finchmq.common import config_to_properties, format_properties, parse_properties
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode, _json
@@ -55,95 +53,23 @@ from finchmq.protocol.message import MessageQueue, decode_offset_msg_id
 from finchmq.protocol.topics import is_system_topic, validate_topic
 from finchmq.remoting import RemotingContext, RemotingError
 
-from ._base import BrokerProcessor
+from ._base import BrokerProcessor, handles
 
 __all__ = ["AdminBrokerProcessor"]
 
 log = logging.getLogger(__name__)
 
-_Handler = Callable[[RemotingContext, RemotingCommand], "RemotingCommand"]
-
 
 class AdminBrokerProcessor(BrokerProcessor):
     """The broker's default processor: every code not routed elsewhere lands here."""
 
-    codes: ClassVar[tuple[int, ...]] = (
-        RequestCode.UPDATE_AND_CREATE_TOPIC,
-        RequestCode.DELETE_TOPIC_IN_BROKER,
-        RequestCode.GET_ALL_TOPIC_CONFIG,
-        RequestCode.UPDATE_BROKER_CONFIG,
-        RequestCode.GET_BROKER_CONFIG,
-        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-        RequestCode.GET_MAX_OFFSET,
-        RequestCode.GET_MIN_OFFSET,
-        RequestCode.GET_EARLIEST_MSG_STORETIME,
-        RequestCode.GET_BROKER_RUNTIME_INFO,
-        RequestCode.LOCK_BATCH_MQ,
-        RequestCode.UNLOCK_BATCH_MQ,
-        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-        RequestCode.DELETE_SUBSCRIPTIONGROUP,
-        RequestCode.GET_TOPIC_STATS_INFO,
-        RequestCode.GET_CONSUMER_CONNECTION_LIST,
-        RequestCode.GET_PRODUCER_CONNECTION_LIST,
-        RequestCode.GET_CONSUME_STATS,
-        RequestCode.GET_ALL_CONSUMER_OFFSET,
-        RequestCode.GET_ALL_DELAY_OFFSET,
-        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-        RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
-        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
-        RequestCode.TRIGGER_DELETE_FILES,
-        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
-        RequestCode.GET_CONSUMER_RUNNING_INFO,
-        RequestCode.CONSUME_MESSAGE_DIRECTLY,
-    )
-
-    def __init__(self, controller: object) -> None:
-        super().__init__(controller)  # type: ignore[arg-type]
-        self._sync: dict[int, _Handler] = {
-            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
-            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
-            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
-            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
-            RequestCode.GET_MAX_OFFSET: self.get_max_offset,
-            RequestCode.GET_MIN_OFFSET: self.get_min_offset,
-            RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
-            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
-            RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
-            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
-            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
-            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
-            RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
-            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
-            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
-            RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
-            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
-            RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
-            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
-            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list,
-            RequestCode.TRIGGER_DELETE_FILES: self.trigger_delete_files,
-            RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.trigger_delete_files,
-        }
-
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
-            return await self.get_consumer_running_info(request)
-        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
-            return await self.consume_message_directly(request)
-        if request.code == RequestCode.UPDATE_BROKER_CONFIG:
-            return await self.update_broker_config(request)
-        handler = self._sync.get(request.code)
-        if handler is None:
-            return self.not_supported(request)
-        return handler(ctx, request)
+    executor = "admin"
 
     # -- topics -----------------------------------------------------------------------------
 
+    @handles(RequestCode.UPDATE_AND_CREATE_TOPIC)
     def update_and_create_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         header = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
         problem = validate_topic(header.topic)
         if problem is not None:
@@ -176,23 +102,27 @@ class AdminBrokerProcessor(BrokerProcessor):
         )
         return request.make_response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.DELETE_TOPIC_IN_BROKER)
     def delete_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         header = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
         c.topic_config_manager.delete_topic_config(header.topic)
         c.consumer_offset_manager.remove_topic(header.topic)
         c.store.delete_topics([header.topic])
         return request.make_response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_ALL_TOPIC_CONFIG)
     def get_all_topic_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ResponseCode.SUCCESS, body=self.controller.topic_config_manager.encode())
+        return request.make_response(ResponseCode.SUCCESS, body=self.context.topic_config_manager.encode())
 
+    @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
     def get_system_topic_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        topics = [t for t in self.controller.topic_config_manager.topic_names() if is_system_topic(t)]
+        topics = [t for t in self.context.topic_config_manager.topic_names() if is_system_topic(t)]
         return request.make_response(ResponseCode.SUCCESS, body=TopicList(topic_list=tuple(topics)).to_json())
 
+    @handles(RequestCode.GET_TOPIC_STATS_INFO)
     def get_topic_stats_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         header = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
         topic_config = c.topic_config_manager.select_topic_config(header.topic)
         if topic_config is None:
@@ -215,49 +145,56 @@ class AdminBrokerProcessor(BrokerProcessor):
 
     # -- offsets and times ------------------------------------------------------------------
 
+    @handles(RequestCode.GET_MAX_OFFSET)
     def get_max_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        offset = self.controller.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        offset = self.context.store.get_max_offset_in_queue(header.topic, header.queue_id)
         return request.make_response(
             ResponseCode.SUCCESS, ext_fields=GetMaxOffsetResponseHeader(offset=max(offset, 0)).to_ext_fields()
         )
 
+    @handles(RequestCode.GET_MIN_OFFSET)
     def get_min_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        offset = self.controller.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        offset = self.context.store.get_min_offset_in_queue(header.topic, header.queue_id)
         return request.make_response(
             ResponseCode.SUCCESS, ext_fields=GetMinOffsetResponseHeader(offset=max(offset, 0)).to_ext_fields()
         )
 
+    @handles(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)
     def search_offset_by_timestamp(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        offset = self.controller.store.get_offset_in_queue_by_time(
+        offset = self.context.store.get_offset_in_queue_by_time(
             header.topic, header.queue_id, header.timestamp
         )
         return request.make_response(
             ResponseCode.SUCCESS, ext_fields=SearchOffsetResponseHeader(offset=offset).to_ext_fields()
         )
 
+    @handles(RequestCode.GET_EARLIEST_MSG_STORETIME)
     def get_earliest_msg_storetime(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
-        timestamp = self.controller.store.get_earliest_message_time(header.topic, header.queue_id)
+        timestamp = self.context.store.get_earliest_message_time(header.topic, header.queue_id)
         return request.make_response(
             ResponseCode.SUCCESS,
             ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp=max(timestamp, 0)).to_ext_fields(),
         )
 
+    @handles(RequestCode.GET_ALL_CONSUMER_OFFSET)
     def get_all_consumer_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        table = self.controller.consumer_offset_manager.offset_table
+        table = self.context.consumer_offset_manager.offset_table
         body = ConsumerOffsetSerializeWrapper(offset_table={k: dict(v) for k, v in table.items()}).to_json()
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
+    @handles(RequestCode.GET_ALL_DELAY_OFFSET)
     def get_all_delay_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(
-            ResponseCode.SUCCESS, body=self.controller.schedule_message_service.offsets.encode()
+            ResponseCode.SUCCESS, body=self.context.schedule_message_service.offsets.encode()
         )
 
     # -- consumer groups --------------------------------------------------------------------
 
+    @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
     def update_and_create_subscription_group(
         self, ctx: RemotingContext, request: RemotingCommand
     ) -> RemotingCommand:
@@ -266,25 +203,28 @@ class AdminBrokerProcessor(BrokerProcessor):
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, "subscription group config has no groupName"
             )
-        self.controller.subscription_group_manager.update_subscription_group_config(config)
+        self.context.subscription_group_manager.update_subscription_group_config(config)
         return request.make_response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
     def get_all_subscription_group(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(
-            ResponseCode.SUCCESS, body=self.controller.subscription_group_manager.encode()
+            ResponseCode.SUCCESS, body=self.context.subscription_group_manager.encode()
         )
 
+    @handles(RequestCode.DELETE_SUBSCRIPTIONGROUP)
     def delete_subscription_group(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.controller
+        c = self.context
         c.subscription_group_manager.delete_subscription_group_config(header.group_name)
         if request.ext_fields.get("cleanOffset", "").lower() == "true":
             c.consumer_offset_manager.remove_offsets(header.group_name)
         return request.make_response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST)
     def get_consumer_connection_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
-        group = self.controller.consumer_manager.get(header.consumer_group)
+        group = self.context.consumer_manager.get(header.consumer_group)
         if group is None:
             return request.make_response(
                 ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
@@ -303,9 +243,10 @@ class AdminBrokerProcessor(BrokerProcessor):
         )
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
+    @handles(RequestCode.GET_PRODUCER_CONNECTION_LIST)
     def get_producer_connection_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
-        members = self.controller.producer_manager.groups.get(header.producer_group)
+        members = self.context.producer_manager.groups.get(header.producer_group)
         if not members:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist"
@@ -320,8 +261,9 @@ class AdminBrokerProcessor(BrokerProcessor):
         )
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
+    @handles(RequestCode.GET_CONSUME_STATS)
     def get_consume_stats(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         header = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         topics = (
             [header.topic]
@@ -350,18 +292,20 @@ class AdminBrokerProcessor(BrokerProcessor):
         body = ConsumeStats(offset_table=table, consume_tps=get_tps)
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json(fastjson_compat=True))
 
+    @handles(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO)
     def query_topic_consume_by_who(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.controller
+        c = self.context
         groups = c.consumer_manager.query_topic_consume_by_who(
             header.topic
         ) | c.consumer_offset_manager.which_groups_by_topic(header.topic)
         return request.make_response(ResponseCode.SUCCESS, body=_json.dumps({"groupList": sorted(groups)}))
 
+    @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET)
     def reset_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         """INVOKE_BROKER_TO_RESET_OFFSET: compute the offsets for a time, tell the group's clients."""
         header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.controller
+        c = self.context
         topic_config = c.topic_config_manager.select_topic_config(header.topic)
         if topic_config is None:
             return request.make_response(
@@ -380,39 +324,45 @@ class AdminBrokerProcessor(BrokerProcessor):
             c.consumer_offset_manager.commit_offset(
                 ctx.remote_addr, header.group, mq.topic, mq.queue_id, offset
             )
-        c.broker2client.reset_offset_on_clients(header, offsets)
+        group = c.consumer_manager.get(header.group)
+        if group is not None:
+            c.broker2client.reset_offset_on_clients(group, header, offsets)
         return request.make_response(
             ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=offsets).to_json(fastjson_compat=True)
         )
 
+    @handles(RequestCode.LOCK_BATCH_MQ)
     def lock_batch_mq(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         body = LockBatchRequestBody.from_json(request.body)
-        locked = self.controller.rebalance_lock_manager.try_lock_batch(
+        locked = self.context.rebalance_lock_manager.try_lock_batch(
             body.consumer_group, body.mq_set, body.client_id
         )
         return request.make_response(
             ResponseCode.SUCCESS, body=LockBatchResponseBody(lock_ok_mq_set=tuple(sorted(locked))).to_json()
         )
 
+    @handles(RequestCode.UNLOCK_BATCH_MQ)
     def unlock_batch_mq(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         body = UnlockBatchRequestBody.from_json(request.body)
-        self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        self.context.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return request.make_response(ResponseCode.SUCCESS)
 
     # -- broker -----------------------------------------------------------------------------
 
+    @handles(RequestCode.GET_BROKER_CONFIG)
     def get_broker_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         values = {**config_to_properties(c.store.config), **config_to_properties(c.config)}
         header = GetBrokerConfigResponseHeader(version=c.config_data_version.to_json().decode())
         return request.make_response(
             ResponseCode.SUCCESS, ext_fields=header.to_ext_fields(), body=format_properties(values).encode()
         )
 
-    async def update_broker_config(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.UPDATE_BROKER_CONFIG)
+    async def update_broker_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         try:
             props = parse_properties(bytes(request.body).decode("utf-8"))
-            unknown = await self.controller.update_config(props)
+            unknown = await self.context.update_config(props)
         except (UnicodeDecodeError, ValueError) as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"update broker config failed: {exc}")
         if unknown:
@@ -421,23 +371,31 @@ class AdminBrokerProcessor(BrokerProcessor):
             )
         return request.make_response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_BROKER_RUNTIME_INFO)
     def get_broker_runtime_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(
-            ResponseCode.SUCCESS, body=KVTable(table=self.controller.runtime_info()).to_json()
+            ResponseCode.SUCCESS, body=KVTable(table=self.context.runtime_info()).to_json()
         )
 
+    @handles(RequestCode.TRIGGER_DELETE_FILES, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
     def trigger_delete_files(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        deleted = self.controller.store.clean_once(manual=True)
+        deleted = self.context.store.clean_once(manual=True)
         log.info("manual clean-up deleted %d file(s)", deleted)
         return request.make_response(ResponseCode.SUCCESS)
 
     # -- forwarded to a consumer ------------------------------------------------------------
 
-    async def get_consumer_running_info(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.GET_CONSUMER_RUNNING_INFO)
+    async def get_consumer_running_info(
+        self, ctx: RemotingContext, request: RemotingCommand
+    ) -> RemotingCommand:
         header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
         return await self._call_consumer(request, header.consumer_group, header.client_id)
 
-    async def consume_message_directly(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.CONSUME_MESSAGE_DIRECTLY)
+    async def consume_message_directly(
+        self, ctx: RemotingContext, request: RemotingCommand
+    ) -> RemotingCommand:
         header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
         if not header.msg_id or not header.client_id:
             return request.make_response(ResponseCode.SYSTEM_ERROR, "msgId and clientId are required")
@@ -445,7 +403,7 @@ class AdminBrokerProcessor(BrokerProcessor):
             offset = decode_offset_msg_id(header.msg_id).commit_log_offset
         except ValueError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad msgId {header.msg_id!r}: {exc}")
-        view = self.controller.store.select_one_message_by_offset(offset)
+        view = self.context.store.select_one_message_by_offset(offset)
         if view is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"no message with msgId {header.msg_id}")
         with view:
@@ -457,7 +415,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         self, request: RemotingCommand, group: str, client_id: str, original: RemotingCommand | None = None
     ) -> RemotingCommand:
         original = original or request
-        c = self.controller
+        c = self.context
         group_info = c.consumer_manager.get(group)
         info = group_info.find_channel(client_id) if group_info is not None else None
         if info is None:
@@ -467,7 +425,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         forwarded = RemotingCommand.request(request.code, dict(request.ext_fields), request.body)
         began = time.monotonic()
         try:
-            answer = await c.server.invoke(info.channel, forwarded, 5000)  # type: ignore[arg-type]
+            answer = await c.broker2client.call_client(info.channel, forwarded, 5000)
         except RemotingError as exc:
             return original.make_response(
                 ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> failed: {exc}"

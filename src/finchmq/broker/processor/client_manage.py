@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
 
 from finchmq.broker.client_manager import ClientChannelInfo
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -13,7 +12,7 @@ from finchmq.protocol.headers import UnregisterClientRequestHeader
 from finchmq.protocol.topics import retry_topic
 from finchmq.remoting import RemotingContext
 
-from ._base import BrokerProcessor, now_ms
+from ._base import BrokerProcessor, handles, now_ms
 
 __all__ = ["ClientManageProcessor"]
 
@@ -30,23 +29,11 @@ def _normalised(sub: SubscriptionData) -> SubscriptionData:
 
 
 class ClientManageProcessor(BrokerProcessor):
-    codes: ClassVar[tuple[int, ...]] = (
-        RequestCode.HEART_BEAT,
-        RequestCode.UNREGISTER_CLIENT,
-        RequestCode.CHECK_CLIENT_CONFIG,
-    )
+    executor = "client-manage"
 
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.HEART_BEAT:
-            return await self.heart_beat(ctx, request)
-        if request.code == RequestCode.UNREGISTER_CLIENT:
-            return self.unregister_client(ctx, request)
-        if request.code == RequestCode.CHECK_CLIENT_CONFIG:
-            return request.make_response(ResponseCode.SUCCESS)
-        return self.not_supported(request)
-
+    @handles(RequestCode.HEART_BEAT, executor="heartbeat")
     async def heart_beat(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         data = HeartbeatData.from_json(request.body)
         info = ClientChannelInfo(
             channel=ctx.connection,
@@ -88,8 +75,9 @@ class ClientManageProcessor(BrokerProcessor):
         await c.wait_registered()  # a retry topic created here is routable once answered
         return request.make_response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.UNREGISTER_CLIENT)
     def unregister_client(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
         if header.producer_group:
             c.producer_manager.unregister_producer(header.producer_group, ctx.connection)
@@ -101,4 +89,8 @@ class ClientManageProcessor(BrokerProcessor):
                 ctx.connection,
                 notify=notify and c.config.notify_consumer_ids_changed_enable,
             )
+        return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.CHECK_CLIENT_CONFIG)
+    def check_client_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(ResponseCode.SUCCESS)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import ConsumerListByGroupResponseBody
 from finchmq.protocol.headers import (
@@ -15,30 +13,18 @@ from finchmq.protocol.headers import (
 )
 from finchmq.remoting import RemotingContext
 
-from ._base import BrokerProcessor
+from ._base import BrokerProcessor, handles
 
 __all__ = ["ConsumerManageProcessor"]
 
 
 class ConsumerManageProcessor(BrokerProcessor):
-    codes: ClassVar[tuple[int, ...]] = (
-        RequestCode.GET_CONSUMER_LIST_BY_GROUP,
-        RequestCode.UPDATE_CONSUMER_OFFSET,
-        RequestCode.QUERY_CONSUMER_OFFSET,
-    )
+    executor = "consumer-manage"
 
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-            return self.get_consumer_list_by_group(request)
-        if request.code == RequestCode.UPDATE_CONSUMER_OFFSET:
-            return self.update_consumer_offset(ctx, request)
-        if request.code == RequestCode.QUERY_CONSUMER_OFFSET:
-            return self.query_consumer_offset(request)
-        return self.not_supported(request)
-
-    def get_consumer_list_by_group(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP)
+    def get_consumer_list_by_group(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
-        group_info = self.controller.consumer_manager.get(header.consumer_group)
+        group_info = self.context.consumer_manager.get(header.consumer_group)
         client_ids = group_info.client_ids() if group_info is not None else []
         if not client_ids:
             return request.make_response(
@@ -49,16 +35,18 @@ class ConsumerManageProcessor(BrokerProcessor):
             body=ConsumerListByGroupResponseBody(consumer_id_list=tuple(client_ids)).to_json(),
         )
 
+    @handles(RequestCode.UPDATE_CONSUMER_OFFSET)
     def update_consumer_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        self.controller.consumer_offset_manager.commit_offset(
+        self.context.consumer_offset_manager.commit_offset(
             ctx.remote_addr, header.consumer_group, header.topic, header.queue_id, header.commit_offset
         )
         return request.make_response(ResponseCode.SUCCESS)
 
-    def query_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.QUERY_CONSUMER_OFFSET)
+    def query_consumer_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        c = self.controller
+        c = self.context
         offset = c.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)
         if offset >= 0:
             return request.make_response(

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import ClassVar
 
+from finchmq.broker.context import BrokerContext
 from finchmq.broker.filter import filter_for_subscription
-from finchmq.broker.long_polling import PullRequest
+from finchmq.broker.long_polling import PullRequest, PullRequestHoldService
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import MessageModel, PermName, SubscriptionData
 from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
-from finchmq.remoting import QueuedRequest, RemotingContext
+from finchmq.remoting import QueuedRequest, RemotingContext, RequestExecutor
 from finchmq.store import GetMessageStatus
 
-from ._base import BrokerProcessor, now_ms
+from ._base import BrokerProcessor, handles, now_ms
 
 __all__ = ["PullMessageProcessor"]
 
@@ -42,14 +42,22 @@ _STATUS_TO_CODE = {
 
 
 class PullMessageProcessor(BrokerProcessor):
-    codes: ClassVar[tuple[int, ...]] = (RequestCode.PULL_MESSAGE,)
+    executor = "pull"
 
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+    def __init__(
+        self, context: BrokerContext, hold_service: PullRequestHoldService, pull_executor: RequestExecutor
+    ) -> None:
+        super().__init__(context)
+        self.hold_service = hold_service
+        self.pull_executor = pull_executor
+
+    @handles(RequestCode.PULL_MESSAGE)
+    def pull_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         return self.process(ctx, request, broker_allow_suspend=True)
 
     def execute_request_when_wakeup(self, ctx: RemotingContext, request: RemotingCommand) -> None:
         """Re-run a held pull through the pull executor, suspension disallowed (seed 003)."""
-        executor = self.controller.pull_executor
+        executor = self.pull_executor
         item = QueuedRequest(ctx, request, _Wakeup(self), time.monotonic())
         if not executor.submit(item) and not request.is_oneway:
             ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy"))
@@ -57,7 +65,7 @@ class PullMessageProcessor(BrokerProcessor):
     def process(
         self, ctx: RemotingContext, request: RemotingCommand, *, broker_allow_suspend: bool
     ) -> RemotingCommand | None:
-        c = self.controller
+        c = self.context
         header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
         response_header = PullMessageResponseHeader(
             suggest_which_broker_id=MASTER_ID, next_begin_offset=0, min_offset=0, max_offset=0
@@ -179,7 +187,7 @@ class PullMessageProcessor(BrokerProcessor):
                 polling = (
                     suspend_timeout if c.config.long_polling_enable else c.config.short_polling_time_mills
                 )
-                c.pull_hold_service.suspend_pull_request(
+                self.hold_service.suspend_pull_request(
                     header.topic,
                     header.queue_id,
                     PullRequest(

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import (
     QueryMessageRequestHeader,
@@ -13,27 +11,18 @@ from finchmq.protocol.headers import (
 )
 from finchmq.remoting import RemotingContext
 
-from ._base import BrokerProcessor
+from ._base import BrokerProcessor, handles
 
 __all__ = ["QueryMessageProcessor"]
 
 
 class QueryMessageProcessor(BrokerProcessor):
-    codes: ClassVar[tuple[int, ...]] = (
-        RequestCode.QUERY_MESSAGE,
-        RequestCode.VIEW_MESSAGE_BY_ID,
-    )
+    executor = "query"
 
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.QUERY_MESSAGE:
-            return self.query_message(request)
-        if request.code == RequestCode.VIEW_MESSAGE_BY_ID:
-            return self.view_message_by_id(request)
-        return self.not_supported(request)
-
-    def query_message(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.QUERY_MESSAGE)
+    def query_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
-        store = self.controller.store
+        store = self.context.store
         # Java: "_UNIQUE_KEY_QUERY" asks for one message only.
         max_num = 1 if request.ext_fields.get("_UNIQUE_KEY_QUERY") == "true" else header.max_num
         with store.query_message(
@@ -51,9 +40,10 @@ class QueryMessageProcessor(BrokerProcessor):
                 )
             return request.make_response(ResponseCode.SUCCESS, None, response_header, result.body())
 
-    def view_message_by_id(self, request: RemotingCommand) -> RemotingCommand:
+    @handles(RequestCode.VIEW_MESSAGE_BY_ID)
+    def view_message_by_id(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
-        view = self.controller.store.select_one_message_by_offset(header.offset)
+        view = self.context.store.select_one_message_by_offset(header.offset)
         if view is None:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {header.offset}"

@@ -21,8 +21,9 @@ import random
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
+from finchmq.broker.context import BrokerContext
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicFilterType
 from finchmq.protocol.codes import MQVersion
@@ -55,10 +56,7 @@ from finchmq.store import (
     stored_properties_string,
 )
 
-from ._base import BrokerProcessor
-
-if TYPE_CHECKING:
-    from finchmq.broker.controller import BrokerController
+from ._base import BrokerProcessor, handles
 
 __all__ = ["SendMessageProcessor", "put_status_response"]
 
@@ -106,33 +104,27 @@ def put_status_response(
 
 
 class SendMessageProcessor(BrokerProcessor):
-    codes: ClassVar[tuple[int, ...]] = (
-        RequestCode.SEND_MESSAGE,
-        RequestCode.SEND_MESSAGE_V2,
-        RequestCode.SEND_BATCH_MESSAGE,
-        RequestCode.CONSUMER_SEND_MSG_BACK,
-    )
+    executor = "send"
 
-    def __init__(self, controller: BrokerController) -> None:
-        super().__init__(controller)
+    def __init__(self, context: BrokerContext) -> None:
+        super().__init__(context)
         # topic -> ((topic configs' data version, broker permission), write queues, valid queue ids)
         self._checked_topics: dict[str, tuple[tuple[object, int], int, int]] = {}
         self._born_hosts: dict[str, bytes] = {}
 
     def reject_request(self) -> bool:
-        store = self.controller.store
+        store = self.context.store
         return bool(store.is_os_page_cache_busy() or store.is_transient_store_pool_deficient())
 
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
-            return await self.consumer_send_msg_back(ctx, request)
+    @handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+    async def send(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.SEND_MESSAGE:
             header: SendMessageRequestHeader | SendMessageRequestHeaderV2 = (
                 SendMessageRequestHeader.from_ext_fields(request.ext_fields)
             )
         else:
             header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
-        c = self.controller
+        c = self.context
         start = c.config.start_accept_send_request_time_stamp
         if start and int(time.time() * 1000) < start:
             return request.make_response(
@@ -151,7 +143,7 @@ class SendMessageProcessor(BrokerProcessor):
         header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
     ) -> tuple[RemotingCommand | None, int]:
         """Java ``msgCheck``: an error response, or None and the topic's queue count."""
-        c = self.controller
+        c = self.context
         topic = header.topic
         # Fast path: a topic already checked under the current topic configs and permission.
         checked = self._checked_topics.get(topic)
@@ -209,7 +201,7 @@ class SendMessageProcessor(BrokerProcessor):
         request: RemotingCommand,
         header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
     ) -> RemotingCommand | None:
-        c = self.controller
+        c = self.context
         error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:
             return error
@@ -290,7 +282,7 @@ class SendMessageProcessor(BrokerProcessor):
     ) -> RemotingCommand | None:
         """Append through the writer thread; answer now, or when a SYNC_FLUSH completes (the
         executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
-        store_future = await self.controller.put_service.append(put, message)
+        store_future = await self.context.put_service.append(put, message)
         if isinstance(store_future, PutMessageResult):
             return respond(store_future)
         loop = asyncio.get_running_loop()
@@ -327,7 +319,7 @@ class SendMessageProcessor(BrokerProcessor):
         size: int,
         count: int = 1,
     ) -> RemotingCommand:
-        c = self.controller
+        c = self.context
         code, remark = put_status_response(
             result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
         )
@@ -365,7 +357,7 @@ class SendMessageProcessor(BrokerProcessor):
         request: RemotingCommand,
         header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
     ) -> RemotingCommand | None:
-        c = self.controller
+        c = self.context
         error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:
             return error
@@ -412,9 +404,10 @@ class SendMessageProcessor(BrokerProcessor):
 
     # -- consumer send back -----------------------------------------------------------------
 
+    @handles(RequestCode.CONSUMER_SEND_MSG_BACK)
     async def consumer_send_msg_back(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         """A consumer gives a message back (spec §3.2.7 / §4.10): retry later, or dead letter."""
-        c = self.controller
+        c = self.context
         header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
         group_config = c.subscription_group_manager.find_subscription_group_config(header.group)
         if group_config is None:

@@ -1,0 +1,122 @@
+"""``BrokerContext``: the part of a broker that its request processors may use.
+
+Processors see the store, the managers, the put service, statistics, flow-control counters, a few
+facts that change at run time (address, permission, configuration) and the callables that reach
+the name servers and the clients. They never see the ``BrokerController``: a processor can be
+built on a store in a temporary directory and called without a socket (see
+``tests/broker/test_processors.py``). ``build_broker_context`` is the one place that wires the
+parts; the controller and the unit tests both use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from finchmq.protocol.bodies import DataVersion
+from finchmq.protocol.message import pack_host
+from finchmq.store import DefaultMessageStore, MessageStoreConfig
+
+from .broker2client import Broker2Client
+from .client_manager import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .flow_control import FlowControlCounters
+from .offset import ConsumerOffsetManager
+from .put_service import StorePutService
+from .rebalance_lock import RebalanceLockManager
+from .schedule import ScheduleMessageService
+from .stats import BrokerStats
+from .subscription_group import SubscriptionGroupManager
+from .topic_config import TopicConfigManager
+
+__all__ = ["BrokerContext", "build_broker_context"]
+
+Spawn = Callable[[Coroutine[Any, Any, Any], str], object]
+
+
+async def _nothing_to_wait_for() -> None:
+    return None
+
+
+async def _no_config_updates(properties: Mapping[str, str]) -> dict[str, str]:
+    raise ValueError("this broker does not accept configuration updates")
+
+
+@dataclass(slots=True, eq=False)
+class BrokerContext:
+    """What processors use of a broker. Fields that change at run time (``config``,
+    ``broker_permission``, ``broker_addr``, ``store_host``, ``config_data_version``) live here
+    only; the controller reads and writes them through this object."""
+
+    config: BrokerConfig
+    store: DefaultMessageStore
+    topic_config_manager: TopicConfigManager
+    subscription_group_manager: SubscriptionGroupManager
+    consumer_offset_manager: ConsumerOffsetManager
+    consumer_manager: ConsumerManager
+    producer_manager: ProducerManager
+    rebalance_lock_manager: RebalanceLockManager
+    stats: BrokerStats
+    flow_control: FlowControlCounters
+    put_service: StorePutService
+    broker2client: Broker2Client
+    schedule_message_service: ScheduleMessageService
+    broker_permission: int
+    broker_addr: str
+    store_host: bytes
+    config_data_version: DataVersion = field(default_factory=DataVersion)
+    # Registration with the name servers and run-time configuration: the controller's, or inert.
+    wait_registered: Callable[[], Awaitable[None]] = _nothing_to_wait_for
+    update_config: Callable[[Mapping[str, str]], Awaitable[dict[str, str]]] = _no_config_updates
+    runtime_info: Callable[[], dict[str, str]] = dict
+
+
+def build_broker_context(
+    config: BrokerConfig,
+    store_config: MessageStoreConfig,
+    broker2client: Broker2Client,
+    *,
+    on_topics_changed: Callable[[], None] | None = None,
+) -> BrokerContext:
+    """Create a broker's store and managers (nothing is loaded or started) around ``broker2client``.
+
+    ``on_topics_changed`` runs when the topic table changes (the controller re-registers).
+    """
+    config_dir = store_config.store_path_root_dir / "config"
+    consumer_manager = ConsumerManager(on_consumer_ids_changed=broker2client.notify_consumer_ids_changed)
+    store = DefaultMessageStore(store_config)
+    stats = BrokerStats()
+    put_service = StorePutService(
+        threads=config.send_message_thread_pool_nums,
+        off_loop_threshold_ms=lambda: context.config.put_off_loop_threshold_ms,
+        force_thread=lambda: store.config.inject_put_delay_millis > 0,
+    )
+    schedule = ScheduleMessageService(
+        config_dir / "delayOffset.json",
+        store=store,
+        put_service=put_service,
+        stats=stats,
+        store_host=lambda: context.store_host,
+    )
+    context = BrokerContext(
+        config=config,
+        store=store,
+        topic_config_manager=TopicConfigManager(
+            config_dir / "topics.json", config, on_change=on_topics_changed
+        ),
+        subscription_group_manager=SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config),
+        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
+        consumer_manager=consumer_manager,
+        producer_manager=ProducerManager(),
+        rebalance_lock_manager=RebalanceLockManager(config.rebalance_lock_max_live_time),
+        stats=stats,
+        flow_control=FlowControlCounters(),
+        put_service=put_service,
+        broker2client=broker2client,
+        schedule_message_service=schedule,
+        broker_permission=config.broker_permission,
+        broker_addr=config.broker_addr,
+        store_host=pack_host(config.broker_ip1, config.listen_port),
+    )
+    return context

@@ -71,6 +71,20 @@ class BrokerContext:
     update_config: Callable[[Mapping[str, str]], Awaitable[dict[str, str]]] = _no_config_updates
     runtime_info: Callable[[], dict[str, str]] = dict
 
+    @property
+    def metadata_unwritten(self) -> bool:
+        """True while a topic or subscription-group change is not yet on disk."""
+        return (
+            self.topic_config_manager.has_unwritten_changes
+            or self.subscription_group_manager.has_unwritten_changes
+        )
+
+    async def flush_metadata(self) -> None:
+        """Return once every topic and subscription-group change made so far is on disk (fsync'd):
+        a request that created state is answered only then, as Java persists before answering."""
+        await self.topic_config_manager.flush_changes()
+        await self.subscription_group_manager.flush_changes()
+
 
 def build_broker_context(
     config: BrokerConfig,

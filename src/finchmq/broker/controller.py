@@ -273,6 +273,11 @@ class BrokerController(AsyncService):
         self.consumer_offset_manager.load()
         self.schedule_message_service.load()
         self.store.load()
+        self.topic_config_manager.rebuild_from_consume_queues(self.store.config.consume_queue_dir)
+        managers = (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager)
+        for manager in managers:
+            if manager.has_unwritten_changes:  # rebuilt topics, or defaults after a corrupt file
+                manager.persist_blocking()
         for problem in self.store.recovery_report:
             log.warning("store recovery: %s", problem)
         self.schedule_message_service.note_recovered_queues()

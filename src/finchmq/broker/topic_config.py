@@ -168,6 +168,34 @@ class TopicConfigManager(JsonConfigManager):
         self.update_topic_config(created)
         return created
 
+    def rebuild_from_consume_queues(self, consume_queue_dir: Path) -> list[str]:
+        """Add a config for every ``consumequeue/<topic>`` without one (queues = highest queue id
+        + 1, perm RW), so that messages whose topic config was lost stay reachable. Blocking."""
+        rebuilt: list[str] = []
+        try:
+            topic_dirs = sorted(p for p in consume_queue_dir.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return rebuilt
+        for topic_dir in topic_dirs:
+            topic = topic_dir.name
+            queue_ids = [int(q.name) for q in topic_dir.iterdir() if q.is_dir() and q.name.isdigit()]
+            if topic in self.topic_config_table or not queue_ids:
+                continue
+            queues = max(queue_ids) + 1
+            self.topic_config_table[topic] = TopicConfig(
+                topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=_RW
+            )
+            log.warning(
+                "topic %s had messages but no config (lost in a crash?): rebuilt with %d queue(s), perm RW",
+                topic,
+                queues,
+            )
+            rebuilt.append(topic)
+        if rebuilt:  # at start-up, before the first registration: no re-registration needed
+            self.data_version = self.data_version.next_version()
+            self.mark_dirty()
+        return rebuilt
+
     def topic_names(self) -> list[str]:
         return list(self.topic_config_table)
 

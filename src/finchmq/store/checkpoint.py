@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import time
 from pathlib import Path
 from typing import Final
 
@@ -40,13 +41,19 @@ class StoreCheckpoint:
         self.index_msg_timestamp = 0
         self.clean_commit_log_max_offset: int | None = None
         self.clean_dispatched_offset: int | None = None
+        self.unreadable = False  # True when the file held impossible timestamps (torn/corrupt)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         data = os.pread(self._fd, OS_PAGE_SIZE, 0)
         if len(data) >= _JAVA.size:
-            self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = (
-                _JAVA.unpack_from(data)
-            )
+            stamps = _JAVA.unpack_from(data)
+            # A torn or corrupted file must not steer recovery past unflushed data: a timestamp
+            # that cannot be real makes recovery start from the first file (slow, but complete).
+            latest_real = (time.time() + 86_400) * 1000
+            if all(0 <= stamp <= latest_real for stamp in stamps):
+                self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = stamps
+            else:
+                self.unreadable = True
         if len(data) >= _JAVA.size + _CLEAN.size:
             magic, max_offset, dispatched = _CLEAN.unpack_from(data, _JAVA.size)
             if magic == _CLEAN_MAGIC and max_offset >= 0 and dispatched >= 0:

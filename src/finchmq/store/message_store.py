@@ -170,6 +170,9 @@ class DefaultMessageStore:
             report = self.commit_log.mapped_file_queue.load()
             report += self._load_consume_queues()
             self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+            if self.checkpoint.unreadable:
+                log.warning("checkpoint %s is unreadable (torn?): full recovery", cfg.checkpoint_path)
+                last_exit_ok = False
             if self.index_service is not None:
                 self.index_service.load()
             report += self._recover(last_exit_ok)

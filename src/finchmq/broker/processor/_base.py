@@ -82,10 +82,9 @@ class BrokerProcessor:
         if bound is None:
             return self.not_supported(request)
         handler, is_async = bound
-        if is_async:
-            result: RemotingCommand | None = await handler(ctx, request)
-            return result
-        answer: RemotingCommand | None = handler(ctx, request)
+        answer: RemotingCommand | None = await handler(ctx, request) if is_async else handler(ctx, request)
+        if self.context.metadata_unwritten:  # this request created a topic or a group: on disk first
+            await self.context.flush_metadata()
         return answer
 
     def reject_request(self) -> bool:

@@ -72,7 +72,8 @@ class ClientManageProcessor(BrokerProcessor):
                 )
         for producer in data.producer_data_set:
             c.producer_manager.register_producer(producer.group_name, info)
-        await c.wait_registered()  # a retry topic created here is routable once answered
+        await c.flush_metadata()  # a group or retry topic created here is on disk once answered
+        await c.wait_registered()  # and routable
         return request.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.UNREGISTER_CLIENT)

@@ -176,6 +176,7 @@ class SendMessageProcessor(BrokerProcessor):
                 return request.make_response(
                     ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
                 ), 0
+            await c.flush_metadata()
             await c.wait_registered()
         if not PermName.is_writeable(topic_config.perm):
             return request.make_response(
@@ -282,6 +283,8 @@ class SendMessageProcessor(BrokerProcessor):
     ) -> RemotingCommand | None:
         """Append through the writer thread; answer now, or when a SYNC_FLUSH completes (the
         executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
+        if self.context.metadata_unwritten:  # a retry group or DLQ topic made for this message
+            await self.context.flush_metadata()
         store_future = await self.context.put_service.append(put, message)
         if isinstance(store_future, PutMessageResult):
             return respond(store_future)

@@ -13,8 +13,9 @@ import pytest
 
 from finchmq.protocol import RemotingCodec, RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import KVTable
-from finchmq.protocol.headers import PullMessageRequestHeader
+from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.message import decode_offset_msg_id, decode_stored_all
+from finchmq.remoting import RemotingClient
 
 from .conftest import Broker
 
@@ -228,3 +229,35 @@ async def test_a_refused_sender_is_paused_and_the_pause_is_configurable(broker: 
     await asyncio.sleep(0.05)
     assert executor.paused_connections == 0
     assert kinds(list(await asyncio.gather(*sends)))[OVERLOAD] >= 10
+
+
+@pytest.mark.broker_conf({"injectPutDelayMillis": "40", "waitTimeMillsInSendQueue": "120"})
+async def test_fast_failure_outlives_a_client_that_left_while_its_sends_waited(broker: Broker) -> None:
+    """Answering a queued send whose client has gone must not stop fast failure."""
+    header = SendMessageRequestHeaderV2(
+        producer_group="pg", topic="T_left", default_topic="TBW102", default_topic_queue_nums=4, queue_id=0,
+        sys_flag=0, born_timestamp=0, flag=0, properties=None,
+    ).to_ext_fields()  # fmt: skip
+    leaving = RemotingClient()
+    pending = [
+        asyncio.ensure_future(
+            leaving.invoke(
+                broker.addr,
+                RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header, b"T_left-x%d" % i),
+                10_000,
+            )
+        )
+        for i in range(60)
+    ]
+    await asyncio.sleep(0.1)
+    await leaving.close()  # the client is gone; its sends still wait in the broker's queue
+    await asyncio.gather(*pending, return_exceptions=True)
+    cleaned = 0
+    for _ in range(600):  # its old sends are cleaned (answered to nobody)
+        cleaned = int((await runtime_counters(broker)).get("flowControl.TIMEOUT_CLEAN_QUEUE:send", "0"))
+        if cleaned:
+            break
+        await asyncio.sleep(0.05)
+    assert cleaned > 0
+    responses, _ = await flood(broker, "T_left", 120)  # fast failure still answers waiting sends
+    assert kinds(responses)["TIMEOUT_CLEAN_QUEUE"] > 0, kinds(responses)

@@ -11,17 +11,17 @@ shut the store down (flush), persist every state file.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
 from finchmq.protocol.message import pack_host
 from finchmq.remoting import (
@@ -198,8 +198,8 @@ class BrokerController(AsyncService):
             ],
         )
 
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._periodic: list[asyncio.Task[None]] = []
+        self._tasks = BackgroundTasks("broker")  # one-off work (registrations, notifications)
+        self._periodic = BackgroundTasks("broker-periodic")  # stopped first at close
         self._register_pending = False
         self._register_task: asyncio.Task[Any] | None = None
         self._started = False
@@ -250,13 +250,18 @@ class BrokerController(AsyncService):
         self.pull_hold_service.start()
         self.schedule_message_service.start()
         self.fast_failure.start()
-        self._every(self.config.register_period_ms / 1000, self.register_broker_all, "register")
-        self._every(
-            self.config.flush_consumer_offset_interval / 1000, self.consumer_offset_manager.persist, "offsets"
+        every = self._periodic.every
+        every(
+            lambda: self.config.register_period_ms,
+            self.register_broker_all,
+            "register",
+            self.config.register_period_ms,
         )
-        self._every(1.0, self._persist_dirty_state, "persist")
-        self._every(_CLIENT_SCAN_INTERVAL, self._scan_clients, "client-scan")
-        self._every(1.0, self._sample_stats, "stats")
+        interval = self.config.flush_consumer_offset_interval
+        every(interval, self.consumer_offset_manager.persist, "offsets", interval)
+        every(1000, self._persist_dirty_state, "persist", 1000)
+        every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
+        every(1000, self._sample_stats, "stats", 1000)
         await self.register_broker_all()
         log.info(
             "broker %s (%s) started at %s in %.0f ms, name servers %s",
@@ -287,12 +292,7 @@ class BrokerController(AsyncService):
         if self._closed:
             return
         self._closed = True
-        for task in self._periodic:
-            task.cancel()
-        for task in self._periodic:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._periodic.clear()
+        await self._periodic.close()
         if self._started and self.config.namesrv_addrs:
             await self.outer_api.unregister_broker_all(
                 self.config.namesrv_addrs,
@@ -305,11 +305,7 @@ class BrokerController(AsyncService):
         await self.pull_hold_service.close()
         await self.schedule_message_service.close()
         await self.fast_failure.close()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.close()
         await asyncio.to_thread(self._shutdown_blocking)
         await self.namesrv_client.close()
         log.info("broker %s stopped", self.config.broker_name)
@@ -328,34 +324,13 @@ class BrokerController(AsyncService):
 
     # -- background work --------------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        """Run a fire-and-forget coroutine that ``close()`` will cancel; failures are logged."""
-        task = asyncio.get_running_loop().create_task(coro, name=f"finchmq-{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
-
-    def _every(
-        self, seconds: float, action: Callable[[], Coroutine[Any, Any, Any] | None], name: str
-    ) -> None:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(seconds)
-                try:
-                    result = action()
-                    if asyncio.iscoroutine(result):
-                        await result
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("periodic task %s failed", name)
-
-        self._periodic.append(asyncio.get_running_loop().create_task(loop(), name=f"finchmq-broker-{name}"))
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any] | None:
+        """Run a fire-and-forget coroutine that ``close()`` will cancel; failures are logged.
+        Once the broker is closing, the coroutine is dropped (None)."""
+        if self._tasks.closed:
+            coro.close()
+            return None
+        return self._tasks.spawn(coro, name)
 
     async def _persist_dirty_state(self) -> None:
         await self.topic_config_manager.persist_if_dirty()

@@ -10,13 +10,12 @@ logs them at most once every 5 s per kind, so an operator can see which mechanis
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import ResponseCode
 from finchmq.remoting import RequestExecutor
 
@@ -81,24 +80,18 @@ class BrokerFastFailure:
         self.enabled = enabled
         self.send_executor = send_executor
         self.watched = [_WatchedQueue(name, executor, wait) for name, executor, wait in watched]
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks("fast-failure")
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="finchmq-fast-failure")
+        # Java: every 10 ms after 1 s; a failing pass is logged and the next one runs anyway.
+        self._tasks.every(10, self._tick, "clean-expired", initial_delay_ms=1000)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._tasks.close()
 
-    async def _run(self) -> None:
-        await asyncio.sleep(1.0)
-        while True:
-            if self.enabled():
-                self.clean_expired_requests()
-            await asyncio.sleep(0.01)
+    def _tick(self) -> None:
+        if self.enabled():
+            self.clean_expired_requests()
 
     def clean_expired_requests(self) -> None:
         now = time.monotonic()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import RemotingCommand
 from finchmq.remoting import RemotingConnection, RemotingContext
 
@@ -70,7 +71,7 @@ class PullRequestHoldService:
         self.short_polling_time_mills = short_polling_time_mills
         self._table: dict[tuple[str, int], list[PullRequest]] = {}  # by (topic, queueId)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks("pull-hold")
         # arrivals reported from the store's thread, drained on the loop
         self._arrivals: dict[tuple[str, int], tuple[int, set[int] | None]] = {}
         self._arrivals_lock = threading.Lock()
@@ -82,14 +83,10 @@ class PullRequestHoldService:
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = self._loop.create_task(self._run(), name="finchmq-pull-hold")
+        self._tasks.spawn(self._run(), "check")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._tasks.close()
         self._table.clear()
 
     def suspend_pull_request(self, topic: str, queue_id: int, pull_request: PullRequest) -> None:

@@ -19,12 +19,12 @@ at-least-once behaviour.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import _json
 from finchmq.protocol.message import (
     MessageConst,
@@ -85,7 +85,7 @@ class ScheduleMessageService:
         self.store_host = store_host  # the broker's address is known once it listens
         self.offsets = _DelayOffsets(path)
         self.delay_levels_ms: tuple[int, ...] = store.config.delay_levels_ms
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = BackgroundTasks("delay")
         self._replay_below: dict[int, int] = {}  # level -> queue end at start: maybe delivered already
 
     @property
@@ -126,19 +126,11 @@ class ScheduleMessageService:
         return SCHEDULE_TOPIC, level - 1
 
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
         for level in range(1, self.max_delay_level + 1):
-            self._tasks.append(
-                loop.create_task(self._deliver_level(level), name=f"finchmq-delay-level-{level}")
-            )
+            self._tasks.spawn(self._deliver_level(level), f"level-{level}")
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
+        await self._tasks.close()
 
     def offset_table(self) -> dict[int, int]:
         return dict(self.offsets.table)

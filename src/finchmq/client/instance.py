@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeVar
 
 from finchmq import __version__
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import (
     MASTER_ID,
     ConsumeFromWhere,
@@ -62,7 +63,6 @@ from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
 from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingContext, RequestExecutor
 
-from ._tasks import BackgroundTasks
 from .api import MAX_DECOMPRESSED_BODY, MQClientAPI
 from .config import ClientConfig, ProducerConfig
 from .errors import ClientStateError, MQClientError, NoRouteError

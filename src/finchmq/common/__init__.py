@@ -2,7 +2,7 @@
 
 Imports: the standard library only. Owns: atomic config files, Java ``.properties`` text, and
 turning RocketMQ's camelCase settings into finchmq's config dataclasses, and the start/close
-contract of every service (``lifecycle``). No network.
+contract of every service (``lifecycle``), supervised background tasks (``tasks``). No network.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 from .files import read_config_file, write_atomically
 from .properties import format_properties, parse_properties
 from .settings import SettingsError, config_from_properties, config_to_properties
+from .tasks import BackgroundTasks
 
 __all__ = [
+    "BackgroundTasks",
     "SettingsError",
     "config_from_properties",
     "config_to_properties",

@@ -8,12 +8,11 @@ its connection closes, goes idle, or it has not registered for ``broker_channel_
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.remoting import (
     ChannelGoneListener,
     CloseReason,
@@ -55,7 +54,7 @@ class NamesrvController(AsyncService):
             self.processor,
             RequestExecutor("namesrv", workers=self.config.server_worker_threads, capacity=10_000),
         )
-        self._scan_task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks("namesrv")
 
     @property
     def port(self) -> int:
@@ -69,21 +68,21 @@ class NamesrvController(AsyncService):
     async def start(self) -> None:
         self.kv.load()
         await self.server.start()
-        self._scan_task = asyncio.get_running_loop().create_task(
-            self._scan_loop(), name="finchmq-namesrv-scan"
+        self._tasks.every(
+            self.config.scan_not_active_broker_interval,
+            self._scan,
+            "scan",
+            self.config.scan_not_active_broker_interval,
         )
         log.info("name server started on %s", self.address)
 
-    async def _scan_loop(self) -> None:
-        interval = self.config.scan_not_active_broker_interval / 1000
-        while True:
-            await asyncio.sleep(interval)
-            for addr, channel in self.routes.scan_not_active_broker(
-                int(time.time() * 1000), self.config.broker_channel_expired_time
-            ):
-                if isinstance(channel, RemotingConnection):
-                    channel.close(CloseReason.IDLE)
-                log.info("scan removed inactive broker %s", addr)
+    def _scan(self) -> None:
+        for addr, channel in self.routes.scan_not_active_broker(
+            int(time.time() * 1000), self.config.broker_channel_expired_time
+        ):
+            if isinstance(channel, RemotingConnection):
+                channel.close(CloseReason.IDLE)
+            log.info("scan removed inactive broker %s", addr)
 
     def _broker_channel_gone(self, conn: RemotingConnection) -> None:
         addr = self.routes.on_channel_destroy(conn)
@@ -91,9 +90,5 @@ class NamesrvController(AsyncService):
             log.info("broker %s removed: its connection %s closed", addr, conn.remote_addr)
 
     async def close(self) -> None:
-        if self._scan_task is not None:
-            self._scan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scan_task
-            self._scan_task = None
+        await self._tasks.close()
         await self.server.close()

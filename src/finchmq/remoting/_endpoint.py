@@ -3,13 +3,13 @@ the channel event listener, and the scan that closes idle connections."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.tasks import BackgroundTasks
 
-from ._idle import close_idle_connections
+from ._idle import close_idle_connections, idle_scan_interval_ms
 from .connection import ChannelEventListener, RemotingConnection
 from .processor import RequestDispatcher, RequestExecutor, RequestProcessor
 
@@ -23,7 +23,7 @@ class RemotingEndpoint(AsyncService):
         self.dispatcher = RequestDispatcher()
         self.name = name
         self._listener = listener
-        self._idle_task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks(name)
         self._closed = False
 
     def register_processor(
@@ -37,9 +37,11 @@ class RemotingEndpoint(AsyncService):
     ) -> None:
         """Close connections idle for ``max_idle_seconds`` (never when it is 0)."""
         if max_idle_seconds > 0:
-            self._idle_task = asyncio.get_running_loop().create_task(
-                close_idle_connections(connections, max_idle_seconds, self._on_idle),
-                name=f"finchmq-{self.name}-idle",
+            self._tasks.every(
+                idle_scan_interval_ms(max_idle_seconds),
+                lambda: close_idle_connections(connections(), max_idle_seconds, self._on_idle),
+                "idle",
+                idle_scan_interval_ms(max_idle_seconds),
             )
 
     def _on_idle(self, conn: RemotingConnection) -> None:

@@ -4,7 +4,6 @@ them at shutdown."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -30,26 +29,20 @@ async def close_all(connections: Iterable[RemotingConnection]) -> None:
             conn.abort()
 
 
-async def stop_task(task: asyncio.Task[None] | None) -> None:
-    """Cancel a background task and wait for it to end."""
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def idle_scan_interval_ms(max_idle_seconds: float) -> float:
+    """How often to look for idle connections: a quarter of the limit, within 20 ms..10 s."""
+    return min(max(max_idle_seconds / 4, 0.02), 10.0) * 1000
 
 
-async def close_idle_connections(
-    connections: Callable[[], Iterable[RemotingConnection]],
+def close_idle_connections(
+    connections: Iterable[RemotingConnection],
     max_idle_seconds: float,
     on_idle: Callable[[RemotingConnection], None],
 ) -> None:
-    """Forever: close connections with no traffic for ``max_idle_seconds``."""
-    interval = min(max(max_idle_seconds / 4, 0.02), 10.0)
-    while True:
-        await asyncio.sleep(interval)
-        deadline = time.monotonic() - max_idle_seconds
-        for conn in list(connections()):
-            if conn.is_open and conn.last_activity < deadline and conn.pending_count == 0:
-                log.info("closing idle connection %s (idle > %ss)", conn.remote_addr, max_idle_seconds)
-                on_idle(conn)
-                conn.close(CloseReason.IDLE)
+    """Close the connections with no traffic (and no call pending) for ``max_idle_seconds``."""
+    deadline = time.monotonic() - max_idle_seconds
+    for conn in list(connections):
+        if conn.is_open and conn.last_activity < deadline and conn.pending_count == 0:
+            log.info("closing idle connection %s (idle > %ss)", conn.remote_addr, max_idle_seconds)
+            on_idle(conn)
+            conn.close(CloseReason.IDLE)

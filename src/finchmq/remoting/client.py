@@ -13,7 +13,6 @@ Strategy:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from finchmq.protocol.command import RemotingCommand
 
 from ._endpoint import RemotingEndpoint
-from ._idle import close_all, stop_task
+from ._idle import close_all
 from ._permits import acquire_permit
 from .config import RemotingClientConfig
 from .connection import ChannelEventListener, CloseReason, RemotingConnection
@@ -59,7 +58,6 @@ class RemotingClient(RemotingEndpoint):
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self._async_semaphore = asyncio.Semaphore(self.config.client_async_semaphore_value)
         self._oneway_semaphore = asyncio.Semaphore(self.config.client_oneway_semaphore_value)
-        self._background: set[asyncio.Task[object]] = set()
         self._started = False
 
     async def start(self) -> None:
@@ -91,11 +89,7 @@ class RemotingClient(RemotingEndpoint):
         if pending is None:
             pending = asyncio.get_running_loop().create_future()
             self._connecting[addr] = pending
-            task = asyncio.get_running_loop().create_task(
-                self._connect(addr, pending), name=f"finchmq-connect-{addr}"
-            )
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._tasks.spawn(self._connect(addr, pending), f"connect-{addr}")
         return await asyncio.shield(pending)
 
     async def _connect(self, addr: str, result: asyncio.Future[RemotingConnection]) -> None:
@@ -231,12 +225,7 @@ class RemotingClient(RemotingEndpoint):
         if self._closed:
             return
         self._closed = True
-        await stop_task(self._idle_task)
-        for task in list(self._background):
-            task.cancel()
-        for task in list(self._background):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.close()
         connections = list(self._connections.values())
         self._connections.clear()
         await close_all(connections)

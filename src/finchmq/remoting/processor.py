@@ -28,7 +28,7 @@ from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 
-from .errors import RemotingSendRequestError
+from .errors import RemotingError, RemotingSendRequestError
 
 if TYPE_CHECKING:
     from .connection import RemotingConnection
@@ -97,10 +97,16 @@ class QueuedRequest:
         self.done = False
 
     def answer(self, code: ResponseCode, remark: str) -> None:
-        """Answer now (unless oneway) and mark the request so no worker runs it."""
+        """Answer now (unless oneway or the client has gone) and mark the request so no worker
+        runs it. A client that left gets no answer; that is not an error (Java's write to a closed
+        channel fails quietly)."""
         self.done = True
-        if not self.request.is_oneway:
+        if self.request.is_oneway or not self.ctx.connection.is_open:
+            return
+        try:
             self.ctx.write_response(self.request.make_response(code, remark))
+        except RemotingError as exc:  # closed between the check and the write
+            log.debug("early answer to %s dropped: %s", self.ctx.remote_addr, exc)
 
 
 class RequestExecutor:

@@ -18,7 +18,7 @@ import socket
 from finchmq.protocol.command import RemotingCommand
 
 from ._endpoint import RemotingEndpoint
-from ._idle import close_all, stop_task
+from ._idle import close_all
 from ._permits import acquire_permit
 from .config import RemotingServerConfig
 from .connection import ChannelEventListener, RemotingConnection
@@ -112,7 +112,7 @@ class RemotingServer(RemotingEndpoint):
         if self._closed:
             return
         self._closed = True
-        await stop_task(self._idle_task)
+        await self._tasks.close()
         if self._server is not None:
             self._server.close()
         await close_all(self._connections)

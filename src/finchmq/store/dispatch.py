@@ -43,8 +43,8 @@ from .config import CQ_STORE_UNIT_SIZE, SCHEDULE_TOPIC
 from .consume_queue import ConsumeQueue
 
 if TYPE_CHECKING:
-    from .commit_log import CommitLog
     from .index import IndexService
+    from .mapped_file_queue import MappedFileQueue
 
 __all__ = ["DispatchRequest", "MessageArrivingListener", "ReputMessageService", "compute_tags_code"]
 
@@ -280,9 +280,8 @@ class ReputMessageService:
 
     # ------------------------------------------------------------------ recovery
 
-    def rebuild(self, commit_log: CommitLog, start: int, end: int) -> int:
-        """Decode records in [start, end) and dispatch them (idempotent); returns how many."""
-        mfq = commit_log.mapped_file_queue
+    def rebuild(self, mfq: MappedFileQueue, start: int, end: int) -> int:
+        """Decode the commit log records in [start, end), dispatch them (idempotent); returns how many."""
         offset = start
         count = 0
         while offset < end:

@@ -352,7 +352,7 @@ class DefaultMessageStore:
             self.index_service.truncate_past(end)
         min_off = max(cl.get_min_offset(), 0)
         rebuild_from = min(max(rebuild_from, min_off), end)
-        count = self.reput.rebuild(cl, rebuild_from, end)
+        count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end)
         self.reput.dispatched_offset = end
         self._recover_topic_queue_table()
         log.info(

@@ -22,7 +22,7 @@ from finchmq.protocol.message import MessageQueue
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 
 if TYPE_CHECKING:
-    from finchmq.client._tasks import BackgroundTasks
+    from finchmq.common.tasks import BackgroundTasks
 
     from .rebalance import RebalanceImpl
 

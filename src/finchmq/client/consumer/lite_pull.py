@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from finchmq.client._tasks import BackgroundTasks
 from finchmq.client.config import LitePullConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError, ValidationError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullStatus
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from finchmq.client._tasks import BackgroundTasks
+from finchmq.common.tasks import BackgroundTasks
 
 from .process_queue import PullRequest
 

@@ -25,13 +25,13 @@ import logging
 import time
 from typing import Final
 
-from finchmq.client._tasks import BackgroundTasks
 from finchmq.client.config import PushConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
 from finchmq.common.settings import config_to_properties
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,

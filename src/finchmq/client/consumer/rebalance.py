@@ -19,7 +19,7 @@ import abc
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import (
@@ -36,9 +36,10 @@ from finchmq.protocol.topics import is_retry_topic
 from .process_queue import ProcessQueue, PullRequest
 
 if TYPE_CHECKING:
+    from finchmq.client.config import SubscribingConsumerConfig
     from finchmq.client.instance import MQClientInstance
 
-    from .base import SubscribingConsumer
+    from .offset_store import OffsetStore
 
 __all__ = ["RebalanceImpl"]
 
@@ -46,7 +47,18 @@ log = logging.getLogger(__name__)
 
 _LOCK_TIMEOUT_MS = 1_000  # Java lockBatchMQ(..., 1000)
 
-_C = TypeVar("_C", bound="SubscribingConsumer")
+
+class RebalancedConsumer(Protocol):
+    """What rebalancing needs of its consumer (``SubscribingConsumer`` is one)."""
+
+    @property
+    def config(self) -> SubscribingConsumerConfig: ...
+
+    @property
+    def offset_store(self) -> OffsetStore: ...
+
+
+_C = TypeVar("_C", bound=RebalancedConsumer)
 
 
 class RebalanceImpl(abc.ABC, Generic[_C]):

@@ -1,5 +1,6 @@
-"""Background work of one client object: named tasks, periodic jobs and timers, all cancelled
-and awaited by ``close()`` (house style §8).
+"""Background work of one component (a broker, a name server, a client object): named tasks,
+periodic jobs and timers, all cancelled and awaited by ``close()`` (house style §8). Every
+background task of finchmq runs under one of these, so no failure passes silently.
 
 A task that dies with an unexpected exception is logged with ``log.exception``; a periodic job
 that raises is logged and runs again at its next tick (Java's scheduled executors swallow too).
@@ -8,6 +9,7 @@ that raises is logged and runs again at its next tick (Java's scheduled executor
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -33,11 +35,16 @@ class BackgroundTasks:
         return self._closed
 
     def spawn(self, coro: Coroutine[Any, Any, _T], name: str) -> asyncio.Task[_T]:
-        """Run ``coro`` as a named task; its failure is logged, ``close()`` cancels it."""
-        if self._closed:
-            coro.close()
-            raise RuntimeError(f"{self.name} is closed; cannot start {name}")
+        """Run ``coro`` as a named task; its failure is logged, ``close()`` cancels it.
+
+        Once closed (work racing a close, e.g. a rebalance finishing as its consumer shuts down),
+        the task is cancelled before it starts: the work is dropped quietly.
+        """
         task = asyncio.get_running_loop().create_task(coro, name=f"finchmq-{self.name}-{name}")
+        if self._closed:
+            task.cancel()
+            log.debug("%s is closed: %s not started", self.name, name)
+            return task
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
@@ -51,20 +58,28 @@ class BackgroundTasks:
             log.error("%s crashed", task.get_name(), exc_info=exc)
 
     def every(
-        self, interval_ms: float, job: Callable[[], Awaitable[object]], name: str, initial_delay_ms: float = 0
+        self,
+        interval_ms: float | Callable[[], float],
+        job: Callable[[], Awaitable[object] | object],
+        name: str,
+        initial_delay_ms: float = 0,
     ) -> asyncio.Task[None]:
-        """Run ``job`` after ``initial_delay_ms`` and then every ``interval_ms`` (fixed delay)."""
+        """Run ``job`` (a function or a coroutine function) after ``initial_delay_ms`` and then
+        every ``interval_ms`` (fixed delay; a callable is read before each wait)."""
+        interval = interval_ms if callable(interval_ms) else (lambda: interval_ms)
 
         async def loop() -> None:
             await asyncio.sleep(initial_delay_ms / 1000)
             while True:
                 try:
-                    await job()
+                    result = job()
+                    if inspect.isawaitable(result):
+                        await result
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     log.exception("%s: periodic %s failed", self.name, name)
-                await asyncio.sleep(interval_ms / 1000)
+                await asyncio.sleep(interval() / 1000)
 
         return self.spawn(loop(), name)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import subprocess
 import time
@@ -105,5 +106,32 @@ def test_real_full_filesystem_refuses_cleanly_and_loses_nothing(tmp_path: Path) 
             tail = read_queue(store, "T", 0, store.get_min_offset_in_queue("T", 0))
             assert tail[-1] == b"again"
             assert tail[:-1] == acked[len(acked) - len(tail) + 1 :]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_filesystem_logs_a_few_lines_not_one_per_refused_put(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    mnt = tmp_path / "mnt"
+    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "4m"):
+        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
+    try:
+        c = small_config(
+            mnt / "store", mapped_file_size_commit_log=SEGMENT * 4, clean_file_forcibly_enable=False
+        )
+        refused = 0
+        with DefaultMessageStore(c) as store:
+            i = 0
+            while refused == 0:  # fill it
+                refused += not store.put_message(msg("T", b"%06d" % i + b"f" * 2000)).is_ok()
+                i += 1
+            with caplog.at_level(logging.WARNING, logger="finchmq"):
+                for j in range(2000):
+                    refused += not store.put_message(msg("T", b"%06d" % j + b"r" * 2000)).is_ok()
+        assert refused > 2000
+        lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert 0 < len(lines) <= 10, [r.getMessage() for r in lines]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)

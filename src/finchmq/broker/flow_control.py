@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import ResponseCode
 from finchmq.remoting import RequestExecutor
@@ -27,8 +28,6 @@ _BUSY = "broker busy, start flow control for a while, period in queue: {}ms, siz
 PCBUSY_REMARK = "[PCBUSY_CLEAN_QUEUE]" + _BUSY
 TIMEOUT_REMARK = "[TIMEOUT_CLEAN_QUEUE]" + _BUSY
 
-_LOG_EVERY = 5.0  # s
-
 
 @dataclass(slots=True)
 class FlowControlCounters:
@@ -36,23 +35,16 @@ class FlowControlCounters:
     TIMEOUT_CLEAN_QUEUE (per queue), PC_SYNCHRONIZED."""
 
     counts: dict[str, int] = field(default_factory=dict)
-    _logged_at: dict[str, float] = field(default_factory=dict)
-    _since_log: dict[str, int] = field(default_factory=dict)
+    _log: RateLimitedLog = field(default_factory=lambda: RateLimitedLog(log))
 
     def record(self, kind: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
-        self._since_log[kind] = self._since_log.get(kind, 0) + n
-        now = time.monotonic()
-        if now - self._logged_at.get(kind, 0.0) >= _LOG_EVERY:
-            log.warning(
-                "flow control %s: %d request(s) answered SYSTEM_BUSY in the last %.0fs (%d in total)",
-                kind,
-                self._since_log[kind],
-                _LOG_EVERY,
-                self.counts[kind],
-            )
-            self._logged_at[kind] = now
-            self._since_log[kind] = 0
+        self._log.warning(
+            kind,
+            "flow control %s: request(s) answered SYSTEM_BUSY (%d in total)",
+            kind,
+            self.counts[kind],
+        )
 
     def snapshot(self) -> dict[str, int]:
         return dict(self.counts)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.errors import ProtocolError
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 _MAX_RUN_WITHOUT_YIELD = 0.002  # s a worker may go on taking queued requests without yielding
 
@@ -310,7 +312,14 @@ def _error_response(item: QueuedRequest, exc: BaseException) -> RemotingCommand:
         return request.make_response(exc.response_code, str(exc))
     if not isinstance(exc, Exception):
         raise exc
-    log.exception("process request code=%d from %s failed", request.code, item.ctx.remote_addr)
+    limited.log(
+        logging.ERROR,
+        f"code-{request.code}",
+        "process request code=%d from %s failed",
+        request.code,
+        item.ctx.remote_addr,
+        exc_info=exc,
+    )
     return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 

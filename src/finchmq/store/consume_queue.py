@@ -21,6 +21,8 @@ import struct
 from pathlib import Path
 from typing import Final
 
+from finchmq.common.logs import RateLimitedLog
+
 from .config import CQ_STORE_UNIT_SIZE
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
@@ -29,6 +31,7 @@ from .status import StoreCorruptedError
 __all__ = ["BLANK_CQ_UNIT", "CQ_UNIT", "ConsumeQueue"]
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 CQ_UNIT: Final = struct.Struct(">qiq")  # ConsumeQueue.CQ_STORE_UNIT_SIZE == 20
 BLANK_CQ_UNIT: Final = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)  # ConsumeQueue.fillPreBlank
@@ -185,7 +188,9 @@ class ConsumeQueue:
         while pos < total:
             mf = mfq.get_last_mapped_file_create(mfq.get_max_wrote_position())
             if mf is None:
-                log.error("consume queue %s/%d: cannot create a file", self.topic, self.queue_id)
+                limited.error(
+                    "cq-create", "consume queue %s/%d: cannot create a file", self.topic, self.queue_id
+                )
                 return False
             room = mf.file_size - mf.wrote_position
             n = min(room, total - pos)

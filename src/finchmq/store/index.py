@@ -30,11 +30,14 @@ import zlib
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from finchmq.common.logs import RateLimitedLog
+
 from .mapped_file import map_file
 
 __all__ = ["INDEX_HEADER_SIZE", "IndexFile", "IndexService", "QueryOffsetResult", "index_key_hash"]
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 INDEX_HEADER_SIZE: Final = 40  # IndexHeader.INDEX_HEADER_SIZE
 _HASH_SLOT_SIZE: Final = 4
@@ -232,7 +235,7 @@ class IndexService:
         try:
             new = IndexFile(path, self.hash_slot_num, self.index_num, create=True)
         except OSError as exc:
-            log.error("create index file %s failed: %s", path, exc)
+            limited.error("index-create", "create index file %s failed: %s", path, exc)
             return None
         if files:
             prev = files[-1]

@@ -20,12 +20,15 @@ import threading
 import time
 from pathlib import Path
 
+from finchmq.common.logs import RateLimitedLog
+
 from .mapped_file import MappedFile, TransientStorePool, offset_to_file_name
 from .status import StoreCorruptedError
 
 __all__ = ["AllocateMappedFileService", "MappedFileQueue"]
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 _WAIT_TIMEOUT = 5.0  # s; Java AllocateMappedFileService.waitTimeOut
 
@@ -89,12 +92,17 @@ class AllocateMappedFileService:
                 self._queue.append(nn)
             self._cond.notify()
         if not req.done.wait(_WAIT_TIMEOUT):
-            log.warning("create mapped file %s timed out after %.0fs", next_path, _WAIT_TIMEOUT)
+            limited.warning(
+                "create-mapped-file-timeout",
+                "create mapped file %s timed out after %.0fs",
+                next_path,
+                _WAIT_TIMEOUT,
+            )
             return None
         with self._cond:
             self._table.pop(next_path, None)
         if req.error is not None:
-            log.error("create mapped file %s failed: %s", next_path, req.error)
+            limited.error("create-mapped-file", "create mapped file %s failed: %s", next_path, req.error)
             return None
         return req.result
 
@@ -228,7 +236,7 @@ class MappedFileQueue:
                 self.store_path.mkdir(parents=True, exist_ok=True)
                 mf = MappedFile(path, self.file_size, create=not path.exists(), pool=self.pool)
             except OSError as exc:
-                log.error("create mapped file %s failed: %s", path, exc)
+                limited.error("create-mapped-file", "create mapped file %s failed: %s", path, exc)
                 mf = None
         if mf is None:
             return None

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol.message import (
     KEY_SEPARATOR,
     MessageConst,
@@ -71,6 +72,7 @@ __all__ = ["DefaultMessageStore", "DiskUsage", "StoreState"]
 _PutOutcome = tuple[PutMessageResult, Future[PutMessageResult] | None]
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 DiskUsage = Callable[[Path], float]
 """Returns the used fraction (0..1) of the filesystem holding a path; injectable for tests."""
@@ -147,7 +149,6 @@ class DefaultMessageStore:
         self._cq_flush_service: FlushConsumeQueueService | None = None
         self._cleanup_service: CleanupService | None = None
         self._memory = _total_physical_memory() * config.access_message_in_memory_max_ratio // 100
-        self._busy_log_at = 0.0
 
     # ================================================================== lifecycle
 
@@ -442,19 +443,21 @@ class DefaultMessageStore:
 
     def _check_store_status(self) -> PutMessageStatus | None:
         if self.state is not StoreState.RUNNING:
-            log.warning("message store is not running (%s), so putMessage is forbidden", self.state.name)
+            limited.warning(
+                "not-running",
+                "message store is not running (%s), so putMessage is forbidden",
+                self.state.name,
+            )
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self.config.broker_role is BrokerRole.SLAVE:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self._disk_full or self._write_error:
-            now = time.monotonic()
-            if now - self._busy_log_at > 5:
-                self._busy_log_at = now
-                log.warning(
-                    "message store is not writeable (disk_full=%s, write_error=%s), putMessage is forbidden",
-                    self._disk_full,
-                    self._write_error,
-                )
+            limited.warning(
+                "not-writeable",
+                "message store is not writeable (disk_full=%s, write_error=%s), putMessage is forbidden",
+                self._disk_full,
+                self._write_error,
+            )
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self.is_os_page_cache_busy():
             return PutMessageStatus.OS_PAGECACHE_BUSY

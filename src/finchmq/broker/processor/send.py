@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from finchmq.broker.context import BrokerContext
+from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicFilterType
 from finchmq.protocol.codes import MQVersion
@@ -61,6 +62,7 @@ from ._base import BrokerProcessor, handles
 __all__ = ["SendMessageProcessor", "put_status_response"]
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 DLQ_NUMS_PER_GROUP = 1
 _CHECKED_TOPICS_MAX = 100_000
@@ -306,7 +308,7 @@ class SendMessageProcessor(BrokerProcessor):
     ) -> None:
         exc = future.exception()
         if exc is not None:
-            log.error("store put failed after the append: %s", exc)
+            limited.error("put-failed", "store put failed after the append: %s", exc)
             response = request.make_response(ResponseCode.SYSTEM_ERROR, f"store error: {exc}")
         else:
             response = respond(future.result())

@@ -49,11 +49,7 @@ class Broker2Client:
             channel = info.channel
             if not isinstance(channel, RemotingConnection) or not channel.is_open:
                 continue
-            payload = (
-                body.to_cpp_json()
-                if info.language is LanguageCode.CPP
-                else body.to_json(fastjson_compat=True)
-            )
+            payload = body.to_cpp_json() if info.language is LanguageCode.CPP else body.to_json()
             request = RemotingCommand.request(
                 RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
                 header.to_ext_fields(),

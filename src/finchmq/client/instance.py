@@ -730,7 +730,7 @@ class ClientRemotingProcessor:
         consumer = self.instance.select_consumer(header.group)
         table = consumer.offset_table(header.topic) if consumer is not None else {}
         body = GetConsumerStatusBody(message_queue_table=table)
-        return request.make_response(ResponseCode.SUCCESS, body=body.to_json(fastjson_compat=True))
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
     def _get_consumer_running_info(self, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
@@ -739,7 +739,7 @@ class ClientRemotingProcessor:
             return _no_such_group(request, header.consumer_group)
         if header.jstack_enable:
             info = _with_jstack(info)
-        return request.make_response(ResponseCode.SUCCESS, body=info.to_json(fastjson_compat=True))
+        return request.make_response(ResponseCode.SUCCESS, body=info.to_json())
 
     async def _consume_message_directly(self, request: RemotingCommand) -> RemotingCommand:
         header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)

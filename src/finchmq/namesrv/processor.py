@@ -192,7 +192,10 @@ class DefaultRequestProcessor:
             order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
             if order_conf:
                 route = replace(route, order_topic_conf=order_conf)
-        return request.make_response(_SUCCESS, body=route.to_json())
+        # Java answers by the client's version: standard JSON from 4.9.4 on (or when asked for it),
+        # fastjson's default form before, the bytes those clients were written against ({0:"addr"}).
+        standard = request.version >= MQVersion.V4_9_4 or bool(header.accept_standard_json_only)
+        return request.make_response(_SUCCESS, body=route.to_json(standard=standard))
 
     def _get_cluster_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(_SUCCESS, body=self.routes.get_all_cluster_info().to_json())

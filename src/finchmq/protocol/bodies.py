@@ -11,18 +11,19 @@ Strategy:
     lenient like fastjson and jsoncpp: fastjson's unquoted number keys and object keys
     (``_json.loads_lenient``), enums by name or ordinal (the C++ client writes ordinals), numbers
     given as strings (cpp's ``subVersion``), absent arrays (cpp omits empty sets), unknown keys.
-    ``to_json()`` writes standard JSON with Java's field names in fastjson's (alphabetical) key
-    order; ``None`` fields are omitted, as fastjson omits nulls. Bodies are equal by value;
+    ``to_json()`` writes Java's field names in fastjson's (alphabetical) key order; ``None``
+    fields are omitted, as fastjson omits nulls. Bodies are equal by value;
     those holding a ``dict`` are, like any dataclass with a dict field, not hashable.
 
-Map keys that are not strings (Java ``Map<Long,..>``, ``Map<Integer,..>``, ``Map<MessageQueue,..>``):
-    * ``to_json()`` writes fastjson's ``BrowserCompatible``/``WriteNonStringKeyAsString`` form:
-      number keys quoted, a ``MessageQueue`` key as the string of its compact JSON.
-    * ``to_json(fastjson_compat=True)`` writes fastjson's default form, which Java's own tools
-      (mqadmin's ConsumeStats, TopicStatsTable, ResetOffsetBody, ConsumerRunningInfo readers) and
-      pre-4.9.4 route readers expect: number keys bare (``{0:"a"}``), ``MessageQueue`` keys as
-      objects (``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``). Not valid JSON.
-    ``from_json`` reads all of these forms.
+Output forms: ``to_json()`` writes the bytes of Java's ``RemotingSerializable.encode()``, fastjson's
+default form, which every Java reader (and every pre-4.9.4 route reader) expects: number keys bare
+(``{0:"a"}``), ``MessageQueue`` keys as objects (``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``;
+not valid JSON), non-ASCII as UTF-8, maps and ``HashSet`` fields in Java's hash iteration order
+(``_json.java_hash_order``), ``TreeMap`` fields sorted (``JavaCollection`` annotations).
+``to_json(standard=True)`` writes the standard JSON the 4.9.4+ name server sends (BrowserCompatible,
+MapSortField): every key quoted (a ``MessageQueue`` key as the string of its JSON), maps sorted by
+key, non-ASCII and ``/`` escaped. Both are checked against fastjson's own output
+(``tests/protocol/data/java/``). ``from_json`` reads all of these forms.
 
 Errors: a body that is not JSON, not an object, or holds a value of the wrong type raises
 ``BodyError``, a ``RemoteProtocolError``: bodies come from the peer and, unlike extFields, are
@@ -380,6 +381,7 @@ class _KeyCodec:
 class _ListCodec(_Codec):
     def __init__(self, item: _Codec) -> None:
         self.item = item
+        self.hash_order = False  # a Java HashSet: written in its iteration order
 
     def decode(self, value: object) -> object:
         if not isinstance(value, list | tuple):
@@ -396,13 +398,19 @@ class _ListCodec(_Codec):
 
     def encode(self, value: Any, compat: bool) -> object:
         encode = self.item.encode
-        return [encode(item, compat) for item in value]
+        items = [encode(item, compat) for item in value]
+        return _json.java_hash_order(items) if self.hash_order and len(items) > 1 else items
 
 
 class _MapCodec(_Codec):
+    """A Java ``Map``. The default form keeps a ``HashMap``'s iteration order (a ``TreeMap``'s:
+    sorted); the standard form sorts the keys (fastjson ``MapSortField``)."""
+
     def __init__(self, key: _KeyCodec, value: _Codec) -> None:
         self.key = key
         self.value = value
+        self.tree = False
+        self.table_size = 16  # a map built without an initial capacity
 
     def decode(self, value: object) -> object:
         if not isinstance(value, dict):
@@ -418,7 +426,26 @@ class _MapCodec(_Codec):
 
     def encode(self, value: Any, compat: bool) -> object:
         key, val = self.key.encode, self.value.encode
-        return {key(k, compat): val(v, compat) for k, v in value.items()}
+        keys = list(value)
+        if len(keys) > 1:
+            if self.tree or not compat:
+                keys.sort(key=_natural_key)
+            else:
+                keys = _json.java_hash_order(keys, _java_key_hash, self.table_size)
+        return {key(k, compat): val(value[k], compat) for k in keys}
+
+
+def _natural_key(key: Any) -> Any:
+    """Java's natural order: numbers, strings, MessageQueue.compareTo (topic, brokerName, queueId)."""
+    if isinstance(key, MessageQueue):
+        return (key.topic, key.broker_name, key.queue_id)
+    return key
+
+
+def _java_key_hash(key: Any) -> int:
+    if isinstance(key, MessageQueue):
+        return _json.java_hash(_mq_items(key))
+    return _json.java_hash(key)
 
 
 class _BodyRef(_Codec):
@@ -447,7 +474,7 @@ class _BodyField:
 class _BodyCodec:
     def __init__(self, cls: type[RemotingSerializable]) -> None:
         self.cls = cls
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
         fields = []
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             key = f.metadata.get("key") or _camel(f.name)
@@ -514,9 +541,34 @@ def _codec_of(cls: type[RemotingSerializable]) -> _BodyCodec:
     return codec
 
 
+class JavaCollection(enum.Enum):
+    """How Java holds a collection field, which decides its order on the wire (``Annotated``)."""
+
+    HASH_SET = "HashSet"  # iteration in hash-bucket order
+    TREE = "TreeMap/TreeSet"  # natural order of the keys
+
+
+@dataclass(frozen=True, slots=True)
+class JavaTable:
+    """The hash table size of the Java map behind a field, when it is built with an initial
+    capacity (``new ConcurrentHashMap<>(1024)`` has 2048 buckets); it decides the key order."""
+
+    size: int
+
+
 def _codec_for(tp: object, where: str) -> _Codec:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        codec = _codec_for(args[0], where)
+        for mark in args[1:]:
+            if mark is JavaCollection.HASH_SET and isinstance(codec, _ListCodec):
+                codec.hash_order = True
+            elif mark is JavaCollection.TREE and isinstance(codec, _MapCodec):
+                codec.tree = True
+            elif isinstance(mark, JavaTable) and isinstance(codec, _MapCodec):
+                codec.table_size = mark.size
+        return codec
     if origin is typing.Union or origin is types.UnionType:
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
@@ -553,10 +605,12 @@ class RemotingSerializable:
         """Hook: rewrite a decoded JSON object before its fields are read (alternative forms)."""
         return tree
 
-    def to_json(self, *, fastjson_compat: bool = False) -> bytes:
-        """The body as UTF-8 JSON; see the module docstring for ``fastjson_compat``."""
-        tree = _codec_of(type(self)).encode(self, fastjson_compat)
-        return _json.dumps_fastjson(tree) if fastjson_compat else _json.dumps(tree)
+    def to_json(self, *, standard: bool = False) -> bytes:
+        """The body as Java writes it: ``encode()``, fastjson's default form; with ``standard``,
+        the standard JSON of ``encode(BrowserCompatible, QuoteFieldNames, MapSortField)``, which
+        the name server sends clients of 4.9.4 and later. See the module docstring."""
+        tree = _codec_of(type(self)).encode(self, not standard)
+        return _json.dumps_browser_compatible(tree) if standard else _json.dumps_fastjson(tree)
 
     @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
@@ -629,12 +683,14 @@ class ClusterInfo(RemotingSerializable):
     """GET_BROKER_CLUSTER_INFO response body."""
 
     broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
-    cluster_addr_table: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    cluster_addr_table: dict[str, typing.Annotated[tuple[str, ...], JavaCollection.HASH_SET]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicList(RemotingSerializable):
-    topic_list: tuple[str, ...] = ()
+    topic_list: typing.Annotated[tuple[str, ...], JavaCollection.HASH_SET] = ()
     broker_addr: str | None = None
 
 
@@ -704,12 +760,14 @@ class LockBatchRequestBody(RemotingSerializable):
     consumer_group: str = ""
     client_id: str = ""
     only_this_broker: bool = False
-    mq_set: tuple[MessageQueue, ...] = ()
+    mq_set: typing.Annotated[tuple[MessageQueue, ...], JavaCollection.HASH_SET] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LockBatchResponseBody(RemotingSerializable):
-    lock_ok_mq_set: tuple[MessageQueue, ...] = _key("lockOKMQSet", default=())
+    lock_ok_mq_set: typing.Annotated[tuple[MessageQueue, ...], JavaCollection.HASH_SET] = _key(
+        "lockOKMQSet", default=()
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -717,7 +775,7 @@ class UnlockBatchRequestBody(RemotingSerializable):
     consumer_group: str = ""
     client_id: str = ""
     only_this_broker: bool = False
-    mq_set: tuple[MessageQueue, ...] = ()
+    mq_set: typing.Annotated[tuple[MessageQueue, ...], JavaCollection.HASH_SET] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -776,7 +834,10 @@ class DataVersion(RemotingSerializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicConfigSerializeWrapper(RemotingSerializable):
-    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    # the broker's TopicConfigManager table: new ConcurrentHashMap<>(1024)
+    topic_config_table: typing.Annotated[dict[str, TopicConfig], JavaTable(2048)] = field(
+        default_factory=dict
+    )
     data_version: DataVersion = field(default_factory=DataVersion)
 
 
@@ -865,7 +926,9 @@ class SubscriptionGroupConfig(RemotingSerializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubscriptionGroupWrapper(RemotingSerializable):
-    subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
+    subscription_group_table: typing.Annotated[dict[str, SubscriptionGroupConfig], JavaTable(2048)] = field(
+        default_factory=dict
+    )
     data_version: DataVersion = field(default_factory=DataVersion)
 
 
@@ -873,7 +936,10 @@ class SubscriptionGroupWrapper(RemotingSerializable):
 class ConsumerOffsetSerializeWrapper(RemotingSerializable):
     """GET_ALL_CONSUMER_OFFSET body: ``"topic@group"`` -> {queueId: offset}."""
 
-    offset_table: dict[str, dict[int, int]] = field(default_factory=dict)
+    # ConsumerOffsetManager: new ConcurrentHashMap<>(512) of new ConcurrentHashMap<>(32)
+    offset_table: typing.Annotated[
+        dict[str, typing.Annotated[dict[int, int], JavaTable(64)]], JavaTable(1024)
+    ] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -889,7 +955,7 @@ class OffsetWrapper(RemotingSerializable):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumeStats(RemotingSerializable):
-    """GET_CONSUME_STATS body; mqadmin reads it with ``to_json(fastjson_compat=True)``."""
+    """GET_CONSUME_STATS body; mqadmin reads fastjson's default form with object keys."""
 
     offset_table: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
     consume_tps: float = 0.0
@@ -967,8 +1033,12 @@ class ConsumerRunningInfo(RemotingSerializable):
 
     properties: dict[str, str] = field(default_factory=dict)  # non-string values read as strings
     subscription_set: tuple[SubscriptionData, ...] = ()
-    mq_table: dict[MessageQueue, ProcessQueueInfo] = field(default_factory=dict)
-    status_table: dict[str, ConsumeStatus] = field(default_factory=dict)
+    mq_table: typing.Annotated[dict[MessageQueue, ProcessQueueInfo], JavaCollection.TREE] = field(
+        default_factory=dict
+    )
+    status_table: typing.Annotated[dict[str, ConsumeStatus], JavaCollection.TREE] = field(
+        default_factory=dict
+    )
     jstack: str | None = None
 
 
@@ -1039,12 +1109,12 @@ class QueryConsumeTimeSpanBody(RemotingSerializable):
 class GroupList(RemotingSerializable):
     """QUERY_TOPIC_CONSUME_BY_WHO response body (Java ``GroupList``)."""
 
-    group_list: tuple[str, ...] = ()
+    group_list: typing.Annotated[tuple[str, ...], JavaCollection.HASH_SET] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OffsetSerializeWrapper(RemotingSerializable):
     """A broadcasting consumer's ``offsets.json`` (Java client ``OffsetSerializeWrapper``); Java
-    writes it with ``to_json(fastjson_compat=True)`` (MessageQueue objects as keys)."""
+    writes it in fastjson's default form (MessageQueue objects as keys)."""
 
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)

@@ -7,12 +7,13 @@ import logging
 import time
 
 from finchmq.common import config_to_properties, format_properties, parse_properties
-from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode, _json
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
     Connection,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
     ConsumeStats,
+    GroupList,
     KVTable,
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -139,9 +140,7 @@ class AdminBrokerProcessor(BrokerProcessor):
             table[MessageQueue(header.topic, c.config.broker_name, queue_id)] = TopicOffset(
                 min_offset=min_offset, max_offset=max_offset, last_update_timestamp=max(last, 0)
             )
-        return request.make_response(
-            ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).to_json(fastjson_compat=True)
-        )
+        return request.make_response(ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=table).to_json())
 
     # -- offsets and times ------------------------------------------------------------------
 
@@ -290,7 +289,7 @@ class AdminBrokerProcessor(BrokerProcessor):
                 )
         _, get_tps = c.stats.tps()
         body = ConsumeStats(offset_table=table, consume_tps=get_tps)
-        return request.make_response(ResponseCode.SUCCESS, body=body.to_json(fastjson_compat=True))
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
     @handles(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO)
     def query_topic_consume_by_who(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
@@ -299,7 +298,9 @@ class AdminBrokerProcessor(BrokerProcessor):
         groups = c.consumer_manager.query_topic_consume_by_who(
             header.topic
         ) | c.consumer_offset_manager.which_groups_by_topic(header.topic)
-        return request.make_response(ResponseCode.SUCCESS, body=_json.dumps({"groupList": sorted(groups)}))
+        return request.make_response(
+            ResponseCode.SUCCESS, body=GroupList(group_list=tuple(sorted(groups))).to_json()
+        )
 
     @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET)
     def reset_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
@@ -328,7 +329,7 @@ class AdminBrokerProcessor(BrokerProcessor):
         if group is not None:
             c.broker2client.reset_offset_on_clients(group, header, offsets)
         return request.make_response(
-            ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=offsets).to_json(fastjson_compat=True)
+            ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=offsets).to_json()
         )
 
     @handles(RequestCode.LOCK_BATCH_MQ)

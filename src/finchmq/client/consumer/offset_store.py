@@ -194,7 +194,7 @@ class LocalFileOffsetStore(_MemoryTable):
         wrapper = OffsetSerializeWrapper(
             offset_table={mq: o for mq, o in self.offset_table.items() if mq in mqs}
         )
-        data = wrapper.to_json(fastjson_compat=True)
+        data = wrapper.to_json()
         async with self._write_lock:
             await asyncio.to_thread(write_atomically, self.store_path, data)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import time
 from collections.abc import Coroutine, Mapping
 from dataclasses import replace
@@ -23,6 +24,7 @@ from finchmq.common import config_from_properties, config_to_properties, format_
 from finchmq.common.lifecycle import AsyncService
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
+from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import pack_host
 from finchmq.remoting import (
     ChannelGoneListener,
@@ -48,6 +50,7 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .stats import java_double, java_human_bytes
 
 __all__ = ["VERSION_DESC", "BrokerController"]
 
@@ -438,31 +441,66 @@ class BrokerController(AsyncService):
         return unknown
 
     def runtime_info(self) -> dict[str, str]:
-        """GET_BROKER_RUNTIME_INFO: Java's keys plus finchmq's flow-control counters."""
+        """GET_BROKER_RUNTIME_INFO: Java's keys (AdminBrokerProcessor.prepareRuntimeInfo and the
+        store's runtime info, in Java's value formats) plus finchmq's flow-control counters."""
         store = self.store
-        put_tps, get_tps = self.stats.tps()
+        stats = self.stats
+        now = time.monotonic()
+        config = store.config
+
+        def head_wait_ms(executor: RequestExecutor) -> str:
+            oldest = executor.oldest()
+            return str(int((now - oldest.created_at) * 1000) if oldest is not None else 0)
+
+        uptime = int(time.time() - stats.boot_timestamp / 1000)
+        days, rest = divmod(uptime, 86_400)
+        hours, rest = divmod(rest, 3_600)
+        minutes, seconds = divmod(rest, 60)
+        commit_log_ratio = store.disk_used_ratio(config.commit_log_dir)
+        disk = shutil.disk_usage(config.store_path_root_dir)
+        puts = max(stats.put.times, 1)
         info = {
             "brokerVersionDesc": VERSION_DESC,
-            "brokerVersion": "409",
-            "bootTimestamp": str(self.stats.boot_timestamp),
-            "msgPutTotalTodayNow": str(self.stats.put.times),
-            "msgGetTotalTodayNow": str(self.stats.get.times),
-            "putTps": f"{put_tps:.2f}",
-            "getTransferedTps": f"{get_tps:.2f}",
+            "brokerVersion": str(int(MQVersion.V4_9_8)),
+            "bootTimestamp": str(stats.boot_timestamp),
+            "runtime": f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]",
+            "msgPutTotalYesterdayMorning": str(stats.put_yesterday_morning),
+            "msgPutTotalTodayMorning": str(stats.put_today_morning),
+            "msgPutTotalTodayNow": str(stats.put.times),
+            "msgGetTotalYesterdayMorning": str(stats.get_yesterday_morning),
+            "msgGetTotalTodayMorning": str(stats.get_today_morning),
+            "msgGetTotalTodayNow": str(stats.get.times),
+            "putTps": stats.java_tps(1),
+            "getTransferedTps": stats.java_tps(2),
+            "putMessageTimesTotal": str(stats.put.times),
+            "putMessageSizeTotal": str(stats.put.total),
+            "putMessageAverageSize": java_double(stats.put.total / puts),
             "sendThreadPoolQueueSize": str(len(self.send_executor)),
             "sendThreadPoolQueueCapacity": str(self.send_executor.capacity),
+            "sendThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.send_executor),
             "pullThreadPoolQueueSize": str(len(self.pull_executor)),
             "pullThreadPoolQueueCapacity": str(self.pull_executor.capacity),
+            "pullThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.pull_executor),
             "queryThreadPoolQueueSize": str(len(self.query_executor)),
             "queryThreadPoolQueueCapacity": str(self.query_executor.capacity),
+            "queryThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.query_executor),
+            "EndTransactionQueueSize": "0",  # no transactions yet: nothing ever waits there
+            "EndTransactionThreadPoolQueueCapacity": "100000",
             "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
             "pageCacheLockTimeMills": str(store.lock_time_mills()),
             "earliestMessageTimeStamp": str(max(store.get_earliest_message_time(), 0)),
             "startAcceptSendRequestTimeStamp": str(self.config.start_accept_send_request_time_stamp),
             "remainTransientStoreBufferNumbs": str(store.remain_transient_store_buffer_numbs()),
+            "remainHowManyDataToFlush": java_human_bytes(store.remain_how_many_data_to_flush()),
+            "commitLogDiskRatio": java_double(commit_log_ratio),
+            f"commitLogDiskRatio_{config.commit_log_dir}": java_double(commit_log_ratio),
+            "consumeQueueDiskRatio": java_double(store.disk_used_ratio(config.consume_queue_dir)),
+            "commitLogDirCapacity": (
+                f"Total : {java_human_bytes(disk.total)}, Free : {java_human_bytes(disk.free)}."
+            ),
             "commitLogMinOffset": str(store.get_min_phy_offset()),
             "commitLogMaxOffset": str(store.get_max_phy_offset()),
-            "putMessageFailedTimes": str(self.stats.put_failed),
+            "putMessageFailedTimes": str(stats.put_failed),
             "heldPullRequests": str(self.pull_hold_service.held_count),
             "pid": str(os.getpid()),
         }

@@ -952,6 +952,18 @@ class DefaultMessageStore:
     def _on_roll(self) -> None:
         self._check_disk()
 
+    def disk_used_ratio(self, path: Path | None = None) -> float:
+        """Used fraction of the partition holding ``path`` (the commit log by default); -1 if
+        unreadable (Java ``UtilAll.getDiskPartitionSpaceUsedPercent``)."""
+        try:
+            return self._disk_usage(path or self.config.commit_log_dir)
+        except OSError:
+            return -1.0
+
+    def remain_how_many_data_to_flush(self) -> int:
+        """Bytes of the commit log written but not yet flushed."""
+        return self.commit_log.mapped_file_queue.remain_how_many_data_to_flush()
+
     def _check_disk(self) -> float:
         """Update the disk-full flag from the used ratio; returns the ratio (Java isSpaceFull)."""
         cfg = self.config

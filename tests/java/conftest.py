@@ -1,0 +1,147 @@
+"""The real Apache RocketMQ 4.9.8 (Java client, name server, broker, mqadmin) from
+``../shared/java-rocketmq`` (or ``$FINCHMQ_JAVA_ROCKETMQ``), for interop tests both ways.
+
+Every test here skips, saying why, when that folder or a JDK is absent (a user's fresh clone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import ClusterInfo
+from finchmq.remoting import RemotingClient, RemotingError
+from finchmq.remoting.loop import run
+from finchmq.testing.process import ServerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = Path(__file__).resolve().parent / "src"
+FAST_RETRIES = {"messageDelayLevel": " ".join(["1s"] * 18)}
+
+
+def java_rocketmq_home() -> Path:
+    return Path(os.environ.get("FINCHMQ_JAVA_ROCKETMQ", REPO.parent / "shared" / "java-rocketmq"))
+
+
+@pytest.fixture(scope="session")
+def java_home() -> Path:
+    home = java_rocketmq_home()
+    if not (home / "run.sh").exists():
+        pytest.skip(
+            f"Apache RocketMQ 4.9.8 (Java) not found at {home}; set FINCHMQ_JAVA_ROCKETMQ to run these"
+        )
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        pytest.skip("no JDK (java and javac) on the PATH")
+    return home
+
+
+@pytest.fixture(scope="session")
+def java_classpath(java_home: Path) -> str:
+    classpath_file = Path(os.environ.get("TMPDIR", "/tmp")) / "rocketmq-java.classpath"
+    if not classpath_file.exists():
+        subprocess.run([str(java_home / "setup.sh")], check=True, capture_output=True, timeout=900)
+    return classpath_file.read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def java_classes(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """tests/java/src/*.java compiled against the Java client; returns the full classpath."""
+    out = tmp_path_factory.mktemp("java-classes")
+    sources = [str(p) for p in sorted(SOURCES.glob("*.java"))]
+    subprocess.run(
+        ["javac", "-nowarn", "-cp", java_classpath, "-d", str(out), *sources], check=True, timeout=300
+    )
+    return f"{java_classpath}:{out}"
+
+
+def run_java(classpath: str, *args: str, timeout: float = 180) -> list[dict[str, Any]]:
+    """Run ``Interop ARGS`` and return the JSON objects it printed (Java's own log lines skipped)."""
+    done = subprocess.run(
+        ["java", "-Xmx256m", "-cp", classpath, "Interop", *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0, f"Interop {args} exited {done.returncode}: {done.stderr[-2000:]}"
+    assert lines and lines[-1].get("done") is True, f"Interop {args} did not finish: {lines[-3:]}"
+    return lines[:-1]
+
+
+@pytest.fixture(scope="session")
+def finchmq_server() -> Iterator[ServerProcess]:
+    """One ``finchmq server`` for the Java client tests; retries come back after 1 s."""
+    with ServerProcess(conf=FAST_RETRIES) as server:
+        yield server
+
+
+@dataclass
+class JavaCluster:
+    namesrv_addr: str
+    broker_addr: str
+
+
+def _broker_registered(namesrv: str) -> bool:
+    async def ask() -> bool:
+        async with RemotingClient() as client:
+            try:
+                reply = await client.invoke(
+                    namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 3000
+                )
+            except RemotingError:
+                return False
+        return reply.code == ResponseCode.SUCCESS and bool(
+            ClusterInfo.from_json(reply.body).broker_addr_table
+        )
+
+    return run(ask())
+
+
+@pytest.fixture(scope="session")
+def java_cluster(
+    java_home: Path, java_classpath: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaCluster]:
+    """A Java name server and broker (brokerName broker-a, autoCreateTopicEnable) on free ports."""
+    base = tmp_path_factory.mktemp("java-rocketmq")
+    ns_port, broker_port = free_port(), free_port()
+    run_sh = str(java_home / "run.sh")
+    procs = []
+    try:
+        with open(base / "namesrv.log", "wb") as log:
+            procs.append(
+                subprocess.Popen([run_sh, "namesrv", str(ns_port), str(base / "ns")], stdout=log, stderr=log)
+            )
+        with open(base / "broker.log", "wb") as log:
+            broker_args = [
+                run_sh,
+                "broker",
+                str(ns_port),
+                str(broker_port),
+                str(base / "broker"),
+                "brokerName=broker-a",
+            ]
+            procs.append(subprocess.Popen(broker_args, stdout=log, stderr=log))
+        namesrv = f"127.0.0.1:{ns_port}"
+        deadline = time.monotonic() + 180
+        while not _broker_registered(namesrv):
+            for proc in procs:
+                assert proc.poll() is None, (base / "broker.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the Java broker did not register within 180 s"
+            time.sleep(0.5)
+        yield JavaCluster(namesrv_addr=namesrv, broker_addr=f"127.0.0.1:{broker_port}")
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()

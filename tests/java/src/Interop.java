@@ -1,0 +1,189 @@
+// The official Java client (Apache RocketMQ 4.9.8) driven by finchmq's interop tests.
+// Prints one JSON object per line; the test that started it reads them.
+//   produce NAMESRV TOPIC COUNT        sync, async, oneway, selector and batch sends (COUNT each)
+//   push NAMESRV GROUP TOPIC EXPECT concurrent|orderly|broadcast [FAIL_PREFIX]
+//   litepull NAMESRV GROUP TOPIC EXPECT
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+
+public class Interop {
+    static synchronized void emit(String json) {
+        System.out.println(json);
+        System.out.flush();
+    }
+
+    static String q(String s) {
+        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
+
+    static Message message(String topic, String key) {
+        Message m = new Message(topic, "TagA", key, ("body-" + key).getBytes(StandardCharsets.UTF_8));
+        return m;
+    }
+
+    static void sent(String mode, String key, SendResult r) {
+        emit("{\"mode\":" + q(mode) + ",\"key\":" + q(key) + ",\"status\":" + q(r.getSendStatus().name())
+            + ",\"queue\":" + r.getMessageQueue().getQueueId() + ",\"offset\":" + r.getQueueOffset()
+            + ",\"msgId\":" + q(r.getMsgId()) + "}");
+    }
+
+    static void produce(String ns, String topic, int count) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer("java_interop_pg");
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("interop-" + System.nanoTime());
+        p.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                String key = "sync-" + i;
+                sent("sync", key, p.send(message(topic, key)));
+            }
+            CountDownLatch async = new CountDownLatch(count);
+            for (int i = 0; i < count; i++) {
+                final String key = "async-" + i;
+                p.send(message(topic, key), new SendCallback() {
+                    public void onSuccess(SendResult r) { sent("async", key, r); async.countDown(); }
+                    public void onException(Throwable e) {
+                        emit("{\"mode\":\"async\",\"key\":" + q(key) + ",\"error\":" + q(e.toString()) + "}");
+                        async.countDown();
+                    }
+                });
+            }
+            async.await(60, TimeUnit.SECONDS);
+            for (int i = 0; i < count; i++) {
+                String key = "oneway-" + i;
+                p.sendOneway(message(topic, key));
+                emit("{\"mode\":\"oneway\",\"key\":" + q(key) + ",\"status\":\"ONEWAY\"}");
+            }
+            for (int i = 0; i < count; i++) {
+                String key = "selector-" + i;
+                SendResult r = p.send(message(topic, key),
+                    (List<MessageQueue> mqs, Message msg, Object arg) -> mqs.get((Integer) arg % mqs.size()), i);
+                sent("selector", key, r);
+            }
+            List<Message> batch = new ArrayList<>();
+            for (int i = 0; i < count; i++) batch.add(message(topic, "batch-" + i));
+            SendResult r = p.send(batch);
+            for (int i = 0; i < count; i++) {
+                emit("{\"mode\":\"batch\",\"key\":" + q("batch-" + i) + ",\"status\":" + q(r.getSendStatus().name()) + "}");
+            }
+        } finally {
+            p.shutdown();
+        }
+        emit("{\"done\":true}");
+    }
+
+    static void received(String instance, MessageExt m) {
+        emit("{\"instance\":" + q(instance) + ",\"key\":" + q(m.getKeys()) + ",\"body\":"
+            + q(new String(m.getBody(), StandardCharsets.UTF_8)) + ",\"queue\":" + m.getQueueId() + ",\"offset\":"
+            + m.getQueueOffset() + ",\"reconsume\":" + m.getReconsumeTimes() + ",\"topic\":" + q(m.getTopic()) + "}");
+    }
+
+    static DefaultMQPushConsumer pushConsumer(String ns, String group, String topic, String instance) throws Exception {
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+        c.setNamesrvAddr(ns);
+        c.setInstanceName(instance);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, "*");
+        return c;
+    }
+
+    static void push(String ns, String group, String topic, int expect, String mode, String failPrefix) throws Exception {
+        int instances = mode.equals("broadcast") ? 2 : 1;
+        // done when every instance has seen `expect` distinct keys and every failed key came back
+        CountDownLatch done = new CountDownLatch(instances);
+        List<DefaultMQPushConsumer> consumers = new ArrayList<>();
+        for (int n = 0; n < instances; n++) {
+            final String instance = "interop-" + mode + "-" + n;
+            Set<String> seen = ConcurrentHashMap.newKeySet();
+            Set<String> retried = ConcurrentHashMap.newKeySet();
+            DefaultMQPushConsumer c = pushConsumer(ns, group, topic, instance);
+            Runnable check = () -> {
+                if (seen.size() >= expect && (failPrefix.isEmpty() || retried.size() >= failures(seen, failPrefix))) {
+                    done.countDown();
+                }
+            };
+            if (mode.equals("orderly")) {
+                c.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
+                    for (MessageExt m : msgs) { received(instance, m); seen.add(m.getKeys()); }
+                    check.run();
+                    return ConsumeOrderlyStatus.SUCCESS;
+                });
+            } else {
+                if (mode.equals("broadcast")) c.setMessageModel(MessageModel.BROADCASTING);
+                c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                    for (MessageExt m : msgs) {
+                        received(instance, m);
+                        if (!failPrefix.isEmpty() && m.getKeys().startsWith(failPrefix) && m.getReconsumeTimes() == 0) {
+                            return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                        }
+                        if (m.getReconsumeTimes() > 0) retried.add(m.getKeys());
+                        seen.add(m.getKeys());
+                    }
+                    check.run();
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                });
+                c.setConsumeMessageBatchMaxSize(1);
+            }
+            consumers.add(c);
+        }
+        for (DefaultMQPushConsumer c : consumers) c.start();
+        boolean ok = done.await(120, TimeUnit.SECONDS);
+        Thread.sleep(500);  // let offsets be committed before shutting down
+        for (DefaultMQPushConsumer c : consumers) c.shutdown();
+        emit("{\"done\":" + ok + "}");
+    }
+
+    static int failures(Set<String> seen, String prefix) {
+        int n = 0;
+        for (String k : seen) if (k.startsWith(prefix)) n++;
+        return n;
+    }
+
+    static void litePull(String ns, String group, String topic, int expect) throws Exception {
+        DefaultLitePullConsumer c = new DefaultLitePullConsumer(group);
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("interop-lite");
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, "*");
+        c.start();
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        long deadline = System.currentTimeMillis() + 120_000;
+        try {
+            while (seen.size() < expect && System.currentTimeMillis() < deadline) {
+                for (MessageExt m : c.poll(1000)) { received("lite", m); seen.add(m.getKeys()); }
+            }
+        } finally {
+            c.shutdown();
+        }
+        emit("{\"done\":" + (seen.size() >= expect) + "}");
+    }
+
+    public static void main(String[] a) throws Exception {
+        switch (a[0]) {
+            case "produce": produce(a[1], a[2], Integer.parseInt(a[3])); break;
+            case "push": push(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5], a.length > 6 ? a[6] : ""); break;
+            case "litepull": litePull(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
+            default: throw new IllegalArgumentException(a[0]);
+        }
+        System.exit(0);
+    }
+}

@@ -17,8 +17,11 @@ CPP_VENV := .venv-cpp
 CPP_STAMP := $(CPP_VENV)/.installed
 PYTEST_ARGS ?=
 JAVA_MIN := 17
+# The real Apache RocketMQ 4.9.8 (Java) for the interop tests in tests/java; they skip, saying why,
+# where it is absent (a user's clone). setup.sh installs its jars and a JDK once.
+JAVA_ROCKETMQ ?= $(or $(FINCHMQ_JAVA_ROCKETMQ),$(abspath ../shared/java-rocketmq))
 
-.PHONY: demo test lint typecheck imports pytest bench clean java
+.PHONY: demo test lint typecheck imports pytest bench clean java java-rocketmq
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
@@ -45,6 +48,12 @@ java:
 		exit 1; \
 	fi
 
+java-rocketmq:
+	@if [ -x "$(JAVA_ROCKETMQ)/setup.sh" ] && [ ! -f "$${TMPDIR:-/tmp}/rocketmq-java.classpath" ]; then \
+		echo "setting up Apache RocketMQ 4.9.8 (Java) from $(JAVA_ROCKETMQ) for the interop tests"; \
+		"$(JAVA_ROCKETMQ)/setup.sh" >/dev/null; \
+	fi
+
 $(CPP_STAMP):
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
 	$(PYTHON) -m venv $(CPP_VENV)
@@ -65,8 +74,8 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) $(CPP_STAMP) java
-	$(BIN)/pytest $(PYTEST_ARGS)
+pytest: $(STAMP) $(CPP_STAMP) java java-rocketmq
+	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest
 

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -64,12 +65,17 @@ def java_classes(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) 
     return f"{java_classpath}:{out}"
 
 
-def run_java(classpath: str, *args: str, timeout: float = 180) -> list[dict[str, Any]]:
-    """Run ``Interop ARGS`` and return the JSON objects it printed (Java's own log lines skipped)."""
-    done = subprocess.run(
-        ["java", "-Xmx256m", "-cp", classpath, "Interop", *args],
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+def run_java(classpath: str, *args: str, timeout: float = 110) -> list[dict[str, Any]]:
+    """Run ``Interop ARGS`` and return the JSON objects it printed (Java's own log lines skipped).
+
+    The client's home (logs, broadcasting offsets) is a fresh directory: nothing carries over
+    from an earlier run."""
+    with tempfile.TemporaryDirectory(prefix="finchmq-java-client-") as home:
+        done = subprocess.run(
+            ["java", "-Xmx256m", f"-Duser.home={home}", f"-Drocketmq.client.localOffsetStoreDir={home}/offsets",
+             "-cp", classpath, "Interop", *args],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode == 0, f"Interop {args} exited {done.returncode}: {done.stderr[-2000:]}"
     assert lines and lines[-1].get("done") is True, f"Interop {args} did not finish: {lines[-3:]}"

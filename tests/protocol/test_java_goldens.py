@@ -6,11 +6,15 @@ the Java program uses. ``*.default`` is Java's ``encode()``; ``*.standard`` is t
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from finchmq.client import AdminClient
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
@@ -33,8 +37,11 @@ from finchmq.protocol.bodies import (
     TopicStatsTable,
 )
 from finchmq.protocol.message import MessageQueue
+from finchmq.remoting import RemotingClient
+from finchmq.testing.process import ServerProcess
 
 GOLDEN = Path(__file__).parent / "data" / "java" / "bodies"
+LIVE = Path(__file__).parent / "data" / "java" / "live"  # the Java name server's answers (tests/java)
 
 
 def broker(cluster: str, name: str, *ids: int) -> BrokerData:
@@ -143,8 +150,7 @@ BODIES: dict[str, Callable[[], RemotingSerializable]] = {
     ),
     "topic_config_wrapper": lambda: TopicConfigSerializeWrapper(
         topic_config_table={
-            t: TopicConfig(topic_name=t, read_queue_nums=4, write_queue_nums=4, perm=6)
-            for t in TOPIC_CONFIGS
+            t: TopicConfig(topic_name=t, read_queue_nums=4, write_queue_nums=4, perm=6) for t in TOPIC_CONFIGS
         },
         data_version=VERSION,
     ),
@@ -172,3 +178,43 @@ def test_bytes_are_what_java_writes(case: str) -> None:
     expected = (GOLDEN / f"{case}.json").read_bytes()
     assert body.to_json(standard=form == "standard") == expected
     assert type(body).from_json(expected).to_json(standard=form == "standard") == expected
+
+
+# -- a live name server: finchmq's answers against those recorded from Java's ------------------------
+
+
+async def name_server_answers(namesrv: str, topic: str) -> dict[str, bytes]:
+    """The route (for a version-1 and a version-401 client) and the cluster info, as answered."""
+    answers = {}
+    async with RemotingClient() as client:
+        for version in (1, 401):
+            request = RemotingCommand.request(
+                RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=version
+            )
+            reply = await client.invoke(namesrv, request, 5000)
+            assert reply.code == ResponseCode.SUCCESS, reply.remark
+            answers[f"route.v{version}"] = reply.body
+        reply = await client.invoke(
+            namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 5000
+        )
+        answers["cluster_info"] = reply.body
+    return answers
+
+
+def masked(body: bytes) -> bytes:
+    return re.sub(rb"127\.0\.0\.1:\d+", b"ADDR", body)
+
+
+def test_name_server_answers_match_the_recorded_java_answers() -> None:
+    topic = "GoldenRouteTopic"  # as created on the Java cluster: 4 queues, perm 6, broker-a
+
+    async def answers(namesrv: str) -> dict[str, bytes]:
+        async with AdminClient(namesrv_addr=namesrv) as admin:
+            await admin.create_topic(topic, read_queue_nums=4, write_queue_nums=4)
+        return await name_server_answers(namesrv, topic)
+
+    with ServerProcess() as server:
+        finch = asyncio.run(answers(server.namesrv_addr))
+    assert set(finch) == {p.stem for p in LIVE.glob("*.json")}
+    for name, body in finch.items():
+        assert masked(body) == (LIVE / f"{name}.json").read_bytes(), name

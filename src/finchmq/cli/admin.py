@@ -129,7 +129,7 @@ def _topic_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
 
 def _topic_route(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     route = admin.topic_route(args.topic)
-    data = json.loads(route.to_json())
+    data = json.loads(route.to_json(standard=True))
     rows = [
         (qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, PermName.perm2string(qd.perm))
         for qd in route.queue_datas
@@ -201,7 +201,7 @@ def _consumer_progress(admin: BlockingAdminClient, args: argparse.Namespace) -> 
 
 def _consumer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     conn = admin.consumer_connection(args.group)
-    data = json.loads(conn.to_json())
+    data = json.loads(conn.to_json(standard=True))
     rows = [
         (i + 1, c.client_id, c.client_addr, c.language.name, c.version)
         for i, c in enumerate(conn.connection_set)

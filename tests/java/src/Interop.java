@@ -146,7 +146,7 @@ public class Interop {
             consumers.add(c);
         }
         for (DefaultMQPushConsumer c : consumers) c.start();
-        boolean ok = done.await(120, TimeUnit.SECONDS);
+        boolean ok = done.await(90, TimeUnit.SECONDS);
         Thread.sleep(500);  // let offsets be committed before shutting down
         for (DefaultMQPushConsumer c : consumers) c.shutdown();
         emit("{\"done\":" + ok + "}");
@@ -166,7 +166,7 @@ public class Interop {
         c.subscribe(topic, "*");
         c.start();
         Set<String> seen = ConcurrentHashMap.newKeySet();
-        long deadline = System.currentTimeMillis() + 120_000;
+        long deadline = System.currentTimeMillis() + 90_000;
         try {
             while (seen.size() < expect && System.currentTimeMillis() < deadline) {
                 for (MessageExt m : c.poll(1000)) { received("lite", m); seen.add(m.getKeys()); }

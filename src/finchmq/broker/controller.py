@@ -26,6 +26,7 @@ from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
 from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import pack_host
+from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.remoting import (
     ChannelGoneListener,
     RemotingClient,
@@ -504,6 +505,9 @@ class BrokerController(AsyncService):
             "heldPullRequests": str(self.pull_hold_service.held_count),
             "pid": str(os.getpid()),
         }
+        for level, delivered in self.schedule_message_service.offset_table().items():  # levels in use
+            max_offset = store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            info[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
         for kind, count in sorted(self.flow_control.snapshot().items()):
             info[f"flowControl.{kind}"] = str(count)
         return info

@@ -60,6 +60,7 @@ __all__ = [
     "ConsumeFromWhere",
     "ConsumeMessageDirectlyResult",
     "ConsumeStats",
+    "ConsumeStatsList",
     "ConsumeStatus",
     "ConsumeType",
     "ConsumerConnection",
@@ -963,6 +964,15 @@ class ConsumeStats(RemotingSerializable):
     def compute_total_diff(self) -> int:
         """Java ``ConsumeStats.computeTotalDiff``: the summed lag."""
         return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeStatsList(RemotingSerializable):
+    """GET_BROKER_CONSUME_STATS body (mqadmin ``brokerConsumeStats``): per group, its topics' stats."""
+
+    consume_stats_list: tuple[dict[str, tuple[ConsumeStats, ...]], ...] = ()
+    broker_addr: str | None = None
+    total_diff: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,6 +55,7 @@ __all__ = [
     "EndTransactionRequestHeader",
     "GetAllTopicConfigResponseHeader",
     "GetBrokerConfigResponseHeader",
+    "GetConsumeStatsInBrokerHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
     "GetConsumerListByGroupRequestHeader",
@@ -708,6 +709,11 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     client_id: str | None = None
     msg_id: str | None = None
     broker_name: str | None = None
+
+
+@command_header
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    is_order: bool = False
 
 
 @command_header

@@ -13,6 +13,7 @@ from finchmq.protocol.bodies import (
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     KVTable,
     LockBatchRequestBody,
@@ -36,6 +37,7 @@ from finchmq.protocol.headers import (
     GetBrokerConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -260,6 +262,23 @@ class AdminBrokerProcessor(BrokerProcessor):
         )
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
+    def _consume_stats(self, group: str, topic: str, queue_nums: int) -> ConsumeStats:
+        c = self.context
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        for queue_id in range(queue_nums):
+            broker_offset = max(c.store.get_max_offset_in_queue(topic, queue_id), 0)
+            consumer_offset = max(c.consumer_offset_manager.query_offset(group, topic, queue_id), 0)
+            last = (
+                c.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+                if consumer_offset > 0
+                else 0
+            )
+            table[MessageQueue(topic, c.config.broker_name, queue_id)] = OffsetWrapper(
+                broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=max(last, 0)
+            )
+        _, get_tps = c.stats.tps()
+        return ConsumeStats(offset_table=table, consume_tps=get_tps)
+
     @handles(RequestCode.GET_CONSUME_STATS)
     def get_consume_stats(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         c = self.context
@@ -270,25 +289,44 @@ class AdminBrokerProcessor(BrokerProcessor):
             else sorted(c.consumer_offset_manager.which_topics_by_consumer(header.consumer_group))
         )
         table: dict[MessageQueue, OffsetWrapper] = {}
+        tps = 0.0
         for topic in topics:
             topic_config = c.topic_config_manager.select_topic_config(topic)
-            if topic_config is None:
-                continue
-            for queue_id in range(topic_config.read_queue_nums):
-                broker_offset = max(c.store.get_max_offset_in_queue(topic, queue_id), 0)
-                consumer_offset = max(
-                    c.consumer_offset_manager.query_offset(header.consumer_group, topic, queue_id), 0
-                )
-                last = (
-                    c.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
-                    if consumer_offset > 0
-                    else 0
-                )
-                table[MessageQueue(topic, c.config.broker_name, queue_id)] = OffsetWrapper(
-                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=max(last, 0)
-                )
-        _, get_tps = c.stats.tps()
-        body = ConsumeStats(offset_table=table, consume_tps=get_tps)
+            if topic_config is not None:
+                stats = self._consume_stats(header.consumer_group, topic, topic_config.read_queue_nums)
+                table.update(stats.offset_table)
+                tps = stats.consume_tps
+        body = ConsumeStats(offset_table=table, consume_tps=tps)
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
+
+    @handles(RequestCode.GET_BROKER_CONSUME_STATS)
+    def get_broker_consume_stats(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """mqadmin ``brokerConsumeStats``: every group's consume stats on this broker (Java
+        ``fetchAllConsumeStatsInBroker``; ``isOrder`` keeps only order topics)."""
+        c = self.context
+        header = GetConsumeStatsInBrokerHeader.from_ext_fields(request.ext_fields)
+        per_group: list[dict[str, tuple[ConsumeStats, ...]]] = []
+        total_diff = 0
+        for group in list(c.subscription_group_manager.table):
+            stats_list = []
+            for topic in sorted(c.consumer_offset_manager.which_topics_by_consumer(group)):
+                topic_config = c.topic_config_manager.select_topic_config(topic)
+                if topic_config is None or (header.is_order and not topic_config.order):
+                    continue
+                group_info = c.consumer_manager.get(group)
+                if (
+                    group_info is not None
+                    and group_info.subscriptions
+                    and topic not in group_info.subscriptions
+                ):
+                    continue  # Java: the online group no longer subscribes to it
+                stats = self._consume_stats(group, topic, topic_config.write_queue_nums)
+                total_diff += stats.compute_total_diff()
+                stats_list.append(stats)
+            per_group.append({group: tuple(stats_list)})
+        body = ConsumeStatsList(
+            consume_stats_list=tuple(per_group), broker_addr=c.broker_addr, total_diff=total_diff
+        )
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
     @handles(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import KVTable
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.message import decode_stored_all, properties_to_string
 from finchmq.remoting import RemotingClient, RemotingError
@@ -149,6 +150,26 @@ async def stored_bodies(addr: str, topic: str) -> Counter[bytes]:
     return bodies
 
 
+async def delivered_everything(addr: str, topic: str, acked: set[bytes]) -> Counter[bytes]:
+    """Wait until every delay level has delivered its whole queue (runtime info
+    ``scheduleMessageOffset_N`` = delivered,max) and every acknowledged body is there."""
+    deadline = time.monotonic() + 120
+    while True:
+        async with RemotingClient() as client:
+            reply = await client.invoke(
+                addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), 5000
+            )
+        table = KVTable.from_json(reply.body).table
+        levels = [v.split(",") for k, v in table.items() if k.startswith("scheduleMessageOffset_")]
+        bodies = await stored_bodies(addr, topic)
+        if levels and all(done == end for done, end in levels) and acked <= set(bodies):
+            return bodies
+        assert time.monotonic() < deadline, (
+            f"delays not delivered: {levels}, {len(acked - set(bodies))} missing"
+        )
+        await asyncio.sleep(0.2)
+
+
 @pytest.fixture
 def servers() -> Iterator[list[Server]]:
     """Every server a test starts; any still running at the end is killed."""
@@ -185,8 +206,7 @@ def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(
     server = Server(data, namesrv_port, broker_port)
     servers.append(server)
     try:
-        time.sleep(3)  # every delayed message is due (level 1 = 1 s) and delivered
-        bodies = asyncio.run(stored_bodies(server.addr, "T_crash"))
+        bodies = asyncio.run(delivered_everything(server.addr, "T_crash", set(acked)))
         missing = [b for b in acked if b not in bodies]
         assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:3]}"
         delayed = [b for b, d in acked.items() if d]

@@ -118,7 +118,7 @@ async def test_page_cache_busy_rejects_and_cleans_the_send_queue(broker: Broker)
 async def test_requests_waiting_too_long_are_answered_timeout_clean_queue(broker: Broker) -> None:
     responses, heartbeat = await flood(broker, "T_to", 120)
     seen = kinds(responses)
-    assert heartbeat < 1.0
+    assert heartbeat < 2.5  # not queued behind the flooded sends (seconds of them)
     assert seen["TIMEOUT_CLEAN_QUEUE"] > 0 and seen["ok"] > 0, seen
     assert set(seen) <= {"ok", "TIMEOUT_CLEAN_QUEUE", OVERLOAD}, seen
     waited = [int(m.group(1)) for r in responses
@@ -137,7 +137,7 @@ async def test_requests_waiting_too_long_are_answered_timeout_clean_queue(broker
 async def test_a_full_send_queue_answers_overload(broker: Broker) -> None:
     responses, heartbeat = await flood(broker, "T_ov", 60)
     seen = kinds(responses)
-    assert heartbeat < 1.0
+    assert heartbeat < 2.5  # not queued behind the flooded sends (seconds of them)
     assert seen[OVERLOAD] > 0 and seen["ok"] >= 10, seen
     assert set(seen) <= {"ok", OVERLOAD}, seen
     await acknowledged_are_stored(broker, responses, "T_ov")

@@ -97,7 +97,7 @@ def test_producer_async_and_oneway_modes(
     assert main([*argv, "-d", "1", "--json"]) == 0
     _, summary = _json_lines(capsys.readouterr().out)
     assert summary["mode"] == mode and summary["messages"] > 0
-    assert summary["elapsed"] < 3  # a oneway send that never suspends must not outlive -d
+    assert summary["elapsed"] < 10  # a oneway send that never suspends must not outlive -d by much
     if mode == "async":
         assert _stored(server, topic) == summary["messages"]
     else:  # written to the socket; a broker whose send queue is full drops oneway requests unanswered

@@ -78,7 +78,7 @@ async def test_blocking_pull_wakes_when_a_message_arrives(namesrv: str, name: st
         await produce(namesrv, name, 1)
         result = await pulling
     assert result.pull_status is PullStatus.FOUND
-    assert 0.5 <= time.monotonic() - began < 3
+    assert 0.5 <= time.monotonic() - began < 15  # woken by the arrival, not by the 20 s suspend timeout
 
 
 def lite(namesrv: str, group: str, **kwargs: object) -> LitePullConsumer:

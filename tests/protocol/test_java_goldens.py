@@ -14,19 +14,26 @@ from pathlib import Path
 import pytest
 
 from finchmq.client import AdminClient
-from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol import LanguageCode, RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol._json import java_string_hash
 from finchmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
+    Connection,
+    ConsumeFromWhere,
+    ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
     ConsumeStats,
+    ConsumeType,
     DataVersion,
     KVTable,
     LockBatchResponseBody,
+    MessageModel,
     OffsetWrapper,
     QueueData,
     RemotingSerializable,
     ResetOffsetBody,
+    SubscriptionData,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfig,
@@ -119,7 +126,33 @@ def consume_stats() -> ConsumeStats:
     return ConsumeStats(offset_table=table, consume_tps=12.5)
 
 
+def consumer_connection() -> ConsumerConnection:
+    tags = ("TagA", "TagB", "集")
+    subscription = {
+        topic: SubscriptionData(
+            topic=topic, sub_string="TagA || TagB || 集", tags_set=tags,
+            code_set=tuple(java_string_hash(t) for t in tags), sub_version=1700000000000,
+        )
+        for topic in ("orders", "%RETRY%g1", "payments-eu")
+    }  # fmt: skip
+    return ConsumerConnection(
+        connection_set=(
+            Connection(
+                client_id="10.0.0.7@12345",
+                client_addr="10.0.0.7:50000",
+                language=LanguageCode.PYTHON,
+                version=409,
+            ),
+        ),
+        subscription_table=subscription,
+        consume_type=ConsumeType.CONSUME_PASSIVELY,
+        message_model=MessageModel.CLUSTERING,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+
+
 BODIES: dict[str, Callable[[], RemotingSerializable]] = {
+    "consumer_connection": consumer_connection,
     "route": lambda: ROUTE,
     "route_order_filter": lambda: ROUTE_ORDER_FILTER,
     "route_escapes": lambda: ROUTE_ESCAPES,

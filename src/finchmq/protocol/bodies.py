@@ -714,8 +714,8 @@ class SubscriptionData(RemotingSerializable):
     class_filter_mode: bool = False
     topic: str = ""
     sub_string: str = ""
-    tags_set: tuple[str, ...] = ()
-    code_set: tuple[int, ...] = ()
+    tags_set: typing.Annotated[tuple[str, ...], JavaCollection.HASH_SET] = ()
+    code_set: typing.Annotated[tuple[int, ...], JavaCollection.HASH_SET] = ()
     sub_version: int = field(default_factory=_now_ms)
     expression_type: str = "TAG"
     filter_class_source: str | None = field(default=None, metadata={"write": False})

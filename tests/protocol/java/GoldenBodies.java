@@ -20,6 +20,8 @@ import org.apache.rocketmq.common.protocol.route.BrokerData;
 import org.apache.rocketmq.common.protocol.route.QueueData;
 import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.apache.rocketmq.common.subscription.SubscriptionGroupConfig;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.common.protocol.heartbeat.SubscriptionData;
 import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
 
 public class GoldenBodies {
@@ -162,6 +164,26 @@ public class GoldenBodies {
         write("subscription_group_wrapper.default", groups.encode());
 
         write("data_version.default", version.encode());
+
+        ConsumerConnection cc = new ConsumerConnection();
+        Connection conn = new Connection();
+        conn.setClientId("10.0.0.7@12345");
+        conn.setClientAddr("10.0.0.7:50000");
+        conn.setLanguage(org.apache.rocketmq.remoting.protocol.LanguageCode.PYTHON);
+        conn.setVersion(409);
+        cc.getConnectionSet().add(conn);
+        for (String t : List.of("orders", "%RETRY%g1", "payments-eu")) {
+            SubscriptionData sd = new SubscriptionData();
+            sd.setTopic(t);
+            sd.setSubString("TagA || TagB || 集");
+            for (String tag : List.of("TagA", "TagB", "集")) { sd.getTagsSet().add(tag); sd.getCodeSet().add(tag.hashCode()); }
+            sd.setSubVersion(1700000000000L);
+            cc.getSubscriptionTable().put(t, sd);
+        }
+        cc.setConsumeType(org.apache.rocketmq.common.protocol.heartbeat.ConsumeType.CONSUME_PASSIVELY);
+        cc.setMessageModel(MessageModel.CLUSTERING);
+        cc.setConsumeFromWhere(org.apache.rocketmq.common.consumer.ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        write("consumer_connection.default", cc.encode());
         TopicRouteData big = new TopicRouteData();
         big.setQueueDatas(new ArrayList<>(List.of(queue("broker-a", 4, 6))));
         HashMap<Long, String> addrs = new HashMap<>();

@@ -115,6 +115,7 @@ class AdminClient(ClientService):
         return await self.instance.api.get_broker_runtime_info(broker_addr, _TIMEOUT_MS)
 
     async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
+        """A broker's settings (mqadmin ``getBrokerConfig``)."""
         return await self.instance.api.get_broker_config(broker_addr, _TIMEOUT_MS)
 
     async def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> str | None:
@@ -222,6 +223,7 @@ class AdminClient(ClientService):
         )
 
     async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        """The producers of ``group`` on a broker serving ``topic`` (mqadmin ``producerConnection``)."""
         api = self.instance.api
         return await self._first_answer(
             topic, lambda addr: api.get_producer_connection_list(addr, group, _TIMEOUT_MS)
@@ -333,6 +335,7 @@ class AdminClient(ClientService):
         return found[:max_num]
 
     async def examine_topic_consume_by_who(self, topic: str) -> list[str]:
+        """The groups that consume ``topic`` on any of its masters (mqadmin ``topicStatus`` helpers)."""
         api = self.instance.api
         masters = await self._topic_masters(topic)
         groups: set[str] = set()

@@ -36,7 +36,9 @@ class AllocateMessageQueueStrategy(Protocol):
         """The queues ``current_cid`` consumes; ``ValueError`` for an empty argument."""
         ...
 
-    def get_name(self) -> str: ...
+    def get_name(self) -> str:
+        """The strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ``CONSISTENT_HASH``, ``CONFIG``)."""
+        ...
 
 
 def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> bool:
@@ -50,7 +52,7 @@ def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[s
     return current_cid in cid_all
 
 
-class AllocateMessageQueueAveragely:
+class AllocateMessageQueueAveragely(AllocateMessageQueueStrategy):
     """Contiguous blocks; the first ``len(mq) % len(cid)`` members take one more.
 
     8 queues, 3 members: ``[q0 q1 q2] [q3 q4 q5] [q6 q7]``. (Java 4.x; the 3.x formula in seed 002,
@@ -80,7 +82,7 @@ class AllocateMessageQueueAveragely:
         return "AVG"
 
 
-class AllocateMessageQueueAveragelyByCircle:
+class AllocateMessageQueueAveragelyByCircle(AllocateMessageQueueStrategy):
     """Round robin: member ``i`` takes queues ``i, i + n, i + 2n...``."""
 
     def allocate(
@@ -100,7 +102,7 @@ def _md5_hash(key: str) -> int:
     return int.from_bytes(hashlib.md5(key.encode("utf-8"), usedforsecurity=False).digest()[:4], "big")
 
 
-class AllocateMessageQueueConsistentHash:
+class AllocateMessageQueueConsistentHash(AllocateMessageQueueStrategy):
     """A hash ring of ``virtual_node_cnt`` virtual nodes per member (``"<cid>-<i>"``); each
     queue (by ``str(mq)``, Java's ``MessageQueue.toString``) goes to the next node clockwise.
     Few queues move when a member joins or leaves."""
@@ -133,7 +135,7 @@ class AllocateMessageQueueConsistentHash:
         return "CONSISTENT_HASH"
 
 
-class AllocateMessageQueueByConfig:
+class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
     """Every member consumes exactly the configured queues (whatever the group looks like)."""
 
     def __init__(self, message_queue_list: Iterable[MessageQueue]) -> None:

@@ -64,7 +64,7 @@ from .errors import (
     NoRouteError,
     ValidationError,
 )
-from .instance import ClientService, MQClientInstance, ServiceState
+from .instance import ClientService, MQClientInstance, MQProducerInner, ServiceState
 from .results import SendResult, SendStatus
 from .route import TopicPublishInfo
 
@@ -281,7 +281,7 @@ class MQFaultStrategy:
         return 0
 
 
-class Producer(ClientService):
+class Producer(ClientService, MQProducerInner):
     """An asyncio producer (Java ``DefaultMQProducer``).
 
     ``Producer("group", namesrv_addr="127.0.0.1:9876")`` or ``Producer(ProducerConfig(...))``;

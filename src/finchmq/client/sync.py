@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from types import TracebackType
@@ -26,6 +27,7 @@ from finchmq.protocol.bodies import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ProducerConnection,
     TopicRouteData,
     TopicStatsTable,
 )
@@ -119,6 +121,7 @@ class Portal:
             raise TimeoutError(f"Blocking{who}: no result within {timeout}s") from None
 
     def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        """Run ``coro`` on the portal's loop; returns a ``concurrent.futures.Future``."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
 
@@ -133,9 +136,27 @@ class _Service(Protocol[_C_co]):
 
 class _Blocking(Generic[_C]):
     """The part every blocking façade shares: the portal, the life cycle and ``config``.
-    ``_who`` names the async class in error messages."""
+
+    A subclass names the async class it wraps (``class BlockingX(_Blocking[...], wraps=X)``): error
+    messages name it, and a method without a docstring of its own gets the async method's
+    (``tests/client/test_blocking_api.py`` checks that every signature follows the async one)."""
 
     _who = ""
+    wraps: type
+
+    def __init_subclass__(cls, wraps: type | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if wraps is None:
+            return
+        cls.wraps = wraps
+        cls._who = wraps.__name__
+        for name, member in list(vars(cls).items()):
+            target = getattr(wraps, name, None)
+            if name.startswith("_") or not callable(member) or member.__doc__ or target is None:
+                continue
+            doc = inspect.getdoc(target)
+            if doc:
+                member.__doc__ = f"Blocking ``{wraps.__name__}.{name}``. {doc}"
 
     def __init__(self, service: _Service[_C], portal: Portal | None) -> None:
         self._service = service
@@ -173,10 +194,8 @@ class _Blocking(Generic[_C]):
         self.shutdown()
 
 
-class BlockingProducer(_Blocking[ProducerConfig]):
+class BlockingProducer(_Blocking[ProducerConfig], wraps=Producer):
     """``Producer`` for threads: same arguments, blocking methods."""
-
-    _who = "Producer"
 
     def __init__(
         self, config: ProducerConfig | str, /, *, portal: Portal | None = None, **overrides: object
@@ -213,9 +232,14 @@ class BlockingProducer(_Blocking[ProducerConfig]):
         )
 
     def send_batch(
-        self, messages: Iterable[Message], *, queue: MessageQueue | None = None
+        self,
+        messages: Iterable[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout_millis: int | None = None,
     ) -> list[SendResult]:
-        return self._call(self.producer.send_batch(list(messages), queue=queue), _CALL_TIMEOUT)
+        coro = self.producer.send_batch(list(messages), queue=queue, timeout_millis=timeout_millis)
+        return self._call(coro, _CALL_TIMEOUT if timeout_millis is None else timeout_millis / 1000 + _MARGIN)
 
     def send_async(
         self,
@@ -261,10 +285,8 @@ class BlockingProducer(_Blocking[ProducerConfig]):
         return self._call(self.producer.fetch_publish_message_queues(topic))
 
 
-class BlockingPushConsumer(_Blocking[PushConsumerConfig]):
+class BlockingPushConsumer(_Blocking[PushConsumerConfig], wraps=PushConsumer):
     """``PushConsumer`` for threads. A blocking listener runs in the consume thread pool."""
-
-    _who = "PushConsumer"
 
     def __init__(
         self, config: PushConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
@@ -292,10 +314,11 @@ class BlockingPushConsumer(_Blocking[PushConsumerConfig]):
     def resume(self) -> None:
         self._call(_run_sync(self.consumer.resume))
 
-    def persist_consumer_offset(self) -> None:
-        self._call(self.consumer.persist_consumer_offset())
+    def persist_consumer_offset(self, *, force: bool = False) -> None:
+        self._call(self.consumer.persist_consumer_offset(force=force))
 
     def running_info(self) -> ConsumerRunningInfo:
+        """Blocking ``PushConsumer.consumer_running_info``: what mqadmin ``consumerStatus`` shows."""
         return self._call(_run_sync(self.consumer.consumer_running_info))
 
     def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
@@ -305,10 +328,8 @@ class BlockingPushConsumer(_Blocking[PushConsumerConfig]):
         self._call(self.consumer.send_message_back(msg, delay_level, broker_name))
 
 
-class BlockingPullConsumer(_Blocking[PullConsumerConfig]):
+class BlockingPullConsumer(_Blocking[PullConsumerConfig], wraps=PullConsumer):
     """``PullConsumer`` (the low-level pull API) for threads and Spark tasks."""
-
-    _who = "PullConsumer"
 
     def __init__(
         self, config: PullConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
@@ -378,10 +399,8 @@ class BlockingPullConsumer(_Blocking[PullConsumerConfig]):
         self._call(self.consumer.send_message_back(msg, delay_level, broker_name))
 
 
-class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig]):
+class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig], wraps=LitePullConsumer):
     """``LitePullConsumer`` for threads: ``poll()`` blocks up to its timeout."""
-
-    _who = "LitePullConsumer"
 
     def __init__(
         self, config: LitePullConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
@@ -421,13 +440,16 @@ class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig]):
     def seek_to_end(self, mq: MessageQueue) -> None:
         self._call(self.consumer.seek_to_end(mq))
 
-    def pause(self, queues: Iterable[MessageQueue]) -> None:
-        mqs = list(queues)
-        self._call(_run_sync(lambda: self.consumer.pause(mqs)))
+    def pause(self, mqs: Iterable[MessageQueue]) -> None:
+        queues = list(mqs)
+        self._call(_run_sync(lambda: self.consumer.pause(queues)))
 
-    def resume(self, queues: Iterable[MessageQueue]) -> None:
-        mqs = list(queues)
-        self._call(_run_sync(lambda: self.consumer.resume(mqs)))
+    def resume(self, mqs: Iterable[MessageQueue]) -> None:
+        queues = list(mqs)
+        self._call(_run_sync(lambda: self.consumer.resume(queues)))
+
+    def persist_consumer_offset(self) -> None:
+        self._call(self.consumer.persist_consumer_offset())
 
     def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
         return self._call(self.consumer.fetch_message_queues(topic))
@@ -436,10 +458,8 @@ class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig]):
         return self._call(self.consumer.offset_for_timestamp(mq, timestamp))
 
 
-class BlockingAdminClient(_Blocking[ClientConfig]):
+class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
     """``AdminClient`` for scripts and the ``finchmq admin`` command."""
-
-    _who = "AdminClient"
 
     def __init__(
         self, config: ClientConfig | None = None, /, *, portal: Portal | None = None, **overrides: object
@@ -458,6 +478,12 @@ class BlockingAdminClient(_Blocking[ClientConfig]):
 
     def get_broker_config(self, broker_addr: str) -> dict[str, str]:
         return self._call(self.admin.get_broker_config(broker_addr))
+
+    def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        return self._call(self.admin.producer_connection(group, topic))
+
+    def examine_topic_consume_by_who(self, topic: str) -> list[str]:
+        return self._call(self.admin.examine_topic_consume_by_who(topic))
 
     def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> str | None:
         return self._call(self.admin.update_broker_config(broker_addr, properties))

@@ -517,6 +517,7 @@ class Message:
 
     @property
     def tags(self) -> str | None:
+        """The TAGS property, or None."""
         return self.properties.get(MessageConst.PROPERTY_TAGS)
 
     @property
@@ -526,6 +527,7 @@ class Message:
 
     @property
     def keys(self) -> str | None:
+        """The KEYS property (space-separated keys), or None."""
         return self.properties.get(MessageConst.PROPERTY_KEYS)
 
     @property
@@ -587,6 +589,7 @@ class Message:
         return self.with_property(name, value)
 
     def with_tags(self, tags: str) -> Self:
+        """A copy with TAGS set."""
         return self.with_property(MessageConst.PROPERTY_TAGS, tags)
 
     def with_keys(self, keys: str | Iterable[str]) -> Self:
@@ -594,9 +597,11 @@ class Message:
         return self.with_property(MessageConst.PROPERTY_KEYS, _join_keys(keys))
 
     def with_delay_time_level(self, level: int) -> Self:
+        """A copy with DELAY set (1..18: 1s 5s 10s 30s 1m ... 2h)."""
         return self.with_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL, str(level))
 
     def with_wait_store_msg_ok(self, wait: bool) -> Self:
+        """A copy with WAIT set (answer only once stored, or at once)."""
         return self.with_property(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, "true" if wait else "false")
 
 

@@ -80,7 +80,8 @@ class MessageListenerConcurrently(abc.ABC):
     @abc.abstractmethod
     def consume_message(
         self, msgs: list[MessageExt], context: ConsumeConcurrentlyContext
-    ) -> ConsumeConcurrentlyStatus | None: ...
+    ) -> ConsumeConcurrentlyStatus | None:
+        """Consume a batch (up to ``consume_message_batch_max_size``): CONSUME_SUCCESS or RECONSUME_LATER."""
 
 
 class MessageListenerOrderly(abc.ABC):
@@ -89,7 +90,8 @@ class MessageListenerOrderly(abc.ABC):
     @abc.abstractmethod
     def consume_message(
         self, msgs: list[MessageExt], context: ConsumeOrderlyContext
-    ) -> ConsumeOrderlyStatus | None: ...
+    ) -> ConsumeOrderlyStatus | None:
+        """Consume a batch of one queue, in order; SUSPEND_CURRENT_QUEUE_A_MOMENT retries it later."""
 
 
 class AsyncMessageListenerConcurrently(abc.ABC):
@@ -98,7 +100,8 @@ class AsyncMessageListenerConcurrently(abc.ABC):
     @abc.abstractmethod
     async def consume_message(
         self, msgs: list[MessageExt], context: ConsumeConcurrentlyContext
-    ) -> ConsumeConcurrentlyStatus | None: ...
+    ) -> ConsumeConcurrentlyStatus | None:
+        """As ``MessageListenerConcurrently.consume_message``, on the client's event loop."""
 
 
 class AsyncMessageListenerOrderly(abc.ABC):
@@ -107,7 +110,8 @@ class AsyncMessageListenerOrderly(abc.ABC):
     @abc.abstractmethod
     async def consume_message(
         self, msgs: list[MessageExt], context: ConsumeOrderlyContext
-    ) -> ConsumeOrderlyStatus | None: ...
+    ) -> ConsumeOrderlyStatus | None:
+        """As ``MessageListenerOrderly.consume_message``, on the client's event loop."""
 
 
 ConcurrentlyListener: TypeAlias = (
@@ -150,6 +154,14 @@ class ConsumeMessageHook(Protocol):
     """Called around every listener call (in the thread that runs the listener); exceptions
     are logged and ignored (Java ``ConsumeMessageHook``)."""
 
-    def hook_name(self) -> str: ...
-    def consume_message_before(self, context: ConsumeMessageContext) -> None: ...
-    def consume_message_after(self, context: ConsumeMessageContext) -> None: ...
+    def hook_name(self) -> str:
+        """The hook's name (Java ``ConsumeMessageHook.hookName``)."""
+        ...
+
+    def consume_message_before(self, context: ConsumeMessageContext) -> None:
+        """Called before the listener with the batch about to be consumed."""
+        ...
+
+    def consume_message_after(self, context: ConsumeMessageContext) -> None:
+        """Called after the listener with its status (and the exception, if it raised)."""
+        ...

@@ -327,27 +327,33 @@ class LitePullConsumer(SubscribingConsumer):
         self._start_pull_tasks()
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
+        """Consume ``mq`` from its first message (Java ``seekToBegin``)."""
         await self.seek(mq, await self.instance.min_offset(mq))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
+        """Consume ``mq`` from its end: only messages arriving from now on (Java ``seekToEnd``)."""
         await self.seek(mq, await self.instance.max_offset(mq))
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp: int) -> int:
+        """The offset of the first message of ``mq`` stored at or after ``timestamp`` (ms)."""
         return await self.instance.search_offset(mq, timestamp)
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
+        """Stop pulling these queues until ``resume`` (buffered messages stay)."""
         for mq in mqs:
             state = self._assigned.get(mq)
             if state is not None:
                 state.paused = True
 
     def resume(self, mqs: Iterable[MessageQueue]) -> None:
+        """Pull these paused queues again."""
         for mq in mqs:
             state = self._assigned.get(mq)
             if state is not None:
                 state.paused = False
 
     async def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
+        """The readable queues of ``topic`` (Java ``fetchMessageQueues``)."""
         return await self.instance.fetch_subscribe_message_queues(topic)
 
     # -- pull tasks -----------------------------------------------------------------------------

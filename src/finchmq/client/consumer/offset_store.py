@@ -45,17 +45,40 @@ class ReadOffsetType(enum.Enum):
 class OffsetStore(Protocol):
     """Java ``OffsetStore``. ``read_offset`` answers -1 for "none" and -2 for "could not ask"."""
 
-    async def load(self) -> None: ...
-    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None: ...
-    def read_offset_from_memory(self, mq: MessageQueue) -> int: ...
-    async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int: ...
-    async def persist_all(self, mqs: set[MessageQueue]) -> None: ...
-    async def persist(self, mq: MessageQueue) -> None: ...
-    def remove_offset(self, mq: MessageQueue) -> None: ...
-    def clone_offset_table(self, topic: str | None = None) -> dict[MessageQueue, int]: ...
+    async def load(self) -> None:
+        """Read the persisted offsets (the local file; nothing for the broker store)."""
+        ...
+
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
+        """Set ``mq``'s offset in memory (only forward when ``increase_only``)."""
+        ...
+
+    def read_offset_from_memory(self, mq: MessageQueue) -> int:
+        """``mq``'s offset in memory, -1 if none."""
+        ...
+
+    async def read_offset(self, mq: MessageQueue, read_type: ReadOffsetType) -> int:
+        """``mq``'s offset from memory and/or the store, per ``read_type``."""
+        ...
+
+    async def persist_all(self, mqs: set[MessageQueue]) -> None:
+        """Persist the offsets of ``mqs`` (Java ``persistAll``)."""
+        ...
+
+    async def persist(self, mq: MessageQueue) -> None:
+        """Persist ``mq``'s offset now."""
+        ...
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        """Forget ``mq`` (its queue moved to another member)."""
+        ...
+
+    def clone_offset_table(self, topic: str | None = None) -> dict[MessageQueue, int]:
+        """A copy of the offsets in memory, of ``topic`` or of all topics."""
+        ...
 
 
-class _MemoryTable:
+class _MemoryTable(OffsetStore):
     def __init__(self) -> None:
         self.offset_table: dict[MessageQueue, int] = {}
 
@@ -113,12 +136,14 @@ class RemoteBrokerOffsetStore(_MemoryTable):
         return found.broker_addr
 
     async def fetch_consume_offset_from_broker(self, mq: MessageQueue) -> int:
+        """QUERY_CONSUMER_OFFSET on ``mq``'s broker; -1 when the broker has none."""
         addr = await self._broker_addr(mq)
         return await self.instance.api.query_consumer_offset(addr, self.group_name, mq, _OFFSET_TIMEOUT_MS)
 
     async def update_consume_offset_to_broker(
         self, mq: MessageQueue, offset: int, *, oneway: bool = False
     ) -> None:
+        """UPDATE_CONSUMER_OFFSET on ``mq``'s broker (oneway unless ``oneway`` is False)."""
         addr = await self._broker_addr(mq)
         await self.instance.api.update_consumer_offset(
             addr, self.group_name, mq, offset, _OFFSET_TIMEOUT_MS, oneway=oneway

@@ -325,15 +325,19 @@ class PullConsumer(ConsumerService):
         await store.persist_all(set(store.clone_offset_table()))
 
     async def min_offset(self, mq: MessageQueue) -> int:
+        """The first offset still stored in ``mq``."""
         return await self.instance.min_offset(mq)
 
     async def max_offset(self, mq: MessageQueue) -> int:
+        """The offset after the last message of ``mq``."""
         return await self.instance.max_offset(mq)
 
     async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
+        """The offset of the first message of ``mq`` stored at or after ``timestamp`` (ms)."""
         return await self.instance.search_offset(mq, timestamp)
 
     async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
+        """The store time (ms) of the first message still in ``mq``."""
         return await self.instance.earliest_msg_store_time(mq)
 
     async def send_message_back(

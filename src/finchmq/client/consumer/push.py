@@ -216,16 +216,19 @@ class PushConsumer(SubscribingConsumer):
 
     @property
     def consume_orderly(self) -> bool:
+        """True when the registered listener is orderly."""
         return self._orderly
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
     def stats(self) -> ConsumerStatsManager:
+        """Consume statistics (TPS, RT, failures) per topic, as running info reports them."""
         return self.instance.stats
 
     @property
     def client_id(self) -> str:
+        """This client's id (``ip@instanceName``), as the broker knows it."""
         return self.instance.client_id
 
     async def start(self) -> None:
@@ -308,11 +311,13 @@ class PushConsumer(SubscribingConsumer):
         log.info("suspend this consumer, %s", self.config.consumer_group)
 
     def resume(self) -> None:
+        """Pull again after ``suspend``."""
         self._pause = False
         log.info("resume this consumer, %s", self.config.consumer_group)
 
     @property
     def paused(self) -> bool:
+        """True while suspended."""
         return self._pause
 
     async def persist_consumer_offset(self, *, force: bool = False) -> None:
@@ -324,6 +329,7 @@ class PushConsumer(SubscribingConsumer):
         await self._offset_store.persist_all(set(self._rebalance.process_queue_table))
 
     async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        """The readable queues of ``topic`` (Java ``fetchSubscribeMessageQueues``)."""
         return await self.instance.fetch_subscribe_message_queues(topic)
 
     def max_reconsume_times(self) -> int:
@@ -344,6 +350,7 @@ class PushConsumer(SubscribingConsumer):
         )
 
     def execute_hook_before(self, context: ConsumeMessageContext) -> None:
+        """Run the registered hooks' ``consume_message_before``."""
         for hook in self.hooks:
             try:
                 hook.consume_message_before(context)
@@ -353,6 +360,7 @@ class PushConsumer(SubscribingConsumer):
                 )
 
     def execute_hook_after(self, context: ConsumeMessageContext) -> None:
+        """Run the registered hooks' ``consume_message_after``."""
         for hook in self.hooks:
             try:
                 hook.consume_message_after(context)
@@ -364,11 +372,13 @@ class PushConsumer(SubscribingConsumer):
     # -- pulling --------------------------------------------------------------------------------
 
     def execute_pull_request_immediately(self, request: PullRequest) -> None:
+        """Queue ``pull_request`` for the pull service now."""
         service = self.instance.pull_message_service
         if service is not None:
             service.execute_pull_request_immediately(request)
 
     def execute_pull_request_later(self, request: PullRequest, delay_ms: float) -> None:
+        """Queue ``pull_request`` for the pull service after ``delay_ms``."""
         service = self.instance.pull_message_service
         if service is not None:
             service.execute_pull_request_later(request, delay_ms)

@@ -82,7 +82,9 @@ def test_every_blocking_method_mirrors_its_async_method(blocking: type) -> None:
         if name in ("start", "shutdown", "close", "config"):
             continue
         async_name = RENAMED.get(f"{blocking.__name__}.{name}", name)
-        assert async_name in async_api, f"{blocking.__name__}.{name} has no async counterpart on {wrapped.__name__}"
+        assert async_name in async_api, (
+            f"{blocking.__name__}.{name} has no async counterpart on {wrapped.__name__}"
+        )
         if isinstance(member, property) or f"{blocking.__name__}.{name}" in DIFFERENT_SIGNATURE:
             continue
         assert parameters(member) == parameters(async_api[async_name]), f"{blocking.__name__}.{name} drifted"

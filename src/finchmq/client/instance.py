@@ -59,13 +59,14 @@ from finchmq.protocol.headers import (
     GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
-from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored
+from finchmq.protocol.message import Message, MessageExt, MessageQueue, decode_stored
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
 from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingContext, RequestExecutor
 
 from .api import MAX_DECOMPRESSED_BODY, MQClientAPI
 from .config import ClientConfig, ProducerConfig
 from .errors import ClientStateError, MQClientError, NoRouteError
+from .results import SendResult
 from .route import (
     FindBrokerResult,
     TopicPublishInfo,
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
     from finchmq.protocol.bodies import ConsumeMessageDirectlyResult
 
     from .consumer.pull_service import PullMessageService
-    from .producer import Producer
 
 __all__ = ["ClientService", "MQClientInstance", "MQConsumerInner", "MQProducerInner", "ServiceState"]
 
@@ -208,6 +208,18 @@ class MQConsumerInner(Protocol):
         ...
 
 
+class InnerProducer(Protocol):
+    """The instance's inner producer, as the instance and the consumers use it."""
+
+    async def send(self, msg: Message) -> SendResult:
+        """Send ``msg`` (sync), choosing its queue."""
+        ...
+
+    async def close(self, *, shutdown_instance: bool = True) -> None:
+        """Stop it (without stopping the instance it runs on when ``shutdown_instance`` is False)."""
+        ...
+
+
 class MQProducerInner(Protocol):
     """What the instance needs of a producer (Java ``MQProducerInner``)."""
 
@@ -255,7 +267,10 @@ class MQClientInstance:
         self.stats = ConsumerStatsManager()
         self.tasks = BackgroundTasks(f"instance-{client_id}")
         self.pull_message_service: PullMessageService | None = None
-        self.default_producer: Producer | None = None
+        # CLIENT_INNER_PRODUCER_GROUP's producer (Java ``defaultMQProducer``): the consumers'
+        # send-back fallback. The first consumer creates it (consumer/base.py); the instance only
+        # closes it, so it does not depend on the producer module.
+        self.default_producer: InnerProducer | None = None
         self._rebalance_wakeup = asyncio.Event()
         self._lock_namesrv = asyncio.Lock()
         self._lock_heartbeat = asyncio.Lock()
@@ -347,7 +362,6 @@ class MQClientInstance:
                 )
             self.state = ServiceState.START_FAILED
             from .consumer.pull_service import PullMessageService  # noqa: PLC0415 - cycle
-            from .producer import Producer  # noqa: PLC0415 - cycle
 
             self.remoting.register_processor(
                 [
@@ -379,15 +393,6 @@ class MQClientInstance:
             self.pull_message_service = PullMessageService(self)
             self.pull_message_service.start()
             self.tasks.spawn(self._rebalance_service(), "rebalance")
-            inner_config = ProducerConfig(
-                producer_group=CLIENT_INNER_PRODUCER_GROUP,
-                namesrv_addr=cfg.namesrv_addr,
-                client_ip=cfg.client_ip,
-                instance_name=cfg.instance_name,
-                unit_name=cfg.unit_name,
-            )
-            self.default_producer = Producer(inner_config)
-            await self.default_producer.start(instance=self)
             self.state = ServiceState.RUNNING
             log.info("MQClientInstance %s started (namesrv %s)", self.client_id, cfg.namesrv_addr)
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from finchmq.client.config import ConsumerConfig, SubscribingConsumerConfig
+from finchmq.client.config import ConsumerConfig, ProducerConfig, SubscribingConsumerConfig
 from finchmq.client.errors import ClientStateError, ValidationError
 from finchmq.client.instance import ClientService, MQClientInstance, MQConsumerInner, ServiceState
+from finchmq.client.producer import Producer
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel, SubscriptionData
 from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP
 
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 
@@ -80,6 +82,7 @@ class ConsumerService(ClientService, MQConsumerInner):
             )
         try:
             await instance.start()
+            await _ensure_inner_producer(instance)
         except BaseException:
             instance.consumer_table.pop(group, None)
             await self._undo_start()
@@ -189,3 +192,22 @@ class SubscribingConsumer(ConsumerService):
         if self._rebalance is None or topic not in self._rebalance.subscription_inner:
             return False
         return topic not in self._rebalance.topic_subscribe_info_table
+
+
+async def _ensure_inner_producer(instance: MQClientInstance) -> None:
+    """Start the instance's CLIENT_INNER_PRODUCER_GROUP producer (Java ``defaultMQProducer``), the
+    consumers' send-back fallback, unless another consumer of the instance did."""
+    if instance.default_producer is not None:
+        return
+    cfg = instance.config
+    producer = Producer(
+        ProducerConfig(
+            producer_group=CLIENT_INNER_PRODUCER_GROUP,
+            namesrv_addr=cfg.namesrv_addr,
+            client_ip=cfg.client_ip,
+            instance_name=cfg.instance_name,
+            unit_name=cfg.unit_name,
+        )
+    )
+    instance.default_producer = producer  # claimed before the await: one per instance
+    await producer.start(instance=instance)

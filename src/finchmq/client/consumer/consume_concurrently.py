@@ -22,7 +22,7 @@ from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, Mess
 from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
 from finchmq.protocol.topics import retry_topic
 
-from .consume_service import ConsumeMessageService, consume_directly
+from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly
 from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
 from .listener import (
     ConsumeConcurrentlyContext,
@@ -34,7 +34,6 @@ from .process_queue import ProcessQueue
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from .push import PushConsumer
 
 __all__ = ["ConsumeMessageConcurrentlyService", "reset_retry_topic"]
 
@@ -77,7 +76,7 @@ class _ConsumeRequest:
 class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     """See the module docstring."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
+    def __init__(self, consumer: ServiceConsumer, listener: Callable[..., Any], is_async: bool) -> None:
         super().__init__(consumer, listener)
         self.executor: ThreadConsumeExecutor | AsyncConsumeExecutor
         if is_async:

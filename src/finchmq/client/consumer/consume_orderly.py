@@ -29,14 +29,13 @@ from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQ
 from finchmq.protocol.topics import retry_topic
 
 from .consume_concurrently import reset_retry_topic
-from .consume_service import ConsumeMessageService, consume_directly
+from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly
 from .listener import ConsumeMessageContext, ConsumeOrderlyContext, ConsumeOrderlyStatus
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from .push import PushConsumer
 
 __all__ = ["ConsumeMessageOrderlyService"]
 
@@ -58,7 +57,7 @@ def _dropped(pq: ProcessQueue) -> bool:
 class ConsumeMessageOrderlyService(ConsumeMessageService):
     """See the module docstring."""
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any], is_async: bool) -> None:
+    def __init__(self, consumer: ServiceConsumer, listener: Callable[..., Any], is_async: bool) -> None:
         super().__init__(consumer, listener)
         self.executor = None if is_async else self._thread_pool()
         self._mq_locks: dict[MessageQueue, asyncio.Lock] = {}

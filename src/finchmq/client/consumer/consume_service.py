@@ -1,14 +1,16 @@
 """What the concurrent and the orderly consume service share (Java's ``ConsumeMessageService``):
-the push consumer, its listener and settings, the listener's thread pool, and consuming one
-message because an admin tool asked (CONSUME_MESSAGE_DIRECTLY).
+their consumer (seen through ``ServiceConsumer``, the few things they need of it, so this package
+has no import circle and a service can be driven by any object that provides them), its listener
+and settings, the listener's thread pool, and consuming one message because an admin tool asked
+(CONSUME_MESSAGE_DIRECTLY).
 
-Imports: ``finchmq.protocol`` and the client's modules.
+Imports: ``finchmq.protocol``, ``finchmq.common`` and the client's modules below the push consumer.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult
 
@@ -17,9 +19,51 @@ from .executor import ThreadConsumeExecutor
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from .push import PushConsumer
+    from finchmq.client.config import PushConsumerConfig
+    from finchmq.client.instance import MQClientInstance
+    from finchmq.client.stats import ConsumerStatsManager
+    from finchmq.common.tasks import BackgroundTasks
+    from finchmq.protocol.message import MessageExt, MessageQueue
 
-__all__ = ["ConsumeMessageService", "consume_directly"]
+    from .listener import ConsumeMessageContext, ConsumeMessageHook
+    from .offset_store import OffsetStore
+    from .process_queue import ProcessQueue
+
+__all__ = ["ConsumeMessageService", "QueueOwnership", "ServiceConsumer", "consume_directly"]
+
+
+class QueueOwnership(Protocol):
+    """The rebalance side the services use: the queues held, and their broker locks (orderly)."""
+
+    @property
+    def process_queue_table(self) -> dict[MessageQueue, ProcessQueue]: ...
+    async def lock(self, mq: MessageQueue) -> bool: ...
+    async def lock_all(self) -> None: ...
+    async def unlock_all(self, oneway: bool) -> None: ...
+
+
+class ServiceConsumer(Protocol):
+    """What a consume service needs of its push consumer (``PushConsumer`` provides it)."""
+
+    @property
+    def config(self) -> PushConsumerConfig: ...
+    @property
+    def hooks(self) -> list[ConsumeMessageHook]: ...
+    @property
+    def stats(self) -> ConsumerStatsManager: ...
+    @property
+    def tasks(self) -> BackgroundTasks: ...
+    @property
+    def offset_store(self) -> OffsetStore: ...
+    @property
+    def rebalance(self) -> QueueOwnership: ...
+    @property
+    def instance(self) -> MQClientInstance: ...
+    def execute_hook_before(self, context: ConsumeMessageContext) -> None: ...
+    def execute_hook_after(self, context: ConsumeMessageContext) -> None: ...
+    async def send_message_back(
+        self, msg: MessageExt, delay_level: int, broker_name: str | None = None
+    ) -> None: ...
 
 
 class ConsumeMessageService:
@@ -29,7 +73,7 @@ class ConsumeMessageService:
     function.
     """
 
-    def __init__(self, consumer: PushConsumer, listener: Callable[..., Any]) -> None:
+    def __init__(self, consumer: ServiceConsumer, listener: Callable[..., Any]) -> None:
         self.consumer = consumer
         self.config = consumer.config
         self.group = consumer.config.consumer_group

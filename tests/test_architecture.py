@@ -96,12 +96,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-_STORE_CYCLE = pytest.mark.xfail(
-    strict=True, reason="issue 13, open: the store's services still take the store"
-)
-
-
-@pytest.mark.parametrize("package", ["broker", pytest.param("store", marks=_STORE_CYCLE), "client/consumer"])
+@pytest.mark.parametrize("package", ["broker", "store", "client/consumer"])
 def test_no_import_cycles_inside(package: str) -> None:
     """Package ``__init__`` re-exports aside, no module of ``package`` reaches itself through imports."""
     paths = [p for p in _modules(package) if p.name != "__init__.py"]

@@ -25,12 +25,37 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from .status import AppendMessageResult, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from .message_store import DefaultMessageStore
+    from .checkpoint import StoreCheckpoint
+    from .commit_log import CommitLog
+    from .config import MessageStoreConfig
+    from .consume_queue import ConsumeQueue
+    from .dispatch import ReputMessageService
+    from .index import IndexService
+
+
+class ServicedStore(Protocol):
+    """What the store's services use of it (``DefaultMessageStore`` provides it); they never
+    import the store itself, so the store package has no import circle."""
+
+    @property
+    def config(self) -> MessageStoreConfig: ...
+    @property
+    def commit_log(self) -> CommitLog: ...
+    @property
+    def checkpoint(self) -> StoreCheckpoint: ...
+    @property
+    def index_service(self) -> IndexService | None: ...
+    @property
+    def reput(self) -> ReputMessageService: ...
+    def consume_queues_snapshot(self) -> list[ConsumeQueue]: ...
+    def dispatch_pending(self) -> None: ...
+    def clean_once(self, *, manual: bool = False) -> int: ...
+
 
 __all__ = [
     "RSS_WINDOW",
@@ -40,6 +65,7 @@ __all__ = [
     "FlushRealTimeService",
     "GroupCommitService",
     "ServiceThread",
+    "ServicedStore",
 ]
 
 log = logging.getLogger(__name__)
@@ -102,7 +128,7 @@ class ServiceThread:
             self._thread = None
 
 
-def _drop_behind(store: DefaultMessageStore) -> None:
+def _drop_behind(store: ServicedStore) -> None:
     mfq = store.commit_log.mapped_file_queue
     mf = mfq.find_mapped_file_by_offset(mfq.flushed_where)
     if mf is not None:
@@ -115,7 +141,7 @@ class FlushRealTimeService(ServiceThread):
 
     name = "FlushRealTimeService"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__(store.config.flush_interval_commit_log / 1000)
         self.store = store
         self._last_thorough = _now_ms()
@@ -162,7 +188,7 @@ class GroupCommitService:
 
     name = "GroupCommitService"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         self.store = store
         self._cond = threading.Condition()
         self._requests: list[_GroupCommitRequest] = []
@@ -250,7 +276,7 @@ class CommitRealTimeService(ServiceThread):
 
     name = "CommitRealTimeService"
 
-    def __init__(self, store: DefaultMessageStore, flush_wakeup: Callable[[], None]) -> None:
+    def __init__(self, store: ServicedStore, flush_wakeup: Callable[[], None]) -> None:
         super().__init__(store.config.commit_interval_commit_log / 1000)
         self.store = store
         self._flush_wakeup = flush_wakeup
@@ -289,7 +315,7 @@ class FlushConsumeQueueService(ServiceThread):
 
     name = "FlushConsumeQueueService"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__(store.config.flush_interval_consume_queue / 1000)
         self.store = store
         self._last_thorough = _now_ms()
@@ -345,7 +371,7 @@ class CleanupService(ServiceThread):
 
     name = "CleanupService"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__(store.config.clean_resource_interval / 1000)
         self.store = store
         self.manual_delete = 0

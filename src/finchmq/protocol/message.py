@@ -57,6 +57,7 @@ __all__ = [
     "MessageQueue",
     "MessageSysFlag",
     "OffsetMsgId",
+    "StoredLayout",
     "UniqueKeyGenerator",
     "compress_body",
     "create_offset_msg_id",
@@ -321,6 +322,43 @@ _TWO_I64: Final = struct.Struct(">qq")
 _BATCH_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE(0) BODYCRC(0) FLAG BODYLENGTH
 _BATCH_MIN_SIZE: Final = _BATCH_HEAD.size + 2
 _BYTE: Final = tuple(bytes((i,)) for i in range(256))
+
+
+class StoredLayout:
+    """Where the fields of a stored record sit (spec §4.1), defined once for the encoder and
+    decoder here and for the commit log, which writes records in place. Positions after BORNHOST
+    move by ``V6_EXTRA`` when the born host is IPv6 (``MessageSysFlag.BORNHOST_V6_FLAG``)."""
+
+    SIZE_MAGIC: Final = _SIZE_MAGIC  # TOTALSIZE MAGICCODE
+    HEAD_V4: Final = _STORED_HEADERS[0]  # the fixed part up to BODYLENGTH, IPv4 hosts
+    BATCH_ITEM_HEAD: Final = (
+        _BATCH_HEAD  # one message of a batch body: TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH
+    )
+    BATCH_ITEM_MIN_SIZE: Final = _BATCH_MIN_SIZE
+    QUEUE_OFFSET: Final = _QUEUE_OFFSET_POS  # QUEUEOFFSET, then PHYSICALOFFSET
+    SYS_FLAG: Final = _SYSFLAG_POS
+    STORE_TIMESTAMP_V4: Final = _STORE_TIMESTAMP_POS
+    V6_EXTRA: Final = _V6_EXTRA
+    OFFSETS: Final = _TWO_I64  # QUEUEOFFSET PHYSICALOFFSET, written at QUEUE_OFFSET
+    # QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP BORNHOST(v4) STORETIMESTAMP, at QUEUE_OFFSET
+    PATCH_V4: Final = struct.Struct(">qqiq8sq")
+    TIMESTAMP: Final = _I64
+
+    @staticmethod
+    def store_timestamp_pos(sys_flag: int) -> int:
+        """STORETIMESTAMP's position in a record with this SYSFLAG."""
+        return _STORE_TIMESTAMP_POS + (_V6_EXTRA if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 0)
+
+    @staticmethod
+    def read_store_timestamp(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
+        """The STORETIMESTAMP of the record at ``pos``; None if ``buf`` ends first."""
+        if len(buf) < pos + _SYSFLAG_POS + 4:
+            return None
+        ts_pos = pos + StoredLayout.store_timestamp_pos(_I32.unpack_from(buf, pos + _SYSFLAG_POS)[0])
+        if len(buf) < ts_pos + 8:
+            return None
+        return int(_I64.unpack_from(buf, ts_pos)[0])
+
 
 _INT32_RANGE: Final = range(-(2**31), 2**31)
 _INT64_RANGE: Final = range(-(2**63), 2**63)

@@ -42,6 +42,7 @@ from finchmq.protocol.message import (
     MessageDecodeError,
     MessageEncodeError,
     MessageSysFlag,
+    StoredLayout,
     decode_stored,
     encode_blank_into,
     encode_stored,
@@ -64,15 +65,13 @@ END_FILE_MIN_BLANK_LENGTH: Final = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
 _TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _PREPARED: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
-_HEAD: Final = struct.Struct(">ii")
-_BATCH_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH
 _I16: Final = struct.Struct(">h")
-# The stored header up to BODYLENGTH for IPv4 born and store hosts (spec §4.1).
-_STORED_HEAD_V4: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
-# QUEUEOFFSET PHYSICALOFFSET at 20, STORETIMESTAMP at 56 (68 with an IPv6 born host).
-_OFFSETS: Final = struct.Struct(">qq")
-_I64: Final = struct.Struct(">q")
-_PATCH_V4: Final = struct.Struct(">qqiq8sq")  # QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTS BORNHOST STORETS
+# The record layout is StoredLayout's (protocol/message.py), here under short names.
+_HEAD: Final = StoredLayout.SIZE_MAGIC
+_BATCH_HEAD: Final = StoredLayout.BATCH_ITEM_HEAD
+_STORED_HEAD_V4: Final = StoredLayout.HEAD_V4
+_QUEUE_OFFSET: Final = StoredLayout.QUEUE_OFFSET
+_STORE_TIMESTAMP_V6: Final = StoredLayout.STORE_TIMESTAMP_V4 + StoredLayout.V6_EXTRA
 
 
 def _now_ms() -> int:
@@ -398,13 +397,18 @@ class CommitLog:
         )
         try:
             while pos < size_all:
-                if size_all - pos < 22:
+                if size_all - pos < StoredLayout.BATCH_ITEM_MIN_SIZE:
                     return PutMessageStatus.MESSAGE_ILLEGAL
                 item_total, _, _, flag, body_len = _BATCH_HEAD.unpack_from(src, pos)
-                body_start = pos + 20
+                body_start = pos + _BATCH_HEAD.size
                 body_end = body_start + body_len
                 item_end = pos + item_total
-                if body_len < 0 or item_total < 22 or item_end > size_all or body_end + 2 > item_end:
+                if (
+                    body_len < 0
+                    or item_total < StoredLayout.BATCH_ITEM_MIN_SIZE
+                    or item_end > size_all
+                    or body_end + 2 > item_end
+                ):
                     return PutMessageStatus.MESSAGE_ILLEGAL
                 props_len = _I16.unpack_from(src, body_end)[0]
                 if body_end + 2 + props_len != item_end:
@@ -526,14 +530,15 @@ class CommitLog:
                 qo = queue_offset
                 if not v6_born:
                     # QUEUEOFFSET .. STORETIMESTAMP in one call
-                    patch = _PATCH_V4.pack_into
+                    patch = StoredLayout.PATCH_V4.pack_into
                     for r in rels:
-                        patch(wv, pos + r + 20, qo, phy + r, stored_flag, born_ts, born_host, now)
+                        patch(wv, pos + r + _QUEUE_OFFSET, qo, phy + r, stored_flag, born_ts, born_host, now)
                         qo += 1
                 else:
+                    offsets, timestamp = StoredLayout.OFFSETS.pack_into, StoredLayout.TIMESTAMP.pack_into
                     for r in rels:
-                        _OFFSETS.pack_into(wv, pos + r + 20, qo, phy + r)
-                        _I64.pack_into(wv, pos + r + 68, now)
+                        offsets(wv, pos + r + _QUEUE_OFFSET, qo, phy + r)
+                        timestamp(wv, pos + r + _STORE_TIMESTAMP_V6, now)
                         qo += 1
                 wv[pos : pos + 8] = data[:8]
                 mf.wrote_position = pos + total
@@ -594,11 +599,8 @@ class CommitLog:
         if buf is None:
             return -1
         with buf:
-            sys_flag = struct.unpack_from(">i", buf, 36)[0]
-            ts_pos = 68 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 56
-            if len(buf) < ts_pos + 8:
-                return -1
-            return int(_I64.unpack_from(buf, ts_pos)[0])
+            ts = StoredLayout.read_store_timestamp(buf)
+            return -1 if ts is None else ts
 
     # ------------------------------------------------------------------ recovery
 
@@ -670,10 +672,8 @@ class CommitLog:
             _, magic = _HEAD.unpack_from(view, 0)
             if magic != MESSAGE_MAGIC_CODE:
                 continue
-            sys_flag = struct.unpack_from(">i", view, 36)[0]
-            ts_pos = 68 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 56
-            ts = _I64.unpack_from(view, ts_pos)[0]
-            if ts != 0 and ts <= min_timestamp:
+            ts = StoredLayout.read_store_timestamp(view)
+            if ts and ts <= min_timestamp:
                 return i
         return 0
 

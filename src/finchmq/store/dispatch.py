@@ -34,6 +34,7 @@ from finchmq.protocol.message import (
     MessageConst,
     MessageDecodeError,
     MessageSysFlag,
+    StoredLayout,
     decode_stored,
     string_to_properties,
     tags_hash_code,
@@ -57,7 +58,7 @@ the queue's max offset after the message (its queue offset + 1), as Java passes 
 _TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _PREPARED: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
-_HEAD: Final = struct.Struct(">ii")
+_HEAD: Final = StoredLayout.SIZE_MAGIC
 
 
 class _LazyProperties(Mapping[str, str]):

@@ -136,8 +136,7 @@ def run_sync_inflight(root: Path, n: int, size: int, with_uniq: bool, inflight: 
     lock = threading.Lock()
     errors: list[str] = []
 
-    def on_done(fut: Future[PutMessageResult]) -> None:
-        r = fut.result()
+    def finished(r: PutMessageResult) -> None:
         if not r.is_ok():
             errors.append(r.status.name)
         sem.release()
@@ -151,10 +150,13 @@ def run_sync_inflight(root: Path, n: int, size: int, with_uniq: bool, inflight: 
         for i in range(n):
             sem.acquire()
             props = {"TAGS": "TagA", "UNIQ_KEY": uniq(i)} if with_uniq else {"TAGS": "TagA"}
-            fut = store.async_put_message(
+            outcome = store.put(
                 MessageExtBrokerInner(topic="BenchTopic", body=body, queue_id=i % 4, properties=props)
             )
-            fut.add_done_callback(on_done)
+            if isinstance(outcome, Future):
+                outcome.add_done_callback(lambda f: finished(f.result()))
+            else:
+                finished(outcome)
         done.wait()
         dt = time.perf_counter() - t0
     if errors:

@@ -89,9 +89,8 @@ def test_sync_flush_waits_for_group_commit(cfg: MessageStoreConfig) -> None:
             assert r.is_ok() and r.append_message_result is not None
             end = r.append_message_result.wrote_offset + r.append_message_result.wrote_bytes
             assert store.commit_log.mapped_file_queue.flushed_where >= end
-        futs: list[Future[PutMessageResult]] = [
-            store.async_put_message(msg("T", b"%d" % i)) for i in range(64)
-        ]
+        futs = [store.put(msg("T", b"%d" % i)) for i in range(64)]
+        assert all(isinstance(f, Future) for f in futs), "SYNC_FLUSH with WAIT: answered once flushed"
         done = threading.Event()
         seen: list[PutMessageStatus] = []
 
@@ -101,11 +100,12 @@ def test_sync_flush_waits_for_group_commit(cfg: MessageStoreConfig) -> None:
                 done.set()
 
         for f in futs:
+            assert isinstance(f, Future)
             f.add_done_callback(cb)
         assert done.wait(5)
         assert set(seen) == {PutMessageStatus.PUT_OK}
-        nowait = store.async_put_message(msg("T", b"nowait", WAIT="false"))
-        assert nowait.done() and nowait.result().is_ok()
+        nowait = store.put(msg("T", b"nowait", WAIT="false"))
+        assert isinstance(nowait, PutMessageResult) and nowait.is_ok()  # final at once
 
 
 def test_sync_flush_timeout(cfg: MessageStoreConfig, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,9 +124,9 @@ def test_sync_flush_timeout(cfg: MessageStoreConfig, monkeypatch: pytest.MonkeyP
         assert read_queue(store, "T", 0) == [b"late", b"ok"]
 
 
-def test_async_put_future_is_done_for_async_flush(store: DefaultMessageStore) -> None:
-    f = store.async_put_message(msg("T", b"x"))
-    assert f.done() and f.result().is_ok()
+def test_put_is_final_at_once_for_async_flush(store: DefaultMessageStore) -> None:
+    r = store.put(msg("T", b"x"))
+    assert isinstance(r, PutMessageResult) and r.is_ok()
     assert store.dispatch_behind_bytes() == 0
     assert store.get_max_phy_offset() > 0 and store.flush() == store.get_max_phy_offset()
 

@@ -232,7 +232,7 @@ class ScheduleMessageService:
             store_host=self.store_host(),
             reconsume_times=msg.reconsume_times,
         )
-        result = await self.put_service.submit(self.store.put_message_or_future, inner)
+        result = await self.put_service.submit(self.store.put, inner)
         if result.status is not PutMessageStatus.PUT_OK:
             log.warning(
                 "delay level %d: re-storing %s to %s failed: %s; retrying",

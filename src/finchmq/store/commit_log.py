@@ -53,6 +53,7 @@ from finchmq.protocol.message import (
 
 from .config import SCHEDULE_TOPIC, MessageStoreConfig
 from .dispatch import DispatchRequest, ReputMessageService, compute_tags_code
+from .inner import MessageExtBrokerInner
 from .mapped_file import MappedFile, TransientStorePool
 from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageStatus, StoreCorruptedError
@@ -215,23 +216,13 @@ class CommitLog:
         return mf, None
 
     def put_message(
-        self,
-        *,
-        topic: str,
-        queue_id: int,
-        body: bytes,
-        flag: int,
-        properties: Mapping[str, str],
-        properties_string: str | None,
-        tags_code: int | None,
-        sys_flag: int,
-        born_timestamp: int,
-        born_host: bytes,
-        store_host: bytes,
-        reconsume_times: int,
-        prepared_transaction_offset: int,
+        self, msg: MessageExtBrokerInner, properties: Mapping[str, str]
     ) -> tuple[PutMessageStatus, AppendMessageResult | None]:
-        """Append one message. Returns the status and, when appended, the append result."""
+        """Append one message (``properties``: its properties, parsed). Returns the status and,
+        when appended, the append result."""
+        topic, queue_id, body, sys_flag = msg.topic, msg.queue_id, msg.body, msg.sys_flag
+        born_host, store_host, properties_string = msg.born_host, msg.store_host, msg.properties_string
+        tags_code = msg.tags_code
         topic_b = self._topic_bytes(topic)
         if len(topic_b) > MAX_TOPIC_LENGTH:
             log.warning("putMessage message topic length too long %d", len(topic_b))
@@ -268,11 +259,11 @@ class CommitLog:
                 born_host=born_host,
                 store_host=store_host,
                 queue_id=queue_id,
-                flag=flag,
+                flag=msg.flag,
                 sys_flag=sys_flag,
-                born_timestamp=born_timestamp,
-                reconsume_times=reconsume_times,
-                prepared_transaction_offset=prepared_transaction_offset,
+                born_timestamp=msg.born_timestamp,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
             )
         except MessageEncodeError as exc:
             log.warning("putMessage cannot encode the message: %s", exc)
@@ -322,7 +313,7 @@ class CommitLog:
                         [uniq] if uniq else None,
                         [properties],
                         sys_flag,
-                        prepared_transaction_offset,
+                        msg.prepared_transaction_offset,
                     )
                 )
                 elapsed = _now_ms() - now

@@ -6,9 +6,9 @@ store's modules; never the network (import-linter) nor asyncio (tests/test_archi
 
 Threading:
     Every public method is synchronous and thread-safe. Puts serialise on the commit log's put
-    lock; call them from a writer thread, not an event loop. ``async_put_message`` returns a
-    ``concurrent.futures.Future`` that is already done unless the put waits for a SYNC_FLUSH
-    group commit, in which case the flush thread completes it. Reads take no lock. The
+    lock; call them from a writer thread, not an event loop. ``put`` (the one put path) returns
+    the final result, or a ``concurrent.futures.Future`` when the put waits for a SYNC_FLUSH
+    group commit, which the flush thread completes. Reads take no lock. The
     arrival listener is called on the thread that dispatches: the writer right after its
     append, or the commit thread when the transient store pool is on.
     See docs/store.md for the layout on disk, recovery and the design choices.
@@ -93,12 +93,6 @@ class StoreState(enum.Enum):
     LOADED = "LOADED"
     RUNNING = "RUNNING"
     SHUTDOWN = "SHUTDOWN"
-
-
-def _done(result: PutMessageResult) -> Future[PutMessageResult]:
-    fut: Future[PutMessageResult] = Future()
-    fut.set_result(result)
-    return fut
 
 
 class DefaultMessageStore:
@@ -463,42 +457,26 @@ class DefaultMessageStore:
             return PutMessageStatus.OS_PAGECACHE_BUSY
         return None
 
-    def async_put_message(self, msg: MessageExtBrokerInner) -> Future[PutMessageResult]:
-        """Append one message; the future completes when the put is final.
-
-        Done at once except for a SYNC_FLUSH put whose WAIT property is true: then the group
-        commit thread completes it with PUT_OK once flushed, or FLUSH_DISK_TIMEOUT after
-        ``sync_flush_timeout`` ms. Callbacks run on that thread (or the caller's, if done).
-        """
-        r, fut = self._put_one(msg)
-        return fut if fut is not None else _done(r)
-
-    def async_put_messages(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
-        """Append a batch (one contiguous write in one segment); future as ``async_put_message``."""
-        r, fut = self._put_batch(batch)
-        return fut if fut is not None else _done(r)
-
-    def put_message_or_future(
-        self, msg: MessageExtBrokerInner
+    def put(
+        self, item: MessageExtBrokerInner | MessageExtBatch
     ) -> PutMessageResult | Future[PutMessageResult]:
-        """Append one message: the final result, or (SYNC_FLUSH with WAIT) a future of it.
+        """Append one message or a batch (one contiguous write in one segment): the one put path.
 
-        The cheapest put for callers that handle both (no ``Future`` for a final result)."""
-        r, fut = self._put_one(msg)
-        return r if fut is None else fut
-
-    def put_messages_or_future(self, batch: MessageExtBatch) -> PutMessageResult | Future[PutMessageResult]:
-        """``put_message_or_future`` for a batch."""
-        r, fut = self._put_batch(batch)
+        Returns the final result, or, for a SYNC_FLUSH put whose WAIT property is true, a future
+        that the group-commit thread completes with PUT_OK once flushed (FLUSH_DISK_TIMEOUT after
+        ``sync_flush_timeout`` ms); its callbacks run on that thread. No ``Future`` is made for a
+        final result: this is the broker's hot path.
+        """
+        r, fut = self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
         return r if fut is None else fut
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        """Append one message; for a SYNC_FLUSH put with WAIT, block until flushed (or timed out)."""
+        """``put`` that blocks until the put is final (tools and tests; not for an event loop)."""
         r, fut = self._put_one(msg)
         return self._wait(r, fut) if fut is not None else r
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """Append a batch; blocking as ``put_message``."""
+        """``put`` of a batch that blocks until the put is final."""
         r, fut = self._put_batch(batch)
         return self._wait(r, fut) if fut is not None else r
 
@@ -509,21 +487,7 @@ class DefaultMessageStore:
         props = msg.properties
         if msg.properties_string is not None and not props:
             props = string_to_properties(msg.properties_string)
-        status, ar = self.commit_log.put_message(
-            topic=msg.topic,
-            queue_id=msg.queue_id,
-            body=msg.body,
-            flag=msg.flag,
-            properties=props,
-            properties_string=msg.properties_string,
-            tags_code=msg.tags_code,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-        )
+        status, ar = self.commit_log.put_message(msg, props)
         return self._after_put(status, ar, props.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK))
 
     def _put_batch(self, batch: MessageExtBatch) -> _PutOutcome:

@@ -261,7 +261,7 @@ class SendMessageProcessor(BrokerProcessor):
         return await self._put_and_respond(
             ctx,
             request,
-            c.store.put_message_or_future,
+            c.store.put,
             inner,
             lambda result: self._send_response(request, result, topic, queue_id, len(inner.body)),
         )
@@ -405,7 +405,7 @@ class SendMessageProcessor(BrokerProcessor):
                 request, result, topic, queue_id, len(request.body), append.msg_num if append else 0
             )
 
-        return await self._put_and_respond(ctx, request, c.store.put_messages_or_future, batch, respond)
+        return await self._put_and_respond(ctx, request, c.store.put, batch, respond)
 
     # -- consumer send back -----------------------------------------------------------------
 
@@ -476,7 +476,7 @@ class SendMessageProcessor(BrokerProcessor):
             store_host=c.store_host,
             reconsume_times=msg.reconsume_times + 1,
         )
-        result = await c.put_service.submit(c.store.put_message_or_future, inner)
+        result = await c.put_service.submit(c.store.put, inner)
         code, remark = put_status_response(
             result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
         )

@@ -51,10 +51,8 @@ from .mapped_file_queue import AllocateMappedFileService
 from .message_filter import MessageFilter
 from .services import (
     CleanupService,
-    CommitRealTimeService,
     FlushConsumeQueueService,
-    FlushRealTimeService,
-    GroupCommitService,
+    FlushManager,
     default_disk_usage,
 )
 from .status import (
@@ -137,9 +135,7 @@ class DefaultMessageStore:
         self._write_error = False
         self._lock_fd = -1
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-        self._flush_service: FlushRealTimeService | None = None
-        self._group_commit: GroupCommitService | None = None
-        self._commit_service: CommitRealTimeService | None = None
+        self._flush: FlushManager | None = None
         self._cq_flush_service: FlushConsumeQueueService | None = None
         self._cleanup_service: CleanupService | None = None
         self._memory = _total_physical_memory() * config.access_message_in_memory_max_ratio // 100
@@ -187,16 +183,10 @@ class DefaultMessageStore:
         cfg = self.config
         self.checkpoint.clear_clean_shutdown()
         create_abort_file(cfg.abort_path)
-        if self._sync_flush:
-            self._group_commit = GroupCommitService(self)
-            self._group_commit.start()
-        else:
-            self._flush_service = FlushRealTimeService(self)
-            self._flush_service.start()
-        if self.transient_store_pool is not None:
-            wake = self._flush_service.wakeup if self._flush_service is not None else (lambda: None)
-            self._commit_service = CommitRealTimeService(self, wake)
-            self._commit_service.start()
+        self._flush = FlushManager(
+            self, sync_flush=self._sync_flush, transient_pool=self.transient_store_pool is not None
+        )
+        self._flush.start()
         self._cq_flush_service = FlushConsumeQueueService(self)
         self._cq_flush_service.start()
         self._cleanup_service = CleanupService(self)
@@ -214,12 +204,8 @@ class DefaultMessageStore:
             pass
         if self._cleanup_service is not None:
             self._cleanup_service.shutdown()
-        if self._commit_service is not None:
-            self._commit_service.shutdown()
-        if self._flush_service is not None:
-            self._flush_service.shutdown()
-        if self._group_commit is not None:
-            self._group_commit.shutdown()
+        if self._flush is not None:
+            self._flush.shutdown()
         self.dispatch_pending()
         if self._cq_flush_service is not None:
             self._cq_flush_service.shutdown()
@@ -530,12 +516,10 @@ class DefaultMessageStore:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
         ok = PutMessageResult(PutMessageStatus.PUT_OK, append)
-        gc = self._group_commit
-        if gc is not None:
-            if wait is None or wait.lower() == "true":
-                return ok, gc.put_request(append.wrote_offset + append.wrote_bytes, append)
-            gc.wakeup()
-        return ok, None
+        flush = self._flush
+        if flush is None:
+            return ok, None
+        return ok, flush.handle_disk_flush(ok, wait is None or wait.lower() == "true")
 
     def _wait(self, appended: PutMessageResult, fut: Future[PutMessageResult]) -> PutMessageResult:
         try:

@@ -62,6 +62,7 @@ __all__ = [
     "CleanupService",
     "CommitRealTimeService",
     "FlushConsumeQueueService",
+    "FlushManager",
     "FlushRealTimeService",
     "GroupCommitService",
     "ServiceThread",
@@ -308,6 +309,44 @@ class CommitRealTimeService(ServiceThread):
             mfq = self.store.commit_log.mapped_file_queue
             if mfq.committed_where >= mfq.get_max_wrote_position():
                 break
+
+
+class FlushManager:
+    """The commit log's flush policy, chosen once at start-up (Java 5's ``FlushManager``):
+    SYNC_FLUSH group commit or ASYNC_FLUSH real-time flush, plus the commit service that copies
+    the transient store pool to the files when the pool is on. The store only starts it, hands
+    it every successful append (``handle_disk_flush``) and shuts it down."""
+
+    def __init__(self, store: ServicedStore, *, sync_flush: bool, transient_pool: bool) -> None:
+        self.group_commit = GroupCommitService(store) if sync_flush else None
+        self.flush_service = None if sync_flush else FlushRealTimeService(store)
+        wake = self.flush_service.wakeup if self.flush_service is not None else (lambda: None)
+        self.commit_service = CommitRealTimeService(store, wake) if transient_pool else None
+
+    def start(self) -> None:
+        for service in (self.group_commit, self.flush_service, self.commit_service):
+            if service is not None:
+                service.start()
+
+    def handle_disk_flush(
+        self, result: PutMessageResult, wait_store_msg_ok: bool
+    ) -> Future[PutMessageResult] | None:
+        """After an append: None when ``result`` is final; under SYNC_FLUSH with WAIT, the future
+        the group commit completes once the log is flushed past it (Java ``handleDiskFlush``)."""
+        gc = self.group_commit
+        append = result.append_message_result
+        if gc is None or append is None:
+            return None
+        if wait_store_msg_ok:
+            return gc.put_request(append.wrote_offset + append.wrote_bytes, append)
+        gc.wakeup()
+        return None
+
+    def shutdown(self) -> None:
+        """Stop committing, then flushing (pending group-commit requests time out)."""
+        for service in (self.commit_service, self.flush_service, self.group_commit):
+            if service is not None:
+                service.shutdown()
 
 
 class FlushConsumeQueueService(ServiceThread):

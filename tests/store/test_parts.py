@@ -1,0 +1,92 @@
+"""The store's parts on their own, on real files in ``tmp_path``: a mapped file, the index, the
+flush manager (on a real store, as its ``ServicedStore``). ``test_message_store.py`` covers them
+together through ``DefaultMessageStore``."""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import Future
+from pathlib import Path
+
+from finchmq.store import (
+    DefaultMessageStore,
+    FlushDiskType,
+    MessageStoreConfig,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from finchmq.store.index import IndexService
+from finchmq.store.mapped_file import MappedFile
+from finchmq.store.services import FlushManager
+
+from .conftest import msg
+
+
+def test_a_mapped_file_appends_flushes_and_reopens_with_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / f"{4096:020d}"
+    mf = MappedFile(path, 4096, create=True)
+    assert mf.file_from_offset == 4096 and mf.wrote_position == 0
+    assert mf.append(b"a" * 1000) and mf.append(b"b" * 3000)
+    assert not mf.append(b"c" * 97), "an append past the end is refused, nothing written"
+    assert mf.wrote_position == 4000 and not mf.is_full()
+    mf.flush(0)
+    assert mf.flushed_position == 4000
+    view = mf.select(990, 20)
+    assert view is not None and bytes(view) == b"a" * 10 + b"b" * 10
+    mf.close()
+    again = MappedFile(path, 4096, create=False)
+    again.set_positions(4000)  # recovery tells a reopened file where its data ends
+    data = again.select(0, 4000)
+    assert data is not None and bytes(data) == b"a" * 1000 + b"b" * 3000
+    again.close()
+
+
+def test_the_index_finds_keys_by_time_and_rolls_to_a_new_file(tmp_path: Path) -> None:
+    index = IndexService(tmp_path / "index", hash_slot_num=8, index_num=16, max_msgs_num_batch=64)
+    index.load()
+    base = 1_700_000_000_000
+    for i in range(40):  # more than one file holds: it rolls over; one message a second
+        assert index.put_keys([(f"T#key{i % 4}", 1000 + i, base + i * 1000)])
+    assert len(index.files) > 1
+    found = index.query_offset("T#key1", 64, base, base + 100_000)
+    assert sorted(found.phy_offsets) == [1000 + i for i in range(40) if i % 4 == 1]
+    late = index.query_offset("T#key1", 64, base + 20_000, base + 100_000)  # the index keeps seconds
+    assert sorted(late.phy_offsets) == [1000 + i for i in range(20, 40) if i % 4 == 1]
+    assert index.query_offset("T#missing", 64, 0, 2_000_000_000_000).phy_offsets == []
+    index.shutdown()
+
+
+def _store(root: Path, flush: FlushDiskType) -> DefaultMessageStore:
+    config = MessageStoreConfig(
+        store_path_root_dir=root, mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=1000 * 20,
+        max_hash_slot_num=64, max_index_num=256, flush_disk_type=flush,
+    )  # fmt: skip
+    return DefaultMessageStore(dataclasses.replace(config))
+
+
+def test_the_flush_manager_answers_sync_puts_once_flushed(tmp_path: Path) -> None:
+    with _store(tmp_path, FlushDiskType.SYNC_FLUSH) as store:
+        manager = FlushManager(store, sync_flush=True, transient_pool=False)
+        assert manager.group_commit is not None and manager.flush_service is None
+        manager.start()
+        try:
+            appended = store.put_message(msg("T", b"x", WAIT="false"))
+            assert appended.is_ok() and appended.append_message_result is not None
+            waiting = manager.handle_disk_flush(appended, True)
+            assert isinstance(waiting, Future)
+            flushed = waiting.result(30)
+            assert flushed.status is PutMessageStatus.PUT_OK
+            end = appended.append_message_result.wrote_offset + appended.append_message_result.wrote_bytes
+            assert store.commit_log.mapped_file_queue.flushed_where >= end
+            assert manager.handle_disk_flush(appended, False) is None  # WAIT=false: final at once
+        finally:
+            manager.shutdown()
+
+
+def test_the_flush_manager_leaves_async_puts_final(tmp_path: Path) -> None:
+    with _store(tmp_path, FlushDiskType.ASYNC_FLUSH) as store:
+        manager = FlushManager(store, sync_flush=False, transient_pool=False)
+        assert manager.group_commit is None and manager.flush_service is not None
+        appended = store.put_message(msg("T", b"x"))
+        assert isinstance(appended, PutMessageResult)
+        assert manager.handle_disk_flush(appended, True) is None

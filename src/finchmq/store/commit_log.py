@@ -191,8 +191,7 @@ class CommitLog:
             return AppendMessageStatus.MESSAGE_SIZE_EXCEEDED  # fits no segment: waste none
         free = mf.file_size - mf.wrote_position
         if size + END_FILE_MIN_BLANK_LENGTH > free:
-            encode_blank_into(mf.write_view, mf.wrote_position, free)
-            mf.wrote_position = mf.file_size
+            mf.fill_to_end(encode_blank_into)
             mf = mfq.get_last_mapped_file_create(0)
             if mf is None:
                 return PutMessageStatus.CREATE_MAPEDFILE_FAILED
@@ -292,11 +291,7 @@ class CommitLog:
                 fill_stored_offsets(
                     record, 0, queue_offset=queue_offset, commit_log_offset=phy, store_timestamp=now
                 )
-                wv = mf.write_view
-                wv[pos + 8 : pos + size] = rv[8:]
-                wv[pos : pos + 8] = rv[:8]
-                mf.wrote_position = pos + size
-                mf.store_timestamp = now
+                mf.append_record(rv, now)
                 if tags_code is None or delay:
                     tags_code = compute_tags_code(topic, tags, delay, now, self._delay_levels)
                 self.reput.pending.append(
@@ -516,24 +511,25 @@ class CommitLog:
                 phy = mf.file_from_offset + pos
                 queue_offset = self.topic_queue_table.get(key, 0)
                 self.topic_queue_table[key] = queue_offset + n
-                wv = mf.write_view
-                wv[pos + 8 : pos + total] = data[8:]
-                qo = queue_offset
-                if not v6_born:
-                    # QUEUEOFFSET .. STORETIMESTAMP in one call
-                    patch = StoredLayout.PATCH_V4.pack_into
-                    for r in rels:
-                        patch(wv, pos + r + _QUEUE_OFFSET, qo, phy + r, stored_flag, born_ts, born_host, now)
-                        qo += 1
-                else:
-                    offsets, timestamp = StoredLayout.OFFSETS.pack_into, StoredLayout.TIMESTAMP.pack_into
-                    for r in rels:
-                        offsets(wv, pos + r + _QUEUE_OFFSET, qo, phy + r)
-                        timestamp(wv, pos + r + _STORE_TIMESTAMP_V6, now)
-                        qo += 1
-                wv[pos : pos + 8] = data[:8]
-                mf.wrote_position = pos + total
-                mf.store_timestamp = now
+
+                def fill_offsets(wv: memoryview, pos: int) -> None:
+                    """Each record's QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP, in place."""
+                    qo = queue_offset
+                    if not v6_born:  # QUEUEOFFSET .. STORETIMESTAMP in one call
+                        patch = StoredLayout.PATCH_V4.pack_into
+                        for r in rels:
+                            patch(
+                                wv, pos + r + _QUEUE_OFFSET, qo, phy + r, stored_flag, born_ts, born_host, now
+                            )
+                            qo += 1
+                    else:
+                        offsets, timestamp = StoredLayout.OFFSETS.pack_into, StoredLayout.TIMESTAMP.pack_into
+                        for r in rels:
+                            offsets(wv, pos + r + _QUEUE_OFFSET, qo, phy + r)
+                            timestamp(wv, pos + r + _STORE_TIMESTAMP_V6, now)
+                            qo += 1
+
+                mf.append_record(data, now, fill_offsets)
                 self.reput.pending.append(
                     DispatchRequest(
                         topic,
@@ -678,9 +674,7 @@ class CommitLog:
         mfq.flushed_where = mfq.committed_where = offset
         if mfq.files:
             last = mfq.files[-1]
-            last.flushed_position = last.committed_position = last.wrote_position = (
-                offset - last.file_from_offset
-            )
+            last.set_positions(offset - last.file_from_offset)
 
     def is_clean_end(self, offset: int) -> bool:
         """True if ``offset`` is a plausible end of the log: a zero head, a segment start or end."""

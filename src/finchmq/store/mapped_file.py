@@ -25,6 +25,7 @@ import logging
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -202,6 +203,31 @@ class MappedFile:
         return None
 
     # ------------------------------------------------------------------ writes
+
+    def append_record(
+        self, record: memoryview, store_timestamp: int, patch: Callable[[memoryview, int], None] | None = None
+    ) -> int:
+        """Append one commit-log record (or a batch of them) at the wrote position and return
+        that position (Java ``appendMessage``; the caller, holding the put lock, checked it fits).
+        Everything but the first 8 bytes (TOTALSIZE MAGICCODE) is written first, then
+        ``patch(write_view, pos)`` may fill fields in place, then the head: a reader that sees the
+        head sees the whole record."""
+        pos = self.wrote_position
+        end = pos + len(record)
+        wv = self.write_view
+        wv[pos + 8 : end] = record[8:]
+        if patch is not None:
+            patch(wv, pos)
+        wv[pos : pos + 8] = record[:8]
+        self.wrote_position = end
+        self.store_timestamp = store_timestamp
+        return pos
+
+    def fill_to_end(self, write_blank: Callable[[memoryview, int, int], object]) -> None:
+        """Close the file for appends: ``write_blank(view, pos, free)`` marks the rest unused (the
+        commit log's BLANK record) and the wrote position moves to the end."""
+        write_blank(self.write_view, self.wrote_position, self.file_size - self.wrote_position)
+        self.wrote_position = self.file_size
 
     def append(self, data: bytes | bytearray | memoryview) -> bool:
         """Append at the wrote position (no record semantics: consume-queue and index use)."""

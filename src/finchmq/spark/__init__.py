@@ -20,6 +20,7 @@ from ._write import SinkError
 from .options import OptionError
 from .session import local_session
 from .source import RocketMQDataSource
+from .workers import WorkerPythonError, check_workers
 
 __all__ = [
     "SCHEMA",
@@ -27,11 +28,19 @@ __all__ = [
     "OptionError",
     "RocketMQDataSource",
     "SinkError",
+    "WorkerPythonError",
     "local_session",
     "register",
 ]
 
 
-def register(spark: Any) -> None:
-    """Register format ``rocketmq`` with the ``SparkSession`` ``spark``; nothing else is needed."""
+def register(spark: Any, *, check: bool = True) -> None:
+    """Register format ``rocketmq`` with the ``SparkSession`` ``spark``.
+
+    With ``check`` (the default), first make sure Spark's Python workers can import finchmq:
+    ``WorkerPythonError`` says what to set when they cannot (``PYSPARK_PYTHON``,
+    ``spark.pyspark.python``, or ``spark.archives`` with a packed venv on a cluster).
+    """
+    if check:
+        check_workers(spark)
     spark.dataSource.register(RocketMQDataSource)

@@ -1,0 +1,69 @@
+"""Spark's Python workers must import finchmq: ``register`` checks it and, when they cannot, says
+what to set instead of letting every read fail deep inside a Spark stack trace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import finchmq.spark
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = """
+import sys
+from pyspark.sql import SparkSession
+import finchmq.spark
+spark = (SparkSession.builder.master("local[1]").config("spark.pyspark.python", sys.argv[1])
+         .config("spark.ui.enabled", "false").config("spark.log.level", "ERROR").getOrCreate())
+try:
+    finchmq.spark.register(spark)
+except finchmq.spark.WorkerPythonError as exc:
+    print("WorkerPythonError:", exc)
+else:
+    print("registered")
+spark.stop()
+"""
+
+
+def worker_python_without_finchmq(root: Path) -> Path:
+    """A venv whose Python sees pyspark (this venv's site-packages, as a plain path) but not the
+    editable finchmq install (its .pth hook is processed only in a real site directory)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    site = next((root / "lib").glob("python3*/site-packages"))
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = root / "bin" / "python"
+    probe = "import importlib.util as u; print(bool(u.find_spec('pyspark')), bool(u.find_spec('finchmq')))"
+    assert subprocess.run(
+        [python, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split() == [
+        "True",
+        "False",
+    ]
+    return python
+
+
+def test_register_says_what_to_set_when_workers_lack_finchmq(tmp_path: Path) -> None:
+    python = worker_python_without_finchmq(tmp_path / "bare")
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(python)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert "WorkerPythonError:" in done.stdout, done.stdout + done.stderr[-3000:]
+    for advice in ("PYSPARK_PYTHON", "spark.pyspark.python", "spark.archives", str(python)):
+        assert advice in done.stdout
+
+
+def test_register_passes_when_workers_import_finchmq(spark: Any) -> None:
+    finchmq.spark.register(spark)  # the suite's session runs workers on this interpreter

@@ -17,6 +17,7 @@ from finchmq.store import (
 )
 from finchmq.store.index import IndexService
 from finchmq.store.mapped_file import MappedFile
+from finchmq.store.mapped_file_queue import MappedFileQueue
 from finchmq.store.services import FlushManager
 
 from .conftest import msg
@@ -90,3 +91,23 @@ def test_the_flush_manager_leaves_async_puts_final(tmp_path: Path) -> None:
         appended = store.put_message(msg("T", b"x"))
         assert isinstance(appended, PutMessageResult)
         assert manager.handle_disk_flush(appended, True) is None
+
+
+def test_a_mapped_file_queue_rolls_finds_flushes_truncates_and_reloads(tmp_path: Path) -> None:
+    queue = MappedFileQueue(tmp_path / "q", 1000)
+    for i in range(10):  # 10 x 250 bytes in files of 1000: a new file when the last is full
+        last = queue.get_last_mapped_file_create(queue.get_max_wrote_position())
+        assert last is not None and last.append(bytes([i]) * 250, commit=True)
+    assert [f.file_from_offset for f in queue.files] == [0, 1000, 2000]
+    assert queue.get_max_wrote_position() == 2500 and queue.remain_how_many_data_to_flush() > 0
+    found = queue.find_mapped_file_by_offset(1500)
+    assert found is not None and found.file_from_offset == 1000
+    queue.flush_all()
+    assert queue.flushed_where == 2500 and queue.remain_how_many_data_to_flush() == 0
+    queue.truncate_dirty_files(1250)  # recovery found the data ends there
+    assert [f.file_from_offset for f in queue.files] == [0, 1000] and queue.get_max_wrote_position() == 1250
+    queue.shutdown()
+    again = MappedFileQueue(tmp_path / "q", 1000)
+    assert again.load() == []
+    assert [f.file_from_offset for f in again.files] == [0, 1000]
+    again.shutdown()

@@ -140,8 +140,7 @@ class ConsumeQueue:
             end = pos + len(units)
             if last.file_from_offset + pos == expect and end <= last.file_size:
                 # fast path: the next units, room in the last file
-                last.write_view[pos:end] = units
-                last.wrote_position = last.committed_position = end
+                last.append(units, commit=True)
                 self.max_physic_offset = max(self.max_physic_offset, last_physic_end)
                 return True
         else:
@@ -178,7 +177,7 @@ class ConsumeQueue:
 
     def _fill_blank(self, mf: MappedFile, upto: int) -> None:
         mf.append(BLANK_CQ_UNIT * (upto // _UNIT))
-        mf.committed_position = mf.flushed_position = mf.wrote_position
+        mf.set_positions(mf.wrote_position)
 
     def _write(self, data: bytes | bytearray | memoryview) -> bool:
         mfq = self.mapped_file_queue
@@ -194,8 +193,7 @@ class ConsumeQueue:
                 return False
             room = mf.file_size - mf.wrote_position
             n = min(room, total - pos)
-            mf.append(view[pos : pos + n])
-            mf.committed_position = mf.wrote_position
+            mf.append(view[pos : pos + n], commit=True)
             pos += n
         return True
 

@@ -229,14 +229,18 @@ class MappedFile:
         write_blank(self.write_view, self.wrote_position, self.file_size - self.wrote_position)
         self.wrote_position = self.file_size
 
-    def append(self, data: bytes | bytearray | memoryview) -> bool:
-        """Append at the wrote position (no record semantics: consume-queue and index use)."""
+    def append(self, data: bytes | bytearray | memoryview, *, commit: bool = False) -> bool:
+        """Append at the wrote position (no record semantics: consume-queue and index use);
+        ``commit`` also moves the committed position (files without a transient pool buffer).
+        False, writing nothing, when ``data`` does not fit."""
         pos = self.wrote_position
         end = pos + len(data)
         if end > self.file_size:
             return False
         self.write_view[pos:end] = data
         self.wrote_position = end
+        if commit:
+            self.committed_position = end
         return True
 
     def commit(self, least_pages: int) -> int:

@@ -134,3 +134,79 @@ async def test_consumer_progress_shows_lag(namesrv: str, name: str) -> None:
             c.update_consume_offset(MessageQueue(name, "broker-a", 1), 1)
         stats = await admin.consume_stats(group, name)
     assert stats.compute_total_diff() == 8
+
+
+def test_cli_group_perm_and_name_server_commands(
+    server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The mqadmin commands added for operators (issue 18), each against the live server."""
+    ns, broker = server.namesrv_addr, server.broker_addr
+    group = f"g_{name}"
+
+    def run(*args: str) -> str:
+        code = main(["admin", *args, "-n", ns])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out
+
+    out = run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3", "-q", "2")
+    assert f"create subscription group to {broker} success." in out
+    assert f"groupName={group}" in out and "retryMaxTimes=3" in out and "consumeBroadcastEnable=false" in out
+    assert run("getBrokerConfig", "-b", broker).startswith(f"============{broker}")
+    config = json.loads(run("getBrokerConfig", "-c", "DefaultCluster", "--json"))
+    assert config[broker]["brokerName"] == "broker-a"
+
+    run("updateTopic", "-t", name, "-c", "DefaultCluster", "-r", "2", "-w", "2")
+    deadline = time.monotonic() + 30
+    while "DefaultCluster" not in run("topicClusterList", "-t", name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run("topicClusterList", "-t", name).split() == ["DefaultCluster"]
+
+    with BlockingProducer("pg_" + name, namesrv_addr=ns, heartbeat_broker_interval=500) as producer:
+        for i in range(3):
+            producer.send(Message(name, b"m%d" % i))
+        deadline = time.monotonic() + 60
+        while main(["admin", "producerConnection", "-g", "pg_" + name, "-t", name, "-n", ns]) != 0:
+            assert time.monotonic() < deadline, "the producer's heartbeat never reached the broker"
+            time.sleep(0.2)  # registered by its next heartbeat
+        capsys.readouterr()
+        connections = run("producerConnection", "-g", "pg_" + name, "-t", name)
+        assert connections.startswith("0001  ") and "PYTHON" in connections
+
+    stats = run("brokerConsumeStats", "-b", broker)
+    assert stats.splitlines()[0].split() == [
+        "#Topic", "#Group", "#Broker", "Name", "#QID", "#Broker", "Offset", "#Consumer", "Offset", "#Diff", "#LastTime",
+    ]  # fmt: skip
+    assert "Diff Total:" in stats
+
+    wiped = run("wipeWritePerm", "-b", "broker-a")
+    assert f"wipe write perm of broker[broker-a] in name server[{ns}] OK," in wiped
+    route = json.loads(run("topicRoute", "-t", name, "--json"))
+    assert route["queueDatas"][0]["perm"] & 2 == 0, "no new sends until the write permission is back"
+    assert f"add write perm of broker[broker-a] in name server[{ns}] OK," in run(
+        "addWritePerm", "-b", "broker-a"
+    )
+    assert json.loads(run("topicRoute", "-t", name, "--json"))["queueDatas"][0]["perm"] & 2
+
+    settings = json.loads(run("getNamesrvConfig", "--json"))[ns]
+    assert settings["orderMessageEnable"] == "false"
+    assert "update name server config success!" in run(
+        "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"
+    )
+    assert json.loads(run("getNamesrvConfig", "--json"))[ns]["orderMessageEnable"] == "true"
+    run("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "false")
+
+    assert run("updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", name, "-v", "broker-a:2").strip() == (
+        "create or update kv config to namespace success."
+    )
+    assert (
+        run("deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", name).strip()
+        == "delete kv config from namespace success."
+    )
+
+    deleted = run("deleteSubGroup", "-c", "DefaultCluster", "-g", group)
+    assert (
+        f"delete subscription group [{group}] from broker [{broker}] in cluster [DefaultCluster] success."
+        in deleted
+    )
+    assert f"delete topic [%RETRY%{group}] from NameServer success." in deleted

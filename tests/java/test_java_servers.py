@@ -203,3 +203,41 @@ JAVA_ONLY_RUNTIME_KEYS = {
     "putMessageEntireTimeMax", "putMessageDistributeTime", "dispatchMaxBuffer", "getMessageEntireTimeMax",
     "getFoundTps", "getMissTps", "getTotalTps", "putLatency99", "putLatency999", "remainHowManyDataToCommit",
 }  # fmt: skip
+
+
+FINCH_VS_JAVA = [  # the same command, the same finchmq server: finchmq admin's output against mqadmin's
+    ("topicClusterList", ["-t", MQADMIN_TOPIC]),
+    ("wipeWritePerm", ["-b", "broker-a"]),
+    ("addWritePerm", ["-b", "broker-a"]),
+    ("updateKvConfig", ["-s", "ORDER_TOPIC_CONFIG", "-k", "mqadmin_kv", "-v", "broker-a:4"]),
+    ("deleteKvConfig", ["-s", "ORDER_TOPIC_CONFIG", "-k", "mqadmin_kv"]),
+    ("getBrokerConfig", ["-b", "{broker}"]),
+    ("brokerConsumeStats", ["-b", "{broker}"]),
+]
+
+
+def finch_admin(namesrv: str, command: str, args: list[str], broker: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "finchmq.cli", "admin", command, *[a.format(broker=broker) for a in args], "-n", namesrv],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_finchmq_admin_prints_what_java_mqadmin_prints(
+    java_home: Path, java_classes: str, finchmq_server: ServerProcess
+) -> None:
+    ns, broker = finchmq_server.namesrv_addr, f"127.0.0.1:{finchmq_server.broker_port}"
+    prepared(java_classes, ns)
+
+    def lines(text: str) -> list[str]:
+        return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+    for command, args in FINCH_VS_JAVA:
+        java = lines(mqadmin(java_home, ns, command, args, broker))
+        finch = lines(finch_admin(ns, command, args, broker))
+        if command == "getBrokerConfig":  # Java prints a Properties table in hash order
+            assert java[0] == finch[0] and sorted(java[1:]) == sorted(finch[1:]), command
+        else:
+            assert finch == java, command

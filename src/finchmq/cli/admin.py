@@ -28,7 +28,8 @@ from finchmq.client import (
     PullStatus,
 )
 from finchmq.client.sync import Portal
-from finchmq.protocol.bodies import PermName
+from finchmq.protocol.bodies import PermName, SubscriptionGroupConfig
+from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import Message
 
 __all__ = ["add_admin_parser", "format_table"]
@@ -364,6 +365,170 @@ def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
     return [_message_dict(m) for m in out], text
 
 
+# -- groups, broker permission, name-server settings (mqadmin's names, options and output) ---------
+
+
+def _sub_group_text(config: SubscriptionGroupConfig) -> str:
+    return (
+        f"SubscriptionGroupConfig [groupName={config.group_name}, "
+        f"consumeEnable={_jbool(config.consume_enable)}, "
+        f"consumeFromMinEnable={_jbool(config.consume_from_min_enable)}, "
+        f"consumeBroadcastEnable={_jbool(config.consume_broadcast_enable)}, "
+        f"retryQueueNums={config.retry_queue_nums}, "
+        f"retryMaxTimes={config.retry_max_times}, brokerId={config.broker_id}, "
+        f"whichBrokerWhenConsumeSlowly={config.which_broker_when_consume_slowly}, "
+        f"notifyConsumerIdsChangedEnable={_jbool(config.notify_consumer_ids_changed_enable)}]"
+    )
+
+
+def _jbool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _update_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    if not args.cluster and not args.broker:
+        raise SystemExit("updateSubGroup: give -c CLUSTER or -b BROKER_ADDR")
+    config = SubscriptionGroupConfig(  # mqadmin's defaults differ from the broker's for two flags
+        group_name=args.group,
+        consume_enable=args.consume_enable,
+        consume_from_min_enable=args.consume_from_min_enable,
+        consume_broadcast_enable=args.consume_broadcast_enable,
+        retry_queue_nums=args.retry_queue_nums,
+        retry_max_times=args.retry_max_times,
+        broker_id=args.broker_id,
+        which_broker_when_consume_slowly=args.which_broker_when_consume_slowly,
+        notify_consumer_ids_changed_enable=args.notify_consumer_ids_changed,
+    )
+    addrs = admin.create_subscription_group(config, cluster=args.cluster, broker_addr=args.broker)
+    text = "".join(f"create subscription group to {a} success.\n" for a in addrs) + _sub_group_text(config)
+    return {"brokers": addrs, "config": json.loads(config.to_json(standard=True))}, text
+
+
+def _delete_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    if not args.cluster and not args.broker:
+        raise SystemExit("deleteSubGroup: give -c CLUSTER or -b BROKER_ADDR")
+    addrs = admin.delete_subscription_group(args.group, cluster=args.cluster, broker_addr=args.broker)
+    lines = [
+        f"delete subscription group [{args.group}] from broker [{a}]"
+        + (f" in cluster [{args.cluster}]" if args.cluster else "")
+        + " success."
+        for a in addrs
+    ]
+    if args.cluster:
+        for topic in (f"%RETRY%{args.group}", f"%DLQ%{args.group}"):
+            lines.append(f"delete topic [{topic}] from cluster [{args.cluster}] success.")
+            lines.append(f"delete topic [{topic}] from NameServer success.")
+    return {"group": args.group, "brokers": addrs}, "\n".join(lines)
+
+
+def _get_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    data = {addr: admin.get_broker_config(addr) for addr in _broker_addrs(admin, args)}
+    text = "".join(
+        f"============{addr}============\n" + "".join(f"{k:<50}=  {v}\n" for k, v in config.items())
+        for addr, config in data.items()
+    )
+    return data, text
+
+
+def _producer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    conn = admin.producer_connection(args.group, args.topic)
+    rows = [
+        f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language.name:<8} {_version_desc(c.version)}"
+        for i, c in enumerate(conn.connection_set, start=1)
+    ]
+    return json.loads(conn.to_json(standard=True)), "\n".join(rows)
+
+
+def _version_desc(version: int) -> str:
+    try:
+        return MQVersion(version).name
+    except ValueError:
+        return str(version)
+
+
+def _topic_cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    route = admin.topic_route(args.topic)
+    brokers = {b.broker_name for b in route.broker_datas}
+    clusters = sorted(
+        c for c, names in admin.cluster_info().cluster_addr_table.items() if brokers & set(names)
+    )
+    return clusters, "\n".join(clusters)
+
+
+def _broker_consume_stats(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    stats = admin.broker_consume_stats(args.broker, is_order=args.order)
+    header = f"{'#Topic':<64}  {'#Group':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Broker Offset':<20}  "
+    header += f"{'#Consumer Offset':<20}  {'#Diff':<20}  #LastTime"
+    lines = [header]
+    for by_group in stats.consume_stats_list:
+        for group, stats_of_topics in by_group.items():
+            for topic_stats in stats_of_topics:
+                for mq, w in sorted(
+                    topic_stats.offset_table.items(), key=lambda e: (e[0].topic, e[0].queue_id)
+                ):
+                    diff = w.broker_offset - w.consumer_offset
+                    if diff < args.level:
+                        continue
+                    last = _time(w.last_timestamp) if w.last_timestamp else "N/A"
+                    lines.append(
+                        f"{mq.topic:<64}  {group:<64}  {mq.broker_name:<32}  {mq.queue_id:<4d}  "
+                        f"{w.broker_offset:<20d}  {w.consumer_offset:<20d}  {diff:<20d}  {last}"
+                    )
+    lines.append(f"\nDiff Total: {stats.total_diff}")
+    return json.loads(stats.to_json(standard=True)), "\n".join(lines)
+
+
+def _change_write_perm(admin: BlockingAdminClient, args: argparse.Namespace, writable: bool) -> Result:
+    counts = admin.change_write_perm(args.broker_name, writable=writable)
+    verb = "add" if writable else "wipe"
+    text = "\n".join(
+        f"{verb} write perm of broker[{args.broker_name}] in name server[{ns}] OK, {n}"
+        for ns, n in counts.items()
+    )
+    return counts, text
+
+
+def _wipe_write_perm(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    return _change_write_perm(admin, args, writable=False)
+
+
+def _add_write_perm(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    return _change_write_perm(admin, args, writable=True)
+
+
+def _get_namesrv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    data = admin.namesrv_config()
+    text = "".join(
+        f"============{ns}============\n" + "".join(f"{k:<50}=  {v}\n" for k, v in config.items())
+        for ns, config in data.items()
+    )
+    return data, text
+
+
+def _update_namesrv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    admin.update_namesrv_config({args.key: args.value})
+    servers = admin.namesrv_config()
+    return {"key": args.key, "value": args.value, "nameServers": list(servers)}, (
+        f"update name server config success!{list(servers)}\n{args.key} : {args.value}"
+    )
+
+
+def _update_kv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    admin.update_kv_config(args.namespace, args.key, args.value)
+    return {"namespace": args.namespace, "key": args.key, "value": args.value}, (
+        "create or update kv config to namespace success."
+    )
+
+
+def _delete_kv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    admin.delete_kv_config(args.namespace, args.key)
+    return {
+        "namespace": args.namespace,
+        "key": args.key,
+        "deleted": True,
+    }, "delete kv config from namespace success."
+
+
 _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] = {
     "updateTopic": _update_topic,
     "deleteTopic": _delete_topic,
@@ -378,6 +543,18 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "clusterList": _cluster_list,
     "brokerStatus": _broker_status,
     "updateBrokerConfig": _update_broker_config,
+    "updateSubGroup": _update_sub_group,
+    "deleteSubGroup": _delete_sub_group,
+    "getBrokerConfig": _get_broker_config,
+    "producerConnection": _producer_connection,
+    "topicClusterList": _topic_cluster_list,
+    "brokerConsumeStats": _broker_consume_stats,
+    "wipeWritePerm": _wipe_write_perm,
+    "addWritePerm": _add_write_perm,
+    "getNamesrvConfig": _get_namesrv_config,
+    "updateNamesrvConfig": _update_namesrv_config,
+    "updateKvConfig": _update_kv_config,
+    "deleteKvConfig": _delete_kv_config,
 }
 _CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
     "sendMessage": _send_message,
@@ -500,6 +677,67 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-c", "--clusterName", dest="cluster")
     p.add_argument("-k", "--key", required=True)
     p.add_argument("-v", "--value", required=True)
+
+    p = add("updateSubGroup", "create or update a consumer group's settings (mqadmin updateSubGroup)")
+    p.add_argument("-g", "--groupName", dest="group", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+    p.add_argument("-s", "--consumeEnable", dest="consume_enable", type=_bool, default=True)
+    p.add_argument("-m", "--consumeFromMinEnable", dest="consume_from_min_enable", type=_bool, default=False)
+    p.add_argument(
+        "-d", "--consumeBroadcastEnable", dest="consume_broadcast_enable", type=_bool, default=False
+    )
+    p.add_argument("-q", "--retryQueueNums", dest="retry_queue_nums", type=int, default=1)
+    p.add_argument("-r", "--retryMaxTimes", dest="retry_max_times", type=int, default=16)
+    p.add_argument("-i", "--brokerId", dest="broker_id", type=int, default=0)
+    p.add_argument(
+        "-w", "--whichBrokerWhenConsumeSlowly", dest="which_broker_when_consume_slowly", type=int, default=1
+    )
+    p.add_argument(
+        "-a", "--notifyConsumerIdsChanged", dest="notify_consumer_ids_changed", type=_bool, default=True
+    )
+
+    p = add("deleteSubGroup", "delete a consumer group (with -c also its retry and DLQ topics)")
+    p.add_argument("-g", "--groupName", dest="group", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("getBrokerConfig", "a broker's settings (mqadmin getBrokerConfig)")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+
+    p = add("producerConnection", "a producer group's connections (mqadmin producerConnection)")
+    p.add_argument("-g", "--producerGroup", dest="group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+
+    p = add("topicClusterList", "the clusters a topic is on (mqadmin topicClusterList)")
+    p.add_argument("-t", "--topic", required=True)
+
+    p = add("brokerConsumeStats", "every group's lag on a broker (mqadmin brokerConsumeStats)")
+    p.add_argument("-b", "--brokerAddr", dest="broker", required=True)
+    p.add_argument("-l", "--level", type=int, default=0, help="only rows with at least this diff")
+    p.add_argument("-o", "--order", type=_bool, default=False, help="order topics only")
+
+    p = add("wipeWritePerm", "stop new sends to a broker on every name server (mqadmin wipeWritePerm)")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
+
+    p = add("addWritePerm", "give a broker its write permission back (mqadmin addWritePerm)")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
+
+    add("getNamesrvConfig", "every name server's settings (mqadmin getNamesrvConfig)")
+
+    p = add("updateNamesrvConfig", "change a name server setting (mqadmin updateNamesrvConfig)")
+    p.add_argument("-k", "--key", required=True)
+    p.add_argument("-v", "--value", required=True)
+
+    p = add("updateKvConfig", "set a KV config item on every name server (mqadmin updateKvConfig)")
+    p.add_argument("-s", "--namespace", required=True)
+    p.add_argument("-k", "--key", required=True)
+    p.add_argument("-v", "--value", required=True)
+
+    p = add("deleteKvConfig", "delete a KV config item (mqadmin deleteKvConfig)")
+    p.add_argument("-s", "--namespace", required=True)
+    p.add_argument("-k", "--key", required=True)
 
     p = add("sendMessage", "send one message")
     p.add_argument("-t", "--topic", required=True)

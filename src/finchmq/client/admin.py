@@ -24,16 +24,18 @@ from finchmq.protocol.bodies import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     OffsetWrapper,
     PermName,
     ProducerConnection,
+    SubscriptionGroupConfig,
     TopicConfig,
     TopicRouteData,
     TopicStatsTable,
 )
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.message import MessageExt, MessageQueue, decode_offset_msg_id
-from finchmq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, retry_topic, validate_topic
+from finchmq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, dlq_topic, retry_topic, validate_topic
 
 from .config import ClientConfig, make_config
 from .errors import MQBrokerError, MQClientError, NoRouteError, ValidationError
@@ -163,6 +165,85 @@ class AdminClient(ClientService):
         await asyncio.gather(*(api.delete_topic_in_broker(a, topic, _TIMEOUT_MS) for a in addrs))
         await asyncio.gather(
             *(api.delete_topic_in_name_server(ns, topic, _TIMEOUT_MS) for ns in api.name_server_address_list)
+        )
+
+    # -- subscription groups, broker permission, name-server settings --------------------------
+
+    async def _brokers(self, cluster: str | None, broker_addr: str | None) -> list[str]:
+        addrs = [broker_addr] if broker_addr else list((await self.master_addrs(cluster)).values())
+        if not addrs:
+            raise MQClientError("no master broker found (give a cluster or a broker address)")
+        return addrs
+
+    async def create_subscription_group(
+        self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """Create or update a consumer group's settings on one broker or on every master of a
+        cluster (mqadmin ``updateSubGroup``); returns the broker addresses written."""
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        await asyncio.gather(*(api.create_subscription_group(a, config, _TIMEOUT_MS) for a in addrs))
+        return addrs
+
+    async def delete_subscription_group(
+        self, group: str, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """Delete a consumer group from the brokers, and (with a cluster) its retry and DLQ topics
+        from the cluster and the name servers (mqadmin ``deleteSubGroup``); returns the brokers."""
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        await asyncio.gather(*(api.delete_subscription_group(a, group, _TIMEOUT_MS) for a in addrs))
+        if cluster is not None:
+            for topic in (retry_topic(group), dlq_topic(group)):
+                await self.delete_topic(topic, cluster)
+        return addrs
+
+    async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
+        """Every group's consume stats on a broker (mqadmin ``brokerConsumeStats``)."""
+        return await self.instance.api.get_broker_consume_stats(broker_addr, is_order, _TIMEOUT_MS)
+
+    async def change_write_perm(self, broker_name: str, *, writable: bool) -> dict[str, int]:
+        """Wipe (or add back) a broker's write permission on every name server (mqadmin
+        ``wipeWritePerm``/``addWritePerm``); returns name server -> topics changed."""
+        api = self.instance.api
+        counts = await asyncio.gather(
+            *(
+                api.change_write_perm_of_broker(ns, broker_name, writable, _TIMEOUT_MS)
+                for ns in api.name_server_address_list
+            )
+        )
+        return dict(zip(api.name_server_address_list, counts, strict=True))
+
+    async def namesrv_config(self) -> dict[str, dict[str, str]]:
+        """Every name server's settings (mqadmin ``getNamesrvConfig``)."""
+        api = self.instance.api
+        configs = await asyncio.gather(
+            *(api.get_namesrv_config(ns, _TIMEOUT_MS) for ns in api.name_server_address_list)
+        )
+        return dict(zip(api.name_server_address_list, configs, strict=True))
+
+    async def update_namesrv_config(self, properties: dict[str, str]) -> None:
+        """Change settings on every name server (mqadmin ``updateNamesrvConfig``)."""
+        api = self.instance.api
+        await asyncio.gather(
+            *(api.update_namesrv_config(ns, properties, _TIMEOUT_MS) for ns in api.name_server_address_list)
+        )
+
+    async def update_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """Set a KV config item on every name server (mqadmin ``updateKvConfig``)."""
+        api = self.instance.api
+        await asyncio.gather(
+            *(
+                api.put_kv_config(ns, namespace, key, value, _TIMEOUT_MS)
+                for ns in api.name_server_address_list
+            )
+        )
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        """Delete a KV config item on every name server (mqadmin ``deleteKvConfig``)."""
+        api = self.instance.api
+        await asyncio.gather(
+            *(api.delete_kv_config(ns, namespace, key, _TIMEOUT_MS) for ns in api.name_server_address_list)
         )
 
     async def topic_list(self) -> list[str]:

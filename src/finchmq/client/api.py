@@ -29,6 +29,7 @@ from finchmq.protocol.bodies import (
     ConsumerListByGroupResponseBody,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     HeartbeatData,
     KVTable,
@@ -36,6 +37,7 @@ from finchmq.protocol.bodies import (
     LockBatchResponseBody,
     ProducerConnection,
     ResetOffsetBody,
+    SubscriptionGroupConfig,
     TopicConfig,
     TopicList,
     TopicRouteData,
@@ -46,16 +48,20 @@ from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import Body, RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
+    DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -68,6 +74,7 @@ from finchmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
+    PutKVConfigRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     QueryMessageRequestHeader,
@@ -80,6 +87,8 @@ from finchmq.protocol.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored, decode_stored_all
 from finchmq.remoting import RemotingClient
@@ -545,6 +554,64 @@ class MQClientAPI:
     async def get_broker_runtime_info(self, addr: str, timeout_millis: int) -> dict[str, str]:
         response = await self._call(addr, RequestCode.GET_BROKER_RUNTIME_INFO, None, timeout_millis)
         return dict(KVTable.from_json(response.body).table)
+
+    async def create_subscription_group(
+        self, addr: str, config: SubscriptionGroupConfig, timeout_millis: int
+    ) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker."""
+        await self._call(
+            addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, timeout_millis, config.to_json()
+        )
+
+    async def get_broker_consume_stats(
+        self, addr: str, is_order: bool, timeout_millis: int
+    ) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every group's consume stats on one broker."""
+        header = GetConsumeStatsInBrokerHeader(is_order=is_order)
+        response = await self._call(addr, RequestCode.GET_BROKER_CONSUME_STATS, header, timeout_millis)
+        return ConsumeStatsList.from_json(response.body)
+
+    async def change_write_perm_of_broker(
+        self, namesrv_addr: str, broker_name: str, writable: bool, timeout_millis: int
+    ) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER or ADD_WRITE_PERM_OF_BROKER on one name server; the topic count."""
+        if writable:
+            response = await self._call(
+                namesrv_addr, RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                AddWritePermOfBrokerRequestHeader(broker_name=broker_name), timeout_millis,
+            )  # fmt: skip
+            return AddWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).add_topic_count
+        response = await self._call(
+            namesrv_addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+            WipeWritePermOfBrokerRequestHeader(broker_name=broker_name), timeout_millis,
+        )  # fmt: skip
+        return WipeWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).wipe_topic_count
+
+    async def get_namesrv_config(self, namesrv_addr: str, timeout_millis: int) -> dict[str, str]:
+        """GET_NAMESRV_CONFIG: one name server's settings."""
+        response = await self._call(namesrv_addr, RequestCode.GET_NAMESRV_CONFIG, None, timeout_millis)
+        return parse_properties(bytes(response.body).decode("utf-8"))
+
+    async def update_namesrv_config(
+        self, namesrv_addr: str, properties: dict[str, str], timeout_millis: int
+    ) -> None:
+        """UPDATE_NAMESRV_CONFIG on one name server."""
+        body = format_properties(properties).encode("utf-8")
+        await self._call(namesrv_addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, timeout_millis, body)
+
+    async def put_kv_config(
+        self, namesrv_addr: str, namespace: str, key: str, value: str, timeout_millis: int
+    ) -> None:
+        """PUT_KV_CONFIG on one name server."""
+        header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        await self._call(namesrv_addr, RequestCode.PUT_KV_CONFIG, header, timeout_millis)
+
+    async def delete_kv_config(
+        self, namesrv_addr: str, namespace: str, key: str, timeout_millis: int
+    ) -> None:
+        """DELETE_KV_CONFIG on one name server."""
+        header = DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        await self._call(namesrv_addr, RequestCode.DELETE_KV_CONFIG, header, timeout_millis)
 
     async def get_broker_config(self, addr: str, timeout_millis: int) -> dict[str, str]:
         response = await self._call(addr, RequestCode.GET_BROKER_CONFIG, None, timeout_millis)

@@ -27,7 +27,9 @@ from finchmq.protocol.bodies import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     ProducerConnection,
+    SubscriptionGroupConfig,
     TopicRouteData,
     TopicStatsTable,
 )
@@ -484,6 +486,38 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
 
     def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         return self._call(self.admin.examine_topic_consume_by_who(topic))
+
+    def create_subscription_group(
+        self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._call(
+            self.admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def delete_subscription_group(
+        self, group: str, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._call(
+            self.admin.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
+        return self._call(self.admin.broker_consume_stats(broker_addr, is_order=is_order))
+
+    def change_write_perm(self, broker_name: str, *, writable: bool) -> dict[str, int]:
+        return self._call(self.admin.change_write_perm(broker_name, writable=writable))
+
+    def namesrv_config(self) -> dict[str, dict[str, str]]:
+        return self._call(self.admin.namesrv_config())
+
+    def update_namesrv_config(self, properties: dict[str, str]) -> None:
+        self._call(self.admin.update_namesrv_config(properties))
+
+    def update_kv_config(self, namespace: str, key: str, value: str) -> None:
+        self._call(self.admin.update_kv_config(namespace, key, value))
+
+    def delete_kv_config(self, namespace: str, key: str) -> None:
+        self._call(self.admin.delete_kv_config(namespace, key))
 
     def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> str | None:
         return self._call(self.admin.update_broker_config(broker_addr, properties))

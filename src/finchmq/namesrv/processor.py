@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import replace
 
+from finchmq.common import config_from_properties, config_to_properties, format_properties, parse_properties
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
     DataVersion,
@@ -17,6 +19,8 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     GetKVConfigRequestHeader,
@@ -30,6 +34,8 @@ from finchmq.protocol.headers import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 from finchmq.remoting import RemotingContext
 
@@ -38,6 +44,8 @@ from .kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from .route_info import RouteInfoManager
 
 __all__ = ["DefaultRequestProcessor"]
+
+log = logging.getLogger(__name__)
 
 _FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 _SUCCESS = ResponseCode.SUCCESS
@@ -68,6 +76,10 @@ class DefaultRequestProcessor:
             RequestCode.GET_KVLIST_BY_NAMESPACE: self._get_kv_list,
             RequestCode.GET_TOPICS_BY_CLUSTER: self._get_topics_by_cluster,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self._get_system_topics,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self._wipe_write_perm,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self._add_write_perm,
+            RequestCode.GET_NAMESRV_CONFIG: self._get_namesrv_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self._update_namesrv_config,
         }
 
     @property
@@ -84,6 +96,40 @@ class DefaultRequestProcessor:
 
     def reject_request(self) -> bool:
         return False
+
+    # -- broker permission and the name server's settings ----------------------------------
+
+    def _wipe_write_perm(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.change_write_perm(header.broker_name, writable=False)
+        answer = WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count)
+        return request.make_response(_SUCCESS, ext_fields=answer.to_ext_fields())
+
+    def _add_write_perm(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.change_write_perm(header.broker_name, writable=True)
+        answer = AddWritePermOfBrokerResponseHeader(add_topic_count=count)
+        return request.make_response(_SUCCESS, ext_fields=answer.to_ext_fields())
+
+    def _get_namesrv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        body = format_properties(config_to_properties(self.config)).encode("utf-8")
+        return request.make_response(_SUCCESS, body=body)
+
+    def _update_namesrv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """UPDATE_NAMESRV_CONFIG: settings read per request change at once (e.g. orderMessageEnable);
+        listening ones take effect at the next start. A bad or unknown key changes nothing."""
+        properties = parse_properties(bytes(request.body).decode("utf-8"))
+        try:
+            config, unknown = config_from_properties(self.config, properties)
+        except ValueError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if unknown:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"unknown name server settings: {sorted(unknown)}"
+            )
+        self.config = config
+        log.info("name server config updated: %s", properties)
+        return request.make_response(_SUCCESS)
 
     # -- KV config --------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ loses its addresses, and its queues in every topic; a topic with no queue left d
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from finchmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     DataVersion,
+    PermName,
     QueueData,
     TopicConfigSerializeWrapper,
     TopicList,
@@ -180,6 +182,27 @@ class RouteInfoManager:
         log.info(
             "broker unregistered: %s %s (id %d) at %s", cluster_name, broker_name, broker_id, broker_addr
         )
+
+    def change_write_perm(self, broker_name: str, *, writable: bool) -> int:
+        """Remove (or give back) the WRITE permission of every queue of ``broker_name``, as
+        mqadmin ``wipeWritePerm``/``addWritePerm`` do before taking a broker out of service;
+        returns how many topics changed. The broker's next registration restores its own view."""
+        changed = 0
+        for queues in self.topic_queue_table.values():
+            data = queues.get(broker_name)
+            if data is None:
+                continue
+            perm = data.perm | PermName.WRITE if writable else data.perm & ~PermName.WRITE
+            if perm != data.perm:
+                queues[broker_name] = dataclasses.replace(data, perm=perm)
+            changed += 1
+        log.info(
+            "%s write permission of broker %s on %d topics",
+            "added" if writable else "wiped",
+            broker_name,
+            changed,
+        )
+        return changed
 
     def _remove_topics_of(self, broker_name: str) -> None:
         for topic in list(self.topic_queue_table):

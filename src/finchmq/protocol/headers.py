@@ -43,6 +43,8 @@ from .errors import HeaderError
 
 __all__ = [
     "REQUEST_HEADERS",
+    "AddWritePermOfBrokerRequestHeader",
+    "AddWritePermOfBrokerResponseHeader",
     "CheckTransactionStateRequestHeader",
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
@@ -101,6 +103,8 @@ __all__ = [
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
     "ViewMessageRequestHeader",
+    "WipeWritePermOfBrokerRequestHeader",
+    "WipeWritePermOfBrokerResponseHeader",
     "command_header",
     "wire",
 ]
@@ -363,6 +367,26 @@ class PutKVConfigRequestHeader(CommandHeader):
     namespace: str
     key: str
     value: str
+
+
+@command_header
+class WipeWritePermOfBrokerRequestHeader(CommandHeader):
+    broker_name: str
+
+
+@command_header
+class WipeWritePermOfBrokerResponseHeader(CommandHeader):
+    wipe_topic_count: int = 0
+
+
+@command_header
+class AddWritePermOfBrokerRequestHeader(CommandHeader):
+    broker_name: str
+
+
+@command_header
+class AddWritePermOfBrokerResponseHeader(CommandHeader):
+    add_topic_count: int = 0
 
 
 @command_header

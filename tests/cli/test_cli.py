@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from finchmq import __version__
@@ -43,3 +48,27 @@ def test_demo_help_documents_its_knobs(capsys: pytest.CaptureFixture[str]) -> No
     for option in ("--events", "--rate", "--output-dir", "--minutes"):
         assert option in out
     assert "Spark Structured Streaming" in out
+
+
+def test_help_names_the_rocketmq_equivalents(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for equivalent in ("mqnamesrv", "mqbroker", "mqadmin", "producer.sh", "finchmq completion bash"):
+        assert equivalent in out
+
+
+def test_shell_completion_completes_mqadmin_commands(tmp_path: Path) -> None:
+    script = subprocess.run(
+        [sys.executable, "-m", "finchmq.cli", "completion", "bash"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "complete" in script and "finchmq" in script
+    out = tmp_path / "completions"
+    line = "finchmq admin updateS"
+    env = {**os.environ, "_ARGCOMPLETE": "1", "COMP_LINE": line, "COMP_POINT": str(len(line)),
+           "_ARGCOMPLETE_STDOUT_FILENAME": str(out)}  # fmt: skip
+    subprocess.run([sys.executable, "-m", "finchmq.cli"], env=env, check=True, capture_output=True)
+    assert out.read_text().replace("\v", " ").split() == ["updateSubGroup"]

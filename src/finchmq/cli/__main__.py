@@ -7,6 +7,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+import argcomplete
+from argcomplete.shell_integration import shellcode
+
 from finchmq import __version__
 from finchmq.cli.admin import add_admin_parser
 from finchmq.cli.bench import add_bench_parser
@@ -24,7 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
             "It speaks the RocketMQ 4.x remoting protocol, so RocketMQ clients work against it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Run 'finchmq COMMAND --help' for the options of a command.",
+        epilog=(
+            "RocketMQ equivalents: server = mqnamesrv + mqbroker in one process, namesrv = mqnamesrv,\n"
+            "broker = mqbroker, admin = mqadmin (same command names and options), bench = the\n"
+            "benchmark's producer.sh / consumer.sh.\n\n"
+            "Run 'finchmq COMMAND --help' for the options of a command; 'finchmq completion bash'\n"
+            "(or zsh, fish) prints the shell completion to eval."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"finchmq {__version__}")
     parser.add_argument(
@@ -38,7 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(commands)
     add_admin_parser(commands)
     add_bench_parser(commands)
+    completion = commands.add_parser(
+        "completion",
+        help='print shell completion code: eval "$(finchmq completion bash)"',
+        description="Print the completion code for a shell (argcomplete); eval it in your shell's rc file.",
+    )
+    completion.add_argument("shell", nargs="?", default="bash", choices=["bash", "zsh", "fish", "tcsh"])
+    completion.set_defaults(handler=_print_completion)
     return parser
+
+
+def _print_completion(args: argparse.Namespace) -> int:
+    print(shellcode(["finchmq"], shell=args.shell))
+    return 0
 
 
 def _configure_logging(level: str) -> None:
@@ -52,6 +73,7 @@ def _configure_logging(level: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = build_parser()
+    argcomplete.autocomplete(parser)  # answers and exits only when the shell asks for completions
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -204,6 +204,13 @@ def test_cli_group_perm_and_name_server_commands(
         == "delete kv config from namespace success."
     )
 
+    allocation = json.loads(run("allocateMQ", "-t", name, "-i", "a@1,b@2,c@3", "--json"))["result"]
+    assert sorted(len(queues) for queues in allocation.values()) == [0, 1, 1]  # 2 queues, 3 clients
+    assert "update orderConf success." in run("updateOrderConf", "-t", name, "-m", "put", "-v", "broker-a:2")
+    assert "orderConf=[broker-a:2]" in run("updateOrderConf", "-t", name, "-m", "get")
+    run("updateOrderConf", "-t", name, "-m", "delete")
+    assert "orderConf=[None]" in run("updateOrderConf", "-t", name, "-m", "get")
+
     deleted = run("deleteSubGroup", "-c", "DefaultCluster", "-g", group)
     assert (
         f"delete subscription group [{group}] from broker [{broker}] in cluster [DefaultCluster] success."

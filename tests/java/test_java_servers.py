@@ -213,6 +213,10 @@ FINCH_VS_JAVA = [  # the same command, the same finchmq server: finchmq admin's 
     ("deleteKvConfig", ["-s", "ORDER_TOPIC_CONFIG", "-k", "mqadmin_kv"]),
     ("getBrokerConfig", ["-b", "{broker}"]),
     ("brokerConsumeStats", ["-b", "{broker}"]),
+    ("allocateMQ", ["-t", MQADMIN_TOPIC, "-i", "10.0.0.1@1,10.0.0.2@2,10.0.0.3@3"]),
+    ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "put", "-v", "broker-a:4"]),
+    ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "get"]),
+    ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "delete"]),
 ]
 
 

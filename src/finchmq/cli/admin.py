@@ -27,8 +27,11 @@ from finchmq.client import (
     MQClientError,
     PullStatus,
 )
+from finchmq.client.allocate import AllocateMessageQueueAveragely
+from finchmq.client.route import topic_route_data_to_subscribe_info
 from finchmq.client.sync import Portal
-from finchmq.protocol.bodies import PermName, SubscriptionGroupConfig
+from finchmq.protocol._json import java_hash, java_hash_order
+from finchmq.protocol.bodies import PermName, RebalanceResult, SubscriptionGroupConfig
 from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import Message
 
@@ -463,19 +466,23 @@ def _broker_consume_stats(admin: BlockingAdminClient, args: argparse.Namespace) 
     for by_group in stats.consume_stats_list:
         for group, stats_of_topics in by_group.items():
             for topic_stats in stats_of_topics:
-                for mq, w in sorted(
-                    topic_stats.offset_table.items(), key=lambda e: (e[0].topic, e[0].queue_id)
-                ):
+                by_queue = sorted(topic_stats.offset_table.items(), key=lambda e: _natural_mq(e[0]))
+                for mq, w in by_queue:
                     diff = w.broker_offset - w.consumer_offset
-                    if diff < args.level:
+                    if diff < args.level or w.last_timestamp <= 0:  # mqadmin prints consumed queues only
                         continue
-                    last = _time(w.last_timestamp) if w.last_timestamp else "N/A"
+                    last = _time(w.last_timestamp)
                     lines.append(
                         f"{mq.topic:<64}  {group:<64}  {mq.broker_name:<32}  {mq.queue_id:<4d}  "
                         f"{w.broker_offset:<20d}  {w.consumer_offset:<20d}  {diff:<20d}  {last}"
                     )
     lines.append(f"\nDiff Total: {stats.total_diff}")
     return json.loads(stats.to_json(standard=True)), "\n".join(lines)
+
+
+def _natural_mq(mq: MessageQueue) -> tuple[str, str, int]:
+    """Java ``MessageQueue.compareTo``: topic, then broker name, then queue id."""
+    return mq.topic, mq.broker_name, mq.queue_id
 
 
 def _change_write_perm(admin: BlockingAdminClient, args: argparse.Namespace, writable: bool) -> Result:
@@ -529,6 +536,42 @@ def _delete_kv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> R
     }, "delete kv config from namespace success."
 
 
+def _allocate_mq(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``allocateMQ``: how AllocateMessageQueueAveragely shares a topic's queues among
+    client ids, queues in the order Java's HashSet holds them (as mqadmin does, unsorted)."""
+    queues = topic_route_data_to_subscribe_info(args.topic, admin.topic_route(args.topic))
+    ordered = java_hash_order(
+        list(queues),
+        lambda mq: java_hash({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}),
+    )
+    ids = args.ip_list.split(",")
+    strategy = AllocateMessageQueueAveragely()
+    result = RebalanceResult(result={ip: tuple(strategy.allocate("aa", ip, ordered, ids)) for ip in ids})
+    return json.loads(result.to_json(standard=True)), result.to_json().decode()
+
+
+NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # Java NamesrvUtil
+
+
+def _update_order_conf(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``updateOrderConf``: the ORDER_TOPIC_CONFIG KV item of a topic (put, get, delete)."""
+    if args.method == "get":
+        conf = admin.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, args.topic)
+        return {
+            "topic": args.topic,
+            "orderConf": conf,
+        }, f"get orderConf success. topic=[{args.topic}], orderConf=[{conf}] "
+    if args.method == "put":
+        if not args.order_conf:
+            raise ValueError("please set orderConf with option -v.")
+        admin.update_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, args.topic, args.order_conf)
+        return {"topic": args.topic, "orderConf": args.order_conf}, (
+            f"update orderConf success. topic=[{args.topic}], orderConf=[{args.order_conf}]"
+        )
+    admin.delete_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, args.topic)
+    return {"topic": args.topic, "deleted": True}, f"delete orderConf success. topic=[{args.topic}]"
+
+
 _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] = {
     "updateTopic": _update_topic,
     "deleteTopic": _delete_topic,
@@ -555,6 +598,8 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "updateNamesrvConfig": _update_namesrv_config,
     "updateKvConfig": _update_kv_config,
     "deleteKvConfig": _delete_kv_config,
+    "allocateMQ": _allocate_mq,
+    "updateOrderConf": _update_order_conf,
 }
 _CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
     "sendMessage": _send_message,
@@ -738,6 +783,17 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p = add("deleteKvConfig", "delete a KV config item (mqadmin deleteKvConfig)")
     p.add_argument("-s", "--namespace", required=True)
     p.add_argument("-k", "--key", required=True)
+
+    p = add(
+        "allocateMQ", "how AllocateMessageQueueAveragely shares a topic among client ids (mqadmin allocateMQ)"
+    )
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-i", "--ipList", dest="ip_list", required=True, help="client ids, comma separated")
+
+    p = add("updateOrderConf", "a topic's order configuration on the name servers (mqadmin updateOrderConf)")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-m", "--method", choices=["put", "get", "delete"], required=True)
+    p.add_argument("-v", "--orderConf", dest="order_conf", help="brokerName1:num;brokerName2:num (put)")
 
     p = add("sendMessage", "send one message")
     p.add_argument("-t", "--topic", required=True)

@@ -239,6 +239,15 @@ class AdminClient(ClientService):
             )
         )
 
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        """A KV config item from the first name server that has it, else None."""
+        api = self.instance.api
+        for ns in api.name_server_address_list:
+            value = await api.get_kv_config(ns, namespace, key, _TIMEOUT_MS)
+            if value is not None:
+                return value
+        return None
+
     async def delete_kv_config(self, namespace: str, key: str) -> None:
         """Delete a KV config item on every name server (mqadmin ``deleteKvConfig``)."""
         api = self.instance.api

@@ -65,6 +65,8 @@ from finchmq.protocol.headers import (
     GetConsumeStatsRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
@@ -605,6 +607,18 @@ class MQClientAPI:
         """PUT_KV_CONFIG on one name server."""
         header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
         await self._call(namesrv_addr, RequestCode.PUT_KV_CONFIG, header, timeout_millis)
+
+    async def get_kv_config(
+        self, namesrv_addr: str, namespace: str, key: str, timeout_millis: int
+    ) -> str | None:
+        """GET_KV_CONFIG on one name server; None when the item does not exist."""
+        header = GetKVConfigRequestHeader(namespace=namespace, key=key)
+        request = RemotingCommand.request(RequestCode.GET_KV_CONFIG, header.to_ext_fields())
+        response = await self._invoke(namesrv_addr, request, timeout_millis, "GET_KV_CONFIG")
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        _raise_for(response, namesrv_addr)
+        return GetKVConfigResponseHeader.from_ext_fields(response.ext_fields).value
 
     async def delete_kv_config(
         self, namesrv_addr: str, namespace: str, key: str, timeout_millis: int

@@ -516,6 +516,9 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
     def update_kv_config(self, namespace: str, key: str, value: str) -> None:
         self._call(self.admin.update_kv_config(namespace, key, value))
 
+    def get_kv_config(self, namespace: str, key: str) -> str | None:
+        return self._call(self.admin.get_kv_config(namespace, key))
+
     def delete_kv_config(self, namespace: str, key: str) -> None:
         self._call(self.admin.delete_kv_config(namespace, key))
 

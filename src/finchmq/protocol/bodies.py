@@ -85,6 +85,7 @@ __all__ = [
     "QueryConsumeTimeSpanBody",
     "QueueData",
     "QueueTimeSpan",
+    "RebalanceResult",
     "RegisterBrokerBody",
     "RemotingSerializable",
     "ResetOffsetBody",
@@ -973,6 +974,13 @@ class ConsumeStatsList(RemotingSerializable):
     consume_stats_list: tuple[dict[str, tuple[ConsumeStats, ...]], ...] = ()
     broker_addr: str | None = None
     total_diff: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceResult(RemotingSerializable):
+    """mqadmin ``allocateMQ``'s answer: each client id's queues."""
+
+    result: dict[str, tuple[MessageQueue, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -173,6 +173,17 @@ def test_cli_group_perm_and_name_server_commands(
         connections = run("producerConnection", "-g", "pg_" + name, "-t", name)
         assert connections.startswith("0001  ") and "PYTHON" in connections
 
+        sent = producer.send(Message(name, b"unique"))
+    described = run("queryMsgByUniqueKey", "-i", sent.msg_id, "-t", name)
+    assert "Message Body:" in described and "unique" in described
+    first = run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "0")
+    assert "Queue Offset:       0" in first and "Queue ID:           0" in first
+    rt = run("checkMsgSendRT", "-t", name, "-a", "3", "-s", "16").splitlines()
+    assert rt[0].split() == ["#Broker", "Name", "#QID", "#Send", "Result", "#RT"] and len(rt) == 5
+    assert all(line.split()[2] == "true" for line in rt[1:4]) and rt[4].startswith("Avg RT: ")
+    skipped = run("skipAccumulatedMessage", "-g", group, "-t", name).splitlines()
+    assert skipped[0].split() == ["#brokerName", "#queueId", "#offset"] and len(skipped) == 3
+
     stats = run("brokerConsumeStats", "-b", broker)
     assert stats.splitlines()[0].split() == [
         "#Topic", "#Group", "#Broker", "Name", "#QID", "#Broker", "Offset", "#Consumer", "Offset", "#Diff", "#LastTime",

@@ -217,6 +217,7 @@ FINCH_VS_JAVA = [  # the same command, the same finchmq server: finchmq admin's 
     ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "put", "-v", "broker-a:4"]),
     ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "get"]),
     ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "delete"]),
+    ("skipAccumulatedMessage", ["-g", MQADMIN_GROUP, "-t", MQADMIN_TOPIC]),
 ]
 
 

@@ -368,7 +368,59 @@ def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
     return [_message_dict(m) for m in out], text
 
 
+def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``queryMsgByOffset``: the message at one queue offset."""
+    mq = MessageQueue(args.topic, args.broker, args.queue_id)
+    with BlockingPullConsumer(
+        "TOOLS_CONSUMER", namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+    ) as consumer:
+        result = consumer.pull(mq, "*", args.offset, 1)
+    if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
+        raise ValueError(f"no message at {mq.topic}/{mq.broker_name}/{mq.queue_id} offset {args.offset}")
+    msg = result.msg_found_list[0]
+    return _message_dict(msg), _describe(msg)
+
+
+def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``checkMsgSendRT``: ``amount`` sync sends of ``size`` bytes round the queues, each
+    one's RT in ms, and the average leaving the first (connection set-up) out."""
+    rows: list[str] = [f"{'#Broker Name':<32}  {'#QID':<4}  {'#Send Result':<20}    #RT"]
+    data = []
+    elapsed_total = 0
+    with BlockingProducer(
+        "PID_SMSC", namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+    ) as producer:
+        queues = producer.fetch_publish_message_queues(args.topic)
+        body = b"a" * args.size
+        for i in range(args.amount):
+            mq = queues[i % len(queues)]
+            began = time.monotonic()
+            try:
+                producer.send(Message(args.topic, body), queue=mq)
+                ok = True
+            except MQClientError:
+                ok = False
+            rt = int((time.monotonic() - began) * 1000)
+            if i:
+                elapsed_total += rt
+            rows.append(f"{mq.broker_name:<32}  {mq.queue_id:<4}  {_jbool(ok):<20}    {rt}")
+            data.append({"brokerName": mq.broker_name, "queueId": mq.queue_id, "sendResult": ok, "rt": rt})
+    average = elapsed_total / max(args.amount - 1, 1)
+    rows.append(f"Avg RT: {average:.2f}")
+    return {"sends": data, "avgRt": round(average, 2)}, "\n".join(rows)
+
+
 # -- groups, broker permission, name-server settings (mqadmin's names, options and output) ---------
+
+
+def _skip_accumulated_message(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``skipAccumulatedMessage``: move the group to the end of each queue of the topic."""
+    table = admin.reset_offset_by_time(args.group, args.topic, -1, force=args.force)
+    ordered = java_hash_order(list(table), _mq_hash)  # mqadmin prints its HashMap's order
+    rows = [f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}"]
+    rows += [f"{mq.broker_name:<40}  {mq.queue_id:<40d}  {table[mq]:<40d}" for mq in ordered]
+    data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in table.items()]
+    return data, "\n".join(rows)
 
 
 def _sub_group_text(config: SubscriptionGroupConfig) -> str:
@@ -553,6 +605,11 @@ def _allocate_mq(admin: BlockingAdminClient, args: argparse.Namespace) -> Result
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # Java NamesrvUtil
 
 
+def _mq_hash(mq: MessageQueue) -> int:
+    """Java ``MessageQueue.hashCode``, for printing in a Java HashMap's or HashSet's order."""
+    return java_hash({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic})
+
+
 def _update_order_conf(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     """mqadmin ``updateOrderConf``: the ORDER_TOPIC_CONFIG KV item of a topic (put, get, delete)."""
     if args.method == "get":
@@ -599,11 +656,15 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "updateKvConfig": _update_kv_config,
     "deleteKvConfig": _delete_kv_config,
     "allocateMQ": _allocate_mq,
+    "skipAccumulatedMessage": _skip_accumulated_message,
+    "queryMsgByUniqueKey": _query_msg_by_id,
     "updateOrderConf": _update_order_conf,
 }
 _CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
     "sendMessage": _send_message,
     "consumeMessage": _consume_message,
+    "queryMsgByOffset": _query_msg_by_offset,
+    "checkMsgSendRT": _check_msg_send_rt,
 }
 
 
@@ -794,6 +855,29 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-m", "--method", choices=["put", "get", "delete"], required=True)
     p.add_argument("-v", "--orderConf", dest="order_conf", help="brokerName1:num;brokerName2:num (put)")
+
+    p = add(
+        "skipAccumulatedMessage",
+        "move a group to the end of a topic's queues (mqadmin skipAccumulatedMessage)",
+    )
+    p.add_argument("-g", "--group", dest="group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-f", "--force", type=_bool, default=True)
+
+    p = add("queryMsgByUniqueKey", "a message by its client id (UNIQ_KEY) (mqadmin queryMsgByUniqueKey)")
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True)
+    p.add_argument("-t", "--topic", required=True)
+
+    p = add("queryMsgByOffset", "the message at a queue offset (mqadmin queryMsgByOffset)")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-b", "--brokerName", dest="broker", required=True)
+    p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True)
+    p.add_argument("-o", "--offset", type=int, required=True)
+
+    p = add("checkMsgSendRT", "send test messages and print each one's RT (mqadmin checkMsgSendRT)")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-a", "--amount", type=int, default=100)
+    p.add_argument("-s", "--size", type=int, default=128)
 
     p = add("sendMessage", "send one message")
     p.add_argument("-t", "--topic", required=True)

@@ -183,6 +183,15 @@ def test_cli_group_perm_and_name_server_commands(
     assert all(line.split()[2] == "true" for line in rt[1:4]) and rt[4].startswith("Avg RT: ")
     skipped = run("skipAccumulatedMessage", "-g", group, "-t", name).splitlines()
     assert skipped[0].split() == ["#brokerName", "#queueId", "#offset"] and len(skipped) == 3
+    cloned = run("cloneGroupOffset", "-s", group, "-d", group + "_copy", "-t", name, "-o", "true")
+    assert (
+        cloned.strip()
+        == f"clone group offset success. srcGroup[{group}], destGroup=[{group}_copy], topic[{name}]"
+    )
+    progress = json.loads(run("consumerProgress", "-g", group + "_copy", "-t", name, "--json"))
+    assert progress and all(row["consumerOffset"] == row["brokerOffset"] for row in progress["queues"]), (
+        progress
+    )
 
     stats = run("brokerConsumeStats", "-b", broker)
     assert stats.splitlines()[0].split() == [

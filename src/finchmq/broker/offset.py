@@ -54,6 +54,15 @@ class ConsumerOffsetManager(JsonConfigManager):
                 client_host,
             )
 
+    def clone_offset(self, src_group: str, dest_group: str, topic: str) -> bool:
+        """Copy ``src_group``'s offsets of ``topic`` to ``dest_group`` (Java ``cloneOffset``)."""
+        offsets = self.offset_table.get(self.key(topic, src_group))
+        if offsets is None:
+            return False
+        self.offset_table[self.key(topic, dest_group)] = dict(offsets)
+        self.mark_dirty()
+        return True
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when there is none."""
         offsets = self.offset_table.get(self.key(topic, group))

@@ -413,6 +413,16 @@ def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
 # -- groups, broker permission, name-server settings (mqadmin's names, options and output) ---------
 
 
+def _clone_group_offset(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    admin.clone_group_offset(args.src_group, args.dest_group, args.topic, offline=args.offline)
+    data = {"srcGroup": args.src_group, "destGroup": args.dest_group, "topic": args.topic}
+    text = (
+        f"clone group offset success. srcGroup[{args.src_group}], destGroup=[{args.dest_group}], "
+        f"topic[{args.topic}]"
+    )
+    return data, text
+
+
 def _skip_accumulated_message(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     """mqadmin ``skipAccumulatedMessage``: move the group to the end of each queue of the topic."""
     table = admin.reset_offset_by_time(args.group, args.topic, -1, force=args.force)
@@ -657,6 +667,7 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "deleteKvConfig": _delete_kv_config,
     "allocateMQ": _allocate_mq,
     "skipAccumulatedMessage": _skip_accumulated_message,
+    "cloneGroupOffset": _clone_group_offset,
     "queryMsgByUniqueKey": _query_msg_by_id,
     "updateOrderConf": _update_order_conf,
 }
@@ -863,6 +874,14 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-g", "--group", dest="group", required=True)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-f", "--force", type=_bool, default=True)
+
+    p = add(
+        "cloneGroupOffset", "copy a group's offsets of a topic to another group (mqadmin cloneGroupOffset)"
+    )
+    p.add_argument("-s", "--srcGroup", dest="src_group", required=True)
+    p.add_argument("-d", "--destGroup", dest="dest_group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-o", "--offline", type=_bool, default=False)
 
     p = add("queryMsgByUniqueKey", "a message by its client id (UNIQ_KEY) (mqadmin queryMsgByUniqueKey)")
     p.add_argument("-i", "--msgId", dest="msg_id", required=True)

@@ -198,6 +198,20 @@ class AdminClient(ClientService):
                 await self.delete_topic(topic, cluster)
         return addrs
 
+    async def clone_group_offset(
+        self, src_group: str, dest_group: str, topic: str, *, offline: bool = False
+    ) -> None:
+        """Copy ``src_group``'s offsets of ``topic`` to ``dest_group`` on every broker of the topic
+        (mqadmin ``cloneGroupOffset``)."""
+        masters = await self._topic_masters(topic)
+        api = self.instance.api
+        await asyncio.gather(
+            *(
+                api.clone_group_offset(a, src_group, dest_group, topic, offline, _TIMEOUT_MS)
+                for a in masters.values()
+            )
+        )
+
     async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
         """Every group's consume stats on a broker (mqadmin ``brokerConsumeStats``)."""
         return await self.instance.api.get_broker_consume_stats(broker_addr, is_order, _TIMEOUT_MS)

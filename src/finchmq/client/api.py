@@ -50,6 +50,7 @@ from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
+    CloneGroupOffsetRequestHeader,
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
@@ -564,6 +565,21 @@ class MQClientAPI:
         await self._call(
             addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, timeout_millis, config.to_json()
         )
+
+    async def clone_group_offset(
+        self,
+        addr: str,
+        src_group: str,
+        dest_group: str,
+        topic: str | None,
+        offline: bool,
+        timeout_millis: int,
+    ) -> None:
+        """CLONE_GROUP_OFFSET on one broker."""
+        header = CloneGroupOffsetRequestHeader(
+            src_group=src_group, dest_group=dest_group, topic=topic, offline=offline
+        )
+        await self._call(addr, RequestCode.CLONE_GROUP_OFFSET, header, timeout_millis)
 
     async def get_broker_consume_stats(
         self, addr: str, is_order: bool, timeout_millis: int

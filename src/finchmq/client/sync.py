@@ -501,6 +501,11 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
             self.admin.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr)
         )
 
+    def clone_group_offset(
+        self, src_group: str, dest_group: str, topic: str, *, offline: bool = False
+    ) -> None:
+        self._call(self.admin.clone_group_offset(src_group, dest_group, topic, offline=offline))
+
     def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
         return self._call(self.admin.broker_consume_stats(broker_addr, is_order=is_order))
 

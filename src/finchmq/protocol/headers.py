@@ -46,6 +46,7 @@ __all__ = [
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
     "CheckTransactionStateRequestHeader",
+    "CloneGroupOffsetRequestHeader",
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
@@ -733,6 +734,14 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     client_id: str | None = None
     msg_id: str | None = None
     broker_name: str | None = None
+
+
+@command_header
+class CloneGroupOffsetRequestHeader(CommandHeader):
+    src_group: str
+    dest_group: str
+    topic: str | None = None
+    offline: bool = False
 
 
 @command_header

@@ -30,6 +30,7 @@ from finchmq.protocol.bodies import (
     UnlockBatchRequestBody,
 )
 from finchmq.protocol.headers import (
+    CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -298,6 +299,28 @@ class AdminBrokerProcessor(BrokerProcessor):
                 tps = stats.consume_tps
         body = ConsumeStats(offset_table=table, consume_tps=tps)
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
+
+    @handles(RequestCode.CLONE_GROUP_OFFSET)
+    def clone_group_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """mqadmin ``cloneGroupOffset``: copy a group's offsets (of one topic, or of all it has) to
+        another group; unless ``offline``, only topics the online source group subscribes to."""
+        c = self.context
+        header = CloneGroupOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        topics = (
+            {header.topic}
+            if header.topic
+            else c.consumer_offset_manager.which_topics_by_consumer(header.src_group)
+        )
+        group_info = c.consumer_manager.get(header.src_group)
+        for topic in sorted(topics):
+            if c.topic_config_manager.select_topic_config(topic) is None:
+                log.warning("[cloneGroupOffset], topic config not exist, %s", topic)
+                continue
+            online = not header.offline and group_info is not None and bool(group_info.subscriptions)
+            if online and group_info is not None and topic not in group_info.subscriptions:
+                continue  # the online source group no longer subscribes to it
+            c.consumer_offset_manager.clone_offset(header.src_group, header.dest_group, topic)
+        return request.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.GET_BROKER_CONSUME_STATS)
     def get_broker_consume_stats(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

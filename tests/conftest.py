@@ -9,8 +9,14 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 import pytest
+from hypothesis import settings
 
 from finchmq.remoting.loop import loop_factory
+
+# No per-example deadline: a loaded machine (two suites on two cores) makes any fixed deadline a
+# timing assertion. Hypothesis still reports the slowest examples.
+settings.register_profile("finchmq", deadline=None)
+settings.load_profile("finchmq")
 
 SLOW_CALLBACK_SECONDS = 0.05
 

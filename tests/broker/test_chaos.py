@@ -10,7 +10,8 @@ from benchmarks.chaos import run_chaos
 
 from tests.integration.conftest import cpp_python
 
-pytestmark = pytest.mark.slow
+# JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])

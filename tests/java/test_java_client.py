@@ -15,7 +15,8 @@ from finchmq.testing.process import ServerProcess
 
 from .conftest import run_java
 
-pytestmark = pytest.mark.slow
+# JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 COUNT = 10  # messages per send mode
 MODES = ("sync", "async", "oneway", "selector", "batch")

@@ -27,7 +27,8 @@ from tests.protocol.test_java_goldens import masked, name_server_answers
 
 from .conftest import JavaCluster, run_java
 
-pytestmark = pytest.mark.slow
+# JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOPIC = "FinchOnJava"
 

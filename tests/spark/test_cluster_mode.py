@@ -13,7 +13,8 @@ import pytest
 
 from finchmq.testing.process import ServerProcess
 
-pytestmark = pytest.mark.slow
+# JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 SCRIPT = """
 import os, sys

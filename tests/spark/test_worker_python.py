@@ -14,7 +14,8 @@ import pytest
 
 import finchmq.spark
 
-pytestmark = pytest.mark.slow
+# JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 SCRIPT = """
 import sys

@@ -15,6 +15,8 @@ from finchmq.store import (
     PutMessageResult,
     PutMessageStatus,
 )
+from finchmq.store.consume_queue import ConsumeQueue
+from finchmq.store.dispatch import ReputMessageService
 from finchmq.store.index import IndexService
 from finchmq.store.mapped_file import MappedFile
 from finchmq.store.mapped_file_queue import MappedFileQueue
@@ -111,3 +113,40 @@ def test_a_mapped_file_queue_rolls_finds_flushes_truncates_and_reloads(tmp_path:
     assert again.load() == []
     assert [f.file_from_offset for f in again.files] == [0, 1000]
     again.shutdown()
+
+
+def test_dispatch_rebuilds_consume_queues_and_index_from_the_commit_log(tmp_path: Path) -> None:
+    """The dispatcher on its own: fed a commit log written by a store, it rebuilds the consume
+    queues (one unit per message, in order, with the right offsets and sizes) and the key index,
+    and doing it twice changes nothing."""
+    with _store(tmp_path / "source", FlushDiskType.ASYNC_FLUSH) as store:
+        offsets = []
+        for i in range(10):
+            r = store.put_message(msg("T", b"m%d" % i, queue_id=i % 2, KEYS=f"k{i}"))
+            assert r.is_ok() and r.append_message_result is not None
+            offsets.append((i % 2, r.append_message_result.wrote_offset, r.append_message_result.wrote_bytes))
+        end = store.get_max_phy_offset()
+        queues: dict[tuple[str, int], ConsumeQueue] = {}
+
+        def find(topic: str, queue_id: int) -> ConsumeQueue:
+            key = (topic, queue_id)
+            if key not in queues:
+                queues[key] = ConsumeQueue(topic, queue_id, tmp_path / "rebuilt" / "consumequeue", 1000 * 20)
+            return queues[key]
+
+        index = IndexService(
+            tmp_path / "rebuilt" / "index", hash_slot_num=64, index_num=256, max_msgs_num_batch=64
+        )
+        index.load()
+        reput = ReputMessageService(find, index, store.config.delay_levels_ms)
+        assert reput.rebuild(store.commit_log.mapped_file_queue, 0, end) == 10
+        assert reput.rebuild(store.commit_log.mapped_file_queue, 0, end) == 10  # idempotent
+    for queue_id in (0, 1):
+        cq = queues[("T", queue_id)]
+        expected = [(phy, size) for q, phy, size in offsets if q == queue_id]
+        assert cq.get_max_offset_in_queue() == len(expected)
+        units = [cq.get_unit(i) for i in range(len(expected))]
+        assert [(u[0], u[1]) for u in units if u is not None] == expected
+    found = index.query_offset("T#k3", 8, 0, 2**62).phy_offsets
+    assert found == [offsets[3][1]]
+    index.shutdown()

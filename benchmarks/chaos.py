@@ -168,7 +168,11 @@ def run_chaos(
     rng = random.Random(seed)
     result = ChaosResult(flush=flush)
     began = time.monotonic()
-    conf = {"flushDiskType": flush, "flushConsumerOffsetInterval": "1000"}
+    conf = {  # 64 MiB segments: hundreds of cycles must not fill the disk
+        "flushDiskType": flush,
+        "flushConsumerOffsetInterval": "1000",
+        "mappedFileSizeCommitLog": str(64 << 20),
+    }
     with tempfile.TemporaryDirectory(prefix="finchmq-chaos-") as scratch:
         data = data or Path(scratch) / "data"
         logs = Path(scratch)

@@ -25,7 +25,7 @@ from finchmq.remoting import RemotingClient, RemotingError
 
 pytestmark = pytest.mark.slow
 
-CONF = "flushDiskType=SYNC_FLUSH\nmessageDelayLevel=1s 1s 1s\nflushConsumerOffsetInterval=500\n"
+CONF = "flushDiskType=SYNC_FLUSH\nmessageDelayLevel=1s 1s 1s\nflushConsumerOffsetInterval=500\nmappedFileSizeCommitLog=16777216\n"
 
 
 def free_port() -> int:

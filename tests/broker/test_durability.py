@@ -35,10 +35,11 @@ from finchmq.protocol.headers import (
 from finchmq.protocol.message import decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.testing.process import ServerProcess
+from tests.client.conftest import SMALL_STORE
 
 pytestmark = pytest.mark.slow
 
-CONF = {"flushDiskType": "ASYNC_FLUSH"}
+CONF = {"flushDiskType": "ASYNC_FLUSH", **SMALL_STORE}  # 16 MiB segments, not 1 GiB
 
 
 @pytest.fixture

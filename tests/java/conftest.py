@@ -24,10 +24,11 @@ from finchmq.protocol.bodies import ClusterInfo
 from finchmq.remoting import RemotingClient, RemotingError
 from finchmq.remoting.loop import run
 from finchmq.testing.process import ServerProcess, free_port
+from tests.client.conftest import SMALL_STORE
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = Path(__file__).resolve().parent / "src"
-FAST_RETRIES = {"messageDelayLevel": " ".join(["1s"] * 18)}
+FAST_RETRIES = {"messageDelayLevel": " ".join(["1s"] * 18), **SMALL_STORE}
 
 
 def java_rocketmq_home() -> Path:

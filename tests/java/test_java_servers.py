@@ -23,6 +23,7 @@ import pytest
 
 from finchmq.client import AdminClient, ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from finchmq.testing.process import ServerProcess
+from tests.client.conftest import SMALL_STORE
 from tests.protocol.test_java_goldens import masked, name_server_answers
 
 from .conftest import JavaCluster, run_java
@@ -101,7 +102,7 @@ def test_finchmq_admin_reads_the_java_name_server(
 
 @pytest.fixture(scope="module")
 def finchmq_server() -> ServerProcess:  # type: ignore[misc]
-    with ServerProcess() as server:
+    with ServerProcess(conf=SMALL_STORE) as server:
         yield server
 
 

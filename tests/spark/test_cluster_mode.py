@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from finchmq.testing.process import ServerProcess
+from tests.client.conftest import SMALL_STORE
 
 # JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -45,7 +46,7 @@ spark.stop()
 
 
 def test_executors_in_other_processes_read_and_stream(tmp_path: Path) -> None:
-    with ServerProcess(conf={"defaultTopicQueueNums": "4"}) as server:
+    with ServerProcess(conf={"defaultTopicQueueNums": "4", **SMALL_STORE}) as server:
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, server.namesrv_addr, "ClusterModeIn", "ClusterModeOut",
              str(tmp_path / "checkpoint")],

@@ -48,12 +48,13 @@ from finchmq.protocol.message import (
     encode_stored,
     fill_stored_offsets,
     properties_to_string,
+    stored_size,
     tags_hash_code,
 )
 
 from .config import SCHEDULE_TOPIC, MessageStoreConfig
 from .dispatch import DispatchRequest, ReputMessageService, compute_tags_code
-from .inner import MessageExtBrokerInner
+from .inner import MessageExtBatch, MessageExtBrokerInner
 from .mapped_file import MappedFile, TransientStorePool
 from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageStatus, StoreCorruptedError
@@ -235,14 +236,7 @@ class CommitLog:
         if len(props_b) > MAX_PROPERTIES_LENGTH:
             log.warning("putMessage message properties length too long %d", len(props_b))
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
-        size = (
-            MIN_STORED_SIZE
-            + len(body)
-            + len(topic_b)
-            + len(props_b)
-            + (12 if len(born_host) == 20 else 0)
-            + (12 if len(store_host) == 20 else 0)
-        )
+        size = stored_size(len(body), len(topic_b), len(props_b), len(born_host) == 20, len(store_host) == 20)
         if size > self._max_message_size:
             log.warning(
                 "message size exceeded, msg total size: %d, maxMessageSize: %d", size, self._max_message_size
@@ -329,19 +323,10 @@ class CommitLog:
             offsets=(phy,),
         )
 
-    def encode_batch(
-        self,
-        *,
-        topic: str,
-        queue_id: int,
-        body: bytes | bytearray | memoryview,
-        properties: Mapping[str, str],
-        sys_flag: int,
-        born_timestamp: int,
-        born_host: bytes,
-        store_host: bytes,
-    ) -> EncodedBatch | PutMessageStatus:
+    def encode_batch(self, batch: MessageExtBatch) -> EncodedBatch | PutMessageStatus:
         """Turn a batch body into stored records (Java ``MessageExtEncoder.encode(MessageExtBatch)``)."""
+        topic, queue_id, properties, sys_flag = batch.topic, batch.queue_id, batch.properties, batch.sys_flag
+        born_timestamp, born_host, store_host = batch.born_timestamp, batch.born_host, batch.store_host
         topic_b = self._topic_bytes(topic)
         topic_len = len(topic_b)
         if topic_len > MAX_TOPIC_LENGTH:
@@ -354,13 +339,8 @@ class CommitLog:
         if not v4 and (len(born_host) not in (8, 20) or len(store_host) not in (8, 20)):
             return PutMessageStatus.MESSAGE_ILLEGAL
         topic_tail = bytes((topic_len,)) + topic_b
-        fixed = (
-            MIN_STORED_SIZE
-            + topic_len
-            + (12 if len(born_host) == 20 else 0)
-            + (12 if len(store_host) == 20 else 0)
-        )
-        src = memoryview(body)
+        fixed = stored_size(0, topic_len, 0, len(born_host) == 20, len(store_host) == 20)
+        src = memoryview(batch.body)
         size_all = len(src)
         out = EncodedBatch()
         out.v6_born = len(born_host) == 20
@@ -486,9 +466,11 @@ class CommitLog:
         return out
 
     def put_messages(
-        self, *, topic: str, queue_id: int, encoded: EncodedBatch, sys_flag: int, store_host: bytes
+        self, batch: MessageExtBatch, encoded: EncodedBatch
     ) -> tuple[PutMessageStatus, AppendMessageResult | None]:
-        """Append an encoded batch as one contiguous write in one segment (Java ``putMessages``)."""
+        """Append ``batch``, encoded by ``encode_batch``, as one contiguous write in one segment
+        (Java ``putMessages``)."""
+        topic, queue_id, sys_flag, store_host = batch.topic, batch.queue_id, batch.sys_flag, batch.store_host
         total = encoded.total
         key = (topic, queue_id)
         n = len(encoded.sizes)

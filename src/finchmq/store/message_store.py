@@ -482,25 +482,10 @@ class DefaultMessageStore:
             return PutMessageResult(bad), None
         if batch.sys_flag & 0xC or MessageConst.PROPERTY_DELAY_TIME_LEVEL in batch.properties:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), None  # Java refuses both for batches
-        encoded = self.commit_log.encode_batch(
-            topic=batch.topic,
-            queue_id=batch.queue_id,
-            body=batch.body,
-            properties=batch.properties,
-            sys_flag=batch.sys_flag,
-            born_timestamp=batch.born_timestamp,
-            born_host=batch.born_host,
-            store_host=batch.store_host,
-        )
+        encoded = self.commit_log.encode_batch(batch)
         if not isinstance(encoded, EncodedBatch):
             return PutMessageResult(encoded), None
-        status, ar = self.commit_log.put_messages(
-            topic=batch.topic,
-            queue_id=batch.queue_id,
-            encoded=encoded,
-            sys_flag=batch.sys_flag,
-            store_host=batch.store_host,
-        )
+        status, ar = self.commit_log.put_messages(batch, encoded)
         return self._after_put(status, ar, batch.properties.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK))
 
     def _after_put(

@@ -5,6 +5,7 @@ sockets or run an event loop, and protocol/ imports nothing outside the standard
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -130,3 +131,15 @@ def test_background_work_runs_under_the_supervisor() -> None:
     for relative in BARE_TASKS_ALLOWED:
         text = (SRC / relative).read_text()
         assert "create_task(" in text or "ensure_future(" in text, f"{relative} no longer needs its exception"
+
+
+@pytest.mark.parametrize("package", ["protocol", "store"])
+def test_importing_the_package_loads_no_event_loop_or_sockets(package: str) -> None:
+    """Through every import, not only each file's own: ``finchmq.store`` must not drag asyncio in."""
+    probe = (
+        f"import sys, finchmq.{package}; "
+        "loaded = sorted(m for m in ('asyncio', 'socket', 'ssl', 'selectors') if m in sys.modules); "
+        "print(','.join(loaded))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "", f"importing finchmq.{package} loads {done.stdout.strip()}"

@@ -212,8 +212,13 @@ async def test_a_refused_sender_is_paused_and_the_pause_is_configurable(broker: 
     sends = [
         asyncio.ensure_future(broker.send("T_pause", f"T_pause-{i}".encode(), queue_id=0)) for i in range(20)
     ]
-    await asyncio.sleep(0.05)
-    assert executor.paused_connections == 1  # the flood's connection waits for room
+    paused = 0
+    for _ in range(1000):  # the flood's connection is paused once the queue is full (wait, do not time it)
+        paused = max(paused, executor.paused_connections)
+        if paused or all(s.done() for s in sends):
+            break
+        await asyncio.sleep(0.005)
+    assert paused == 1  # the flood's connection waited for room
     responses = list(await asyncio.gather(*sends))
     seen = kinds(responses)
     # Read again only when the queue is half empty: far fewer refusals than the 15 a full

@@ -37,9 +37,8 @@ from typing import Any
 from benchmarks._server import ROOT, ServerProcess
 from finchmq.client import AdminClient
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
-from finchmq.protocol.message import decode_stored_all
 from finchmq.remoting import RemotingClient, RemotingError
+from finchmq.testing.audit import stored_bodies
 
 __all__ = ["ChaosResult", "run_chaos"]
 
@@ -117,26 +116,6 @@ async def _create_pre_topic(namesrv: str) -> None:
         await admin.create_topic(PRE_TOPIC, read_queue_nums=4, write_queue_nums=4)
 
 
-async def _stored_bodies(broker: str, topic: str) -> set[str]:
-    bodies: set[str] = set()
-    async with RemotingClient() as client:
-        for queue_id in range(16):
-            offset = 0
-            while True:
-                header = PullMessageRequestHeader(
-                    consumer_group="chaos_auditor", topic=topic, queue_id=queue_id, queue_offset=offset,
-                    max_msg_nums=32, sys_flag=int(PullSysFlag.SUBSCRIPTION), commit_offset=0,
-                    suspend_timeout_millis=0, sub_version=0, subscription="*",
-                )  # fmt: skip
-                request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
-                reply = await client.invoke(broker, request, 10_000)
-                if reply.code != ResponseCode.SUCCESS:
-                    break
-                bodies.update(m.body.decode() for m in decode_stored_all(reply.body))
-                offset = int(reply.ext_fields["nextBeginOffset"])
-    return bodies
-
-
 async def _routable(namesrv: str, topic: str) -> bool:
     async with RemotingClient() as client:
         try:
@@ -212,12 +191,12 @@ def run_chaos(
         server = ServerProcess(conf=conf, data_dir=data, log_path=logs / "server-final.log").start()
         try:
             broker = f"127.0.0.1:{server.broker_port}"
-            stored_pre = asyncio.run(_stored_bodies(broker, PRE_TOPIC))
+            stored_pre = {b.decode() for b in asyncio.run(stored_bodies(broker, PRE_TOPIC))}
             result.lost += sorted(acked_pre - stored_pre)
             for topic, acked in acked_auto.items():
                 if acked and not asyncio.run(_routable(server.namesrv_addr, topic)):
                     result.unroutable.append(topic)
-                result.lost += sorted(acked - asyncio.run(_stored_bodies(broker, topic)))
+                result.lost += sorted(acked - {b.decode() for b in asyncio.run(stored_bodies(broker, topic))})
             result.acked = len(acked_pre) + sum(map(len, acked_auto.values()))
             result.consumed = len(acked_pre & consumed)
             missing = acked_pre - consumed

@@ -46,17 +46,9 @@ class Broker:
         self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
         props: dict[str, str] | None = None, code: int = RequestCode.SEND_MESSAGE_V2, reconsume_times: int | None = None,
     ) -> RemotingCommand:  # fmt: skip
-        properties = dict(props or {})
-        if tags:
-            properties["TAGS"] = tags
-        if keys:
-            properties["KEYS"] = keys
-        header = SendMessageRequestHeaderV2(
-            producer_group="test_pg", topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
-            queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
-            properties=properties_to_string(properties) or None, reconsume_times=reconsume_times,
-        )  # fmt: skip
-        return await self.call(code, header.to_ext_fields(), body)
+        request = send_request(topic, body, tags=tags, keys=keys, queue_id=queue_id, props=props, code=code,
+                               reconsume_times=reconsume_times)  # fmt: skip
+        return await self.client.invoke(self.addr, request, 5000)
 
     async def pull(
         self, topic: str, queue_id: int, offset: int, *, group: str = "test_cg", expression: str = "*",
@@ -73,20 +65,46 @@ class Broker:
 
     async def heartbeat(self, client_id: str, group: str, topics: dict[str, str], client: RemotingClient | None = None,
                         model: MessageModel = MessageModel.CLUSTERING) -> RemotingCommand:  # fmt: skip
-        data = HeartbeatData(
-            client_id=client_id,
-            consumer_data_set=(
-                ConsumerData(
-                    group_name=group,
-                    consume_type=ConsumeType.CONSUME_PASSIVELY,
-                    message_model=model,
-                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-                    subscription_data_set=tuple(build_subscription_data(t, e) for t, e in topics.items()),
-                ),
-            ),
+        return await (client or self.client).invoke(
+            self.addr, heartbeat_request(client_id, group, topics, model), 5000
         )
-        request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.to_json())
-        return await (client or self.client).invoke(self.addr, request, 5000)
+
+
+def send_request(
+    topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
+    props: dict[str, str] | None = None, code: int = RequestCode.SEND_MESSAGE_V2, reconsume_times: int | None = None,
+) -> RemotingCommand:  # fmt: skip
+    """A SEND_MESSAGE(_V2) as a producer of group ``test_pg`` sends it (TBW102, 4 queues)."""
+    properties = dict(props or {})
+    if tags:
+        properties["TAGS"] = tags
+    if keys:
+        properties["KEYS"] = keys
+    header = SendMessageRequestHeaderV2(
+        producer_group="test_pg", topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
+        queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
+        properties=properties_to_string(properties) or None, reconsume_times=reconsume_times,
+    )  # fmt: skip
+    return RemotingCommand.request(code, header.to_ext_fields(), body)
+
+
+def heartbeat_request(
+    client_id: str, group: str, topics: dict[str, str], model: MessageModel = MessageModel.CLUSTERING
+) -> RemotingCommand:
+    """A push consumer's HEART_BEAT subscribing ``group`` to ``topics`` (topic -> expression)."""
+    data = HeartbeatData(
+        client_id=client_id,
+        consumer_data_set=(
+            ConsumerData(
+                group_name=group,
+                consume_type=ConsumeType.CONSUME_PASSIVELY,
+                message_model=model,
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                subscription_data_set=tuple(build_subscription_data(t, e) for t, e in topics.items()),
+            ),
+        ),
+    )
+    return RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.to_json())
 
 
 @pytest.fixture

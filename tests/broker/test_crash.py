@@ -20,8 +20,9 @@ import pytest
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import KVTable
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
-from finchmq.protocol.message import decode_stored_all, properties_to_string
+from finchmq.protocol.message import properties_to_string
 from finchmq.remoting import RemotingClient, RemotingError
+from finchmq.testing.audit import stored_bodies
 
 pytestmark = pytest.mark.slow
 
@@ -130,26 +131,6 @@ async def consume(
     return started, reached
 
 
-async def stored_bodies(addr: str, topic: str) -> Counter[bytes]:
-    bodies: Counter[bytes] = Counter()
-    async with RemotingClient() as client:
-        for queue_id in range(4):
-            offset = 0
-            while True:
-                header = PullMessageRequestHeader(
-                    consumer_group="auditor", topic=topic, queue_id=queue_id, queue_offset=offset, max_msg_nums=32,
-                    sys_flag=4, commit_offset=0, suspend_timeout_millis=0, sub_version=0, subscription="*",
-                )  # fmt: skip
-                r = await client.invoke(
-                    addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()), 3000
-                )
-                if r.code != ResponseCode.SUCCESS:
-                    break
-                bodies.update(m.body for m in decode_stored_all(r.body))
-                offset = int(r.ext_fields["nextBeginOffset"])
-    return bodies
-
-
 async def delivered_everything(addr: str, topic: str, acked: set[bytes]) -> Counter[bytes]:
     """Wait until every delay level has delivered its whole queue (runtime info
     ``scheduleMessageOffset_N`` = delivered,max) and every acknowledged body is there."""
@@ -161,7 +142,7 @@ async def delivered_everything(addr: str, topic: str, acked: set[bytes]) -> Coun
             )
         table = KVTable.from_json(reply.body).table
         levels = [v.split(",") for k, v in table.items() if k.startswith("scheduleMessageOffset_")]
-        bodies = await stored_bodies(addr, topic)
+        bodies = Counter(await stored_bodies(addr, topic))
         if levels and all(done == end for done, end in levels) and acked <= set(bodies):
             return bodies
         assert time.monotonic() < deadline, (

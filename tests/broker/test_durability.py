@@ -18,24 +18,17 @@ import pytest
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
-    ConsumeFromWhere,
-    ConsumerData,
-    ConsumeType,
-    HeartbeatData,
-    MessageModel,
     SubscriptionGroupConfig,
 )
-from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.headers import (
     CreateTopicRequestHeader,
-    PullMessageRequestHeader,
-    PullSysFlag,
-    SendMessageRequestHeaderV2,
 )
-from finchmq.protocol.message import decode_stored_all
 from finchmq.remoting import RemotingClient
+from finchmq.testing.audit import stored_bodies
 from finchmq.testing.process import ServerProcess
 from tests.client.conftest import SMALL_STORE
+
+from .conftest import heartbeat_request, send_request
 
 pytestmark = pytest.mark.slow
 
@@ -86,52 +79,13 @@ async def call(addr: str, code: int, ext: dict[str, str] | None = None, body: by
 async def send(addr: str, topic: str, count: int) -> None:
     async with RemotingClient() as client:
         for i in range(count):
-            header = SendMessageRequestHeaderV2(
-                producer_group="pg", topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
-                queue_id=i % 4, sys_flag=0, born_timestamp=0, flag=0, properties=None,
-            )  # fmt: skip
-            request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields(), b"m%d" % i)
-            reply = await client.invoke(addr, request, 10_000)
+            reply = await client.invoke(addr, send_request(topic, b"m%d" % i, queue_id=i % 4), 10_000)
             assert reply.code == ResponseCode.SUCCESS, reply.remark
-
-
-async def bodies(addr: str, topic: str) -> set[bytes]:
-    found: set[bytes] = set()
-    async with RemotingClient() as client:
-        for queue_id in range(4):
-            offset = 0
-            while True:
-                header = PullMessageRequestHeader(
-                    consumer_group="auditor", topic=topic, queue_id=queue_id, queue_offset=offset,
-                    max_msg_nums=32, sys_flag=int(PullSysFlag.SUBSCRIPTION), commit_offset=0,
-                    suspend_timeout_millis=0, sub_version=0, subscription="*",
-                )  # fmt: skip
-                request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
-                reply = await client.invoke(addr, request, 10_000)
-                if reply.code != ResponseCode.SUCCESS:
-                    break
-                found.update(m.body for m in decode_stored_all(reply.body))
-                offset = int(reply.ext_fields["nextBeginOffset"])
-    return found
 
 
 async def has_route(namesrv: str, topic: str) -> bool:
     reply = await call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
     return reply.code == ResponseCode.SUCCESS
-
-
-def heartbeat(group: str, topic: str) -> bytes:
-    data = HeartbeatData(
-        client_id="127.0.0.1@durability",
-        consumer_data_set=(
-            ConsumerData(
-                group_name=group, consume_type=ConsumeType.CONSUME_PASSIVELY, message_model=MessageModel.CLUSTERING,
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-                subscription_data_set=(build_subscription_data(topic, "*"),), unit_mode=False,
-            ),
-        ),
-    )  # fmt: skip
-    return data.to_json()
 
 
 def test_state_created_by_requests_is_on_disk_before_the_answer(
@@ -140,9 +94,8 @@ def test_state_created_by_requests_is_on_disk_before_the_answer(
     server = start(data_dir, processes)
     addr = broker_addr(server)
     asyncio.run(send(addr, "T_auto_created", 40))  # auto-created through TBW102 by the first send
-    reply = asyncio.run(
-        call(addr, RequestCode.HEART_BEAT, body=heartbeat("G_by_heartbeat", "T_auto_created"))
-    )
+    heartbeat = heartbeat_request("127.0.0.1@durability", "G_by_heartbeat", {"T_auto_created": "*"})
+    reply = asyncio.run(call(addr, RequestCode.HEART_BEAT, body=heartbeat.body))
     assert reply.code == ResponseCode.SUCCESS
     create = CreateTopicRequestHeader(topic="T_by_admin", default_topic="TBW102", read_queue_nums=2,
                                       write_queue_nums=2, perm=6, topic_filter_type="SINGLE_TAG")  # fmt: skip
@@ -162,7 +115,9 @@ def test_state_created_by_requests_is_on_disk_before_the_answer(
 
     server = start(data_dir, processes)
     assert asyncio.run(has_route(server.namesrv_addr, "T_auto_created"))
-    assert asyncio.run(bodies(broker_addr(server), "T_auto_created")) == {b"m%d" % i for i in range(40)}
+    assert set(asyncio.run(stored_bodies(broker_addr(server), "T_auto_created"))) == {
+        b"m%d" % i for i in range(40)
+    }
 
 
 def test_a_topic_without_config_is_rebuilt_from_its_consume_queues(
@@ -177,7 +132,9 @@ def test_a_topic_without_config_is_rebuilt_from_its_consume_queues(
     server = start(data_dir, processes)
     assert "T_lost_config had messages but no config" in server.log_path.read_text()
     assert asyncio.run(has_route(server.namesrv_addr, "T_lost_config"))
-    assert asyncio.run(bodies(broker_addr(server), "T_lost_config")) == {b"m%d" % i for i in range(12)}
+    assert set(asyncio.run(stored_bodies(broker_addr(server), "T_lost_config"))) == {
+        b"m%d" % i for i in range(12)
+    }
     topics = config_file(data_dir, "topics.json")["topicConfigTable"]
     assert isinstance(topics, dict)
     assert topics["T_lost_config"]["writeQueueNums"] == 4  # type: ignore[index]
@@ -208,7 +165,7 @@ def test_torn_state_files_never_stop_start_up(data_dir: Path, processes: list[Se
     assert "unreadable" in log
     assert list(config.glob("topics.json.*.corrupt"))
     assert asyncio.run(has_route(server.namesrv_addr, "T_torn"))  # rebuilt from the consume queues
-    assert asyncio.run(bodies(broker_addr(server), "T_torn")) == {b"m%d" % i for i in range(8)}
+    assert set(asyncio.run(stored_bodies(broker_addr(server), "T_torn"))) == {b"m%d" % i for i in range(8)}
     groups = config_file(data_dir, "subscriptionGroup.json")["subscriptionGroupTable"]
     assert isinstance(groups, dict)
     assert groups["G_torn"]["retryMaxTimes"] == 5  # type: ignore[index]

@@ -13,11 +13,11 @@ import pytest
 
 from finchmq.protocol import RemotingCodec, RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import KVTable
-from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from finchmq.protocol.headers import PullMessageRequestHeader
 from finchmq.protocol.message import decode_offset_msg_id, decode_stored_all
 from finchmq.remoting import RemotingClient
 
-from .conftest import Broker
+from .conftest import Broker, send_request
 
 OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
 REJECT = "[REJECTREQUEST]system busy, start flow control for a while"
@@ -239,18 +239,10 @@ async def test_a_refused_sender_is_paused_and_the_pause_is_configurable(broker: 
 @pytest.mark.broker_conf({"injectPutDelayMillis": "40", "waitTimeMillsInSendQueue": "120"})
 async def test_fast_failure_outlives_a_client_that_left_while_its_sends_waited(broker: Broker) -> None:
     """Answering a queued send whose client has gone must not stop fast failure."""
-    header = SendMessageRequestHeaderV2(
-        producer_group="pg", topic="T_left", default_topic="TBW102", default_topic_queue_nums=4, queue_id=0,
-        sys_flag=0, born_timestamp=0, flag=0, properties=None,
-    ).to_ext_fields()  # fmt: skip
     leaving = RemotingClient()
     pending = [
         asyncio.ensure_future(
-            leaving.invoke(
-                broker.addr,
-                RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header, b"T_left-x%d" % i),
-                10_000,
-            )
+            leaving.invoke(broker.addr, send_request("T_left", b"T_left-x%d" % i, queue_id=0), 10_000)
         )
         for i in range(60)
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -51,15 +52,23 @@ async def test_messages_by_key_and_id(namesrv: str, name: str) -> None:
         assert by_client_id.msg_id == sent.offset_msg_id
 
 
+def admin_cli(namesrv: str, capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
+    """``finchmq admin ARGS -n NAMESRV`` in-process; its stdout, after checking it exited 0."""
+
+    def run(*args: str) -> str:
+        code = main(["admin", *args, "-n", namesrv])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out
+
+    return run
+
+
 def test_cli_admin_commands(server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]) -> None:
     ns = server.namesrv_addr
     group = f"g_{name}"
 
-    def run(*args: str) -> str:
-        code = main(["admin", *args, "-n", ns])
-        captured = capsys.readouterr()
-        assert code == 0, captured.err
-        return captured.out
+    run = admin_cli(ns, capsys)
 
     out = run("updateTopic", "-t", name, "-c", "DefaultCluster", "-r", "2", "-w", "2")
     assert f"create topic to {server.broker_addr} success." in out
@@ -143,11 +152,7 @@ def test_cli_group_perm_and_name_server_commands(
     ns, broker = server.namesrv_addr, server.broker_addr
     group = f"g_{name}"
 
-    def run(*args: str) -> str:
-        code = main(["admin", *args, "-n", ns])
-        captured = capsys.readouterr()
-        assert code == 0, captured.err
-        return captured.out
+    run = admin_cli(ns, capsys)
 
     out = run("updateSubGroup", "-c", "DefaultCluster", "-g", group, "-r", "3", "-q", "2")
     assert f"create subscription group to {broker} success." in out

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,20 +62,30 @@ def test_expired_files_deleted_only_when_due(cfg: MessageStoreConfig) -> None:
         assert first is not None and first[0] >= store.get_min_phy_offset()
 
 
-def _mount_tmpfs(path: Path, size: str) -> bool:
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A real small filesystem mounted at ``path`` (skips without root and mount permission)."""
     path.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, check=False
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
     )
-    return r.returncode == 0
+    if not mounted:
+        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 @pytest.mark.slow
 def test_real_full_filesystem_refuses_cleanly_and_loses_nothing(tmp_path: Path) -> None:
-    mnt = tmp_path / "mnt"
-    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "8m"):
-        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
-    try:
+    with _tmpfs(tmp_path / "mnt", "8m") as mnt:
         # no forced deletion while we check that everything acknowledged is still there
         c = small_config(
             mnt / "store", mapped_file_size_commit_log=SEGMENT * 4, clean_file_forcibly_enable=False
@@ -106,18 +118,13 @@ def test_real_full_filesystem_refuses_cleanly_and_loses_nothing(tmp_path: Path) 
             tail = read_queue(store, "T", 0, store.get_min_offset_in_queue("T", 0))
             assert tail[-1] == b"again"
             assert tail[:-1] == acked[len(acked) - len(tail) + 1 :]
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.slow
 def test_a_full_filesystem_logs_a_few_lines_not_one_per_refused_put(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    mnt = tmp_path / "mnt"
-    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "4m"):
-        pytest.skip("cannot mount a tmpfs here (needs root and mount permission)")
-    try:
+    with _tmpfs(tmp_path / "mnt", "4m") as mnt:
         c = small_config(
             mnt / "store", mapped_file_size_commit_log=SEGMENT * 4, clean_file_forcibly_enable=False
         )
@@ -133,5 +140,3 @@ def test_a_full_filesystem_logs_a_few_lines_not_one_per_refused_put(
         assert refused > 2000
         lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert 0 < len(lines) <= 10, [r.getMessage() for r in lines]
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -10,9 +10,8 @@ parts; the controller and the unit tests both use it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.message import pack_host
@@ -31,8 +30,6 @@ from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
 
 __all__ = ["BrokerContext", "build_broker_context"]
-
-Spawn = Callable[[Coroutine[Any, Any, Any], str], object]
 
 
 async def _nothing_to_wait_for() -> None:

@@ -328,12 +328,9 @@ class BrokerController(AsyncService):
 
     # -- background work --------------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any] | None:
-        """Run a fire-and-forget coroutine that ``close()`` will cancel; failures are logged.
-        Once the broker is closing, the coroutine is dropped (None)."""
-        if self._tasks.closed:
-            coro.close()
-            return None
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run a fire-and-forget coroutine that ``close()`` will cancel; failures are logged
+        (once the broker is closing, ``BackgroundTasks`` drops it before it starts)."""
         return self._tasks.spawn(coro, name)
 
     async def _persist_dirty_state(self) -> None:

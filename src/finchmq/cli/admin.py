@@ -30,8 +30,8 @@ from finchmq.client import (
 from finchmq.client.allocate import AllocateMessageQueueAveragely
 from finchmq.client.route import topic_route_data_to_subscribe_info
 from finchmq.client.sync import Portal
-from finchmq.protocol._json import java_hash, java_hash_order
-from finchmq.protocol.bodies import PermName, RebalanceResult, SubscriptionGroupConfig
+from finchmq.protocol._json import java_hash_order
+from finchmq.protocol.bodies import PermName, RebalanceResult, SubscriptionGroupConfig, java_key_hash
 from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import Message
 
@@ -426,7 +426,7 @@ def _clone_group_offset(admin: BlockingAdminClient, args: argparse.Namespace) ->
 def _skip_accumulated_message(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     """mqadmin ``skipAccumulatedMessage``: move the group to the end of each queue of the topic."""
     table = admin.reset_offset_by_time(args.group, args.topic, -1, force=args.force)
-    ordered = java_hash_order(list(table), _mq_hash)  # mqadmin prints its HashMap's order
+    ordered = java_hash_order(list(table), java_key_hash)  # mqadmin prints its HashMap's order
     rows = [f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}"]
     rows += [f"{mq.broker_name:<40}  {mq.queue_id:<40d}  {table[mq]:<40d}" for mq in ordered]
     data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in table.items()]
@@ -528,8 +528,7 @@ def _broker_consume_stats(admin: BlockingAdminClient, args: argparse.Namespace) 
     for by_group in stats.consume_stats_list:
         for group, stats_of_topics in by_group.items():
             for topic_stats in stats_of_topics:
-                by_queue = sorted(topic_stats.offset_table.items(), key=lambda e: _natural_mq(e[0]))
-                for mq, w in by_queue:
+                for mq, w in sorted(topic_stats.offset_table.items(), key=lambda e: e[0]):  # as compareTo
                     diff = w.broker_offset - w.consumer_offset
                     if diff < args.level or w.last_timestamp <= 0:  # mqadmin prints consumed queues only
                         continue
@@ -540,11 +539,6 @@ def _broker_consume_stats(admin: BlockingAdminClient, args: argparse.Namespace) 
                     )
     lines.append(f"\nDiff Total: {stats.total_diff}")
     return json.loads(stats.to_json(standard=True)), "\n".join(lines)
-
-
-def _natural_mq(mq: MessageQueue) -> tuple[str, str, int]:
-    """Java ``MessageQueue.compareTo``: topic, then broker name, then queue id."""
-    return mq.topic, mq.broker_name, mq.queue_id
 
 
 def _change_write_perm(admin: BlockingAdminClient, args: argparse.Namespace, writable: bool) -> Result:
@@ -602,10 +596,7 @@ def _allocate_mq(admin: BlockingAdminClient, args: argparse.Namespace) -> Result
     """mqadmin ``allocateMQ``: how AllocateMessageQueueAveragely shares a topic's queues among
     client ids, queues in the order Java's HashSet holds them (as mqadmin does, unsorted)."""
     queues = topic_route_data_to_subscribe_info(args.topic, admin.topic_route(args.topic))
-    ordered = java_hash_order(
-        list(queues),
-        lambda mq: java_hash({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}),
-    )
+    ordered = java_hash_order(list(queues), java_key_hash)
     ids = args.ip_list.split(",")
     strategy = AllocateMessageQueueAveragely()
     result = RebalanceResult(result={ip: tuple(strategy.allocate("aa", ip, ordered, ids)) for ip in ids})
@@ -613,11 +604,6 @@ def _allocate_mq(admin: BlockingAdminClient, args: argparse.Namespace) -> Result
 
 
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # Java NamesrvUtil
-
-
-def _mq_hash(mq: MessageQueue) -> int:
-    """Java ``MessageQueue.hashCode``, for printing in a Java HashMap's or HashSet's order."""
-    return java_hash({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic})
 
 
 def _update_order_conf(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:

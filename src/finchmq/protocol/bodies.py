@@ -100,6 +100,7 @@ __all__ = [
     "TopicRouteData",
     "TopicStatsTable",
     "UnlockBatchRequestBody",
+    "java_key_hash",
 ]
 
 MASTER_ID: Final = 0  # Java MixAll.MASTER_ID: brokerId of a master in BrokerData.brokerAddrs
@@ -431,20 +432,14 @@ class _MapCodec(_Codec):
         keys = list(value)
         if len(keys) > 1:
             if self.tree or not compat:
-                keys.sort(key=_natural_key)
+                keys.sort()  # Java's natural order; MessageQueue orders as its compareTo
             else:
-                keys = _json.java_hash_order(keys, _java_key_hash, self.table_size)
+                keys = _json.java_hash_order(keys, java_key_hash, self.table_size)
         return {key(k, compat): val(value[k], compat) for k in keys}
 
 
-def _natural_key(key: Any) -> Any:
-    """Java's natural order: numbers, strings, MessageQueue.compareTo (topic, brokerName, queueId)."""
-    if isinstance(key, MessageQueue):
-        return (key.topic, key.broker_name, key.queue_id)
-    return key
-
-
-def _java_key_hash(key: Any) -> int:
+def java_key_hash(key: Any) -> int:
+    """Java ``hashCode()`` of a map key or set element: String, Long/Integer or MessageQueue."""
     if isinstance(key, MessageQueue):
         return _json.java_hash(_mq_items(key))
     return _json.java_hash(key)

@@ -243,15 +243,21 @@ def test_large_bodies_compressed_by_the_client_round_trip(finchmq_server: Embedd
 
 def test_cpp_client_sees_system_busy_with_the_broker_remark(finchmq_server_factory: Any, cpp: Any) -> None:
     """Flow control reaches the C++ client as RocketMQ's does: code 2 (SYSTEM_BUSY) and the
-    broker's remark, which librocketmq logs (the wheel's async error text is empty)."""
-    server = finchmq_server_factory({"injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"})
+    broker's remark, which librocketmq logs (the wheel's async error text is empty).
+
+    Deterministic on a loaded machine: the first put holds the commit log for 1.5 s, the page
+    cache counts as busy after 100 ms, and the C++ client issues its 30 async sends in a loop
+    right after the first one (its route is then cached). Every later send either waits in the
+    send queue, which fast failure clears with PCBUSY_CLEAN_QUEUE, or arrives while the store is
+    busy and is refused with REJECTREQUEST; neither depends on how fast the machine is."""
+    server = finchmq_server_factory({"injectPutDelayMillis": "1500", "osPageCacheBusyTimeOutMills": "100"})
     process = cpp(
         "produce", "--namesrv", server.namesrv_addr, "--topic", "CppBusy", "--count", "30", "--mode", "async"
     )
     records = process.finish()
     failed = [r for r in records if "error" in r]
     succeeded = [r for r in records if r.get("status") == 0]
-    assert failed and succeeded and len(failed) + len(succeeded) == 30
+    assert failed and succeeded and len(failed) + len(succeeded) == 30, records
     log = Path.home() / "logs" / "rocketmq-cpp" / f"{process.proc.pid}_rocketmq-cpp.log.0"
     busy = [line for line in log.read_text(errors="replace").splitlines() if "error code:2[" in line]
     assert busy, "the C++ client logged SYSTEM_BUSY answers"
@@ -262,8 +268,11 @@ def test_cpp_client_sees_system_busy_with_the_broker_remark(finchmq_server_facto
         )
         for line in busy
     ), busy[:3]
-    # Everything the broker acknowledged is stored.
-    assert len(stored(server, "CppBusy")) == len(succeeded)
+    # Everything the broker acknowledged is stored. (A send the client gave up on may still have
+    # been stored, as with Apache RocketMQ, so the store may hold more than was acknowledged.)
+    stored_ids = {m.unique_key() for m in stored(server, "CppBusy")}
+    assert {r["msg_id"] for r in succeeded} <= stored_ids
+    assert len(stored_ids) <= 30
 
 
 async def _create_retry_topic(server: EmbeddedServer, group: str) -> None:

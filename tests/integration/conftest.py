@@ -70,7 +70,9 @@ class CppProcess:
         self._reader.join(5)
         stderr = self.proc.stderr.read() if self.proc.stderr else ""
         if self.proc.returncode != 0:
-            pytest.fail(f"C++ driver {self.args} failed ({self.proc.returncode}): {stderr[-2000:]}; records: {self.records}")
+            pytest.fail(
+                f"C++ driver {self.args} failed ({self.proc.returncode}): {stderr[-2000:]}; records: {self.records}"
+            )
         if not self.records or not self.records[-1].get("done"):
             pytest.fail(f"C++ driver {self.args} did not finish: {self.records[-3:]} {stderr[-2000:]}")
         return self.records

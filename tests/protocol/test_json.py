@@ -140,3 +140,16 @@ def test_fastjson_form_round_trips(tree: Any) -> None:
 def test_object_keys_round_trip(mqs: list[tuple[str, int, str]]) -> None:
     tree = {ObjectKey([("brokerName", b), ("queueId", q), ("topic", t)]): q for b, q, t in mqs}
     assert loads_lenient(dumps_fastjson({"t": tree})) == {"t": tree}
+
+
+def test_doubles_are_written_as_fastjson_writes_them() -> None:
+    """fastjson 1.2.69 writes ``Double.toString``'s form (scientific below 1e-3 and from 1e7) and
+    null for NaN; the expected bytes were printed by fastjson itself (JSON.toJSONString)."""
+    values = {"a": 1.1e-5, "b": 1e7, "c": 0.0016666666666666668, "d": 0.4, "e": 123456789.5, "f": 1e-3}
+    expected = b'{"a":1.1E-5,"b":1.0E7,"c":0.0016666666666666668,"d":0.4,"e":1.234567895E8,"f":0.001}'
+    assert _json.dumps_fastjson(values) == expected
+    assert (
+        _json.dumps_fastjson({"tps": float("nan"), "x": -0.0, "y": 100.0})
+        == b'{"tps":null,"x":-0.0,"y":100.0}'
+    )
+    assert _json.dumps_browser_compatible({"a": 1.1e-5}) == b'{"a":1.1E-5}'

@@ -23,6 +23,7 @@ from typing import Any
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
 from finchmq.common.lifecycle import AsyncService
 from finchmq.common.tasks import BackgroundTasks
+from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
 from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import pack_host
@@ -51,7 +52,7 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
-from .stats import java_double, java_human_bytes
+from .stats import java_human_bytes
 
 __all__ = ["VERSION_DESC", "BrokerController"]
 

@@ -1,29 +1,24 @@
 """Broker statistics (Java ``BrokerStatsManager``, the parts operators read): messages and bytes
 put and pulled, per topic and in total, and TPS over the last minute, for
-GET_BROKER_RUNTIME_INFO and GET_TOPIC_STATS_INFO."""
+GET_BROKER_RUNTIME_INFO and GET_TOPIC_STATS_INFO; and Java's ``StatsItem`` series (the last
+minute, hour and day) per topic and per ``topic@group``, for VIEW_BROKER_STATS_DATA
+(``mqadmin statsAll``)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from decimal import Decimal
 
-__all__ = ["BrokerStats", "java_double", "java_human_bytes"]
+from finchmq.protocol._json import java_double
 
+__all__ = ["BrokerStats", "StatsItem", "StatsSnapshot", "java_human_bytes"]
 
-def java_double(value: float) -> str:
-    """Java ``Double.toString``: shortest round-trip digits, scientific below 1e-3 and from 1e7."""
-    value = float(value)
-    if value == 0 or 1e-3 <= abs(value) < 1e7 or not math.isfinite(value):
-        return repr(value)
-    sign, digits, exponent = Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    scientific = len(text) + exponent - 1
-    text = text.rstrip("0") or "0"
-    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{scientific}"
+# Java BrokerStatsManager stats names
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
 
 
 def java_human_bytes(count: int) -> str:
@@ -48,6 +43,74 @@ class _Counter:
         self.total += total
 
 
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """Java ``StatsSnapshot``: the sum, rate and average per call over one series."""
+
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+_Sample = tuple[int, int, int]  # (epoch ms, times, value), Java CallSnapshot
+
+
+class StatsItem:
+    """Java ``StatsItem``: a running value and call count, sampled every 10 s (the minute series
+    keeps 7 samples), every 10 min (the hour series, 7) and every hour (the day series, 25). A
+    series starts with a synthetic zero one period before the item's first sample, as in Java."""
+
+    _SERIES = ((10_000, 7), (600_000, 7), (3_600_000, 25))  # (period ms, samples kept)
+
+    __slots__ = ("_due", "_series", "times", "value")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.times = 0
+        self._series: tuple[deque[_Sample], ...] = tuple(deque(maxlen=keep) for _, keep in self._SERIES)
+        self._due = [0, 0, 0]
+
+    def add(self, value: int, times: int = 1) -> None:
+        self.value += value
+        self.times += times
+
+    def sample(self, now_ms: int) -> None:
+        """Take the samples that are due (Java schedules each series at a fixed rate from the
+        item's creation; the first of each is taken at once)."""
+        for i, (period, _) in enumerate(self._SERIES):
+            if now_ms < self._due[i]:
+                continue
+            series = self._series[i]
+            if not series:
+                series.append((now_ms - period, 0, 0))
+                self._due[i] = now_ms
+            series.append((now_ms, self.times, self.value))
+            while self._due[i] <= now_ms:
+                self._due[i] += period
+
+    def _snapshot(self, series: deque[_Sample]) -> StatsSnapshot:
+        if not series:
+            return StatsSnapshot()
+        (first_ms, first_times, first_value), (last_ms, last_times, last_value) = series[0], series[-1]
+        total = last_value - first_value
+        elapsed = last_ms - first_ms
+        calls = last_times - first_times
+        return StatsSnapshot(
+            sum=total,
+            tps=total * 1000.0 / elapsed if elapsed > 0 else 0.0,
+            avgpt=total / calls if calls > 0 else 0.0,
+        )
+
+    def minute(self) -> StatsSnapshot:
+        return self._snapshot(self._series[0])
+
+    def hour(self) -> StatsSnapshot:
+        return self._snapshot(self._series[1])
+
+    def day(self) -> StatsSnapshot:
+        return self._snapshot(self._series[2])
+
+
 @dataclass(slots=True)
 class BrokerStats:
     """Cumulative counters plus a minute of once-a-second snapshots for rates."""
@@ -65,6 +128,21 @@ class BrokerStats:
     get_yesterday_morning: int = 0
     _day: int = field(default_factory=lambda: time.localtime().tm_yday)
     _snapshots: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=601))
+    items: dict[tuple[str, str], StatsItem] = field(default_factory=dict)
+
+    def _add(self, name: str, key: str, value: int) -> None:
+        item = self.items.get((name, key))
+        if item is None:
+            item = self.items[name, key] = StatsItem()
+            item.add(value)
+            item.sample(int(time.time() * 1000))
+            return
+        item.add(value)
+
+    def stats_item(self, name: str, key: str) -> StatsItem | None:
+        """Java ``BrokerStatsManager.getStatsItem``: ``TOPIC_PUT_NUMS``/``TOPIC_PUT_SIZE`` by topic,
+        ``GROUP_GET_NUMS``/``GROUP_GET_SIZE`` by ``topic@group``; None when never counted."""
+        return self.items.get((name, key))
 
     def record_put(self, topic: str, messages: int, size: int) -> None:
         self.put.add(messages, size)
@@ -72,6 +150,8 @@ class BrokerStats:
         if counter is None:
             counter = self.put_by_topic[topic] = _Counter()
         counter.add(messages, size)
+        self._add(TOPIC_PUT_NUMS, topic, messages)
+        self._add(TOPIC_PUT_SIZE, topic, size)
 
     def record_put_failed(self) -> None:
         self.put_failed += 1
@@ -83,10 +163,17 @@ class BrokerStats:
         if counter is None:
             counter = self.get_by_group_topic[key] = _Counter()
         counter.add(messages, size)
+        if messages:
+            self._add(GROUP_GET_NUMS, key, messages)
+            self._add(GROUP_GET_SIZE, key, size)
 
     def sample(self) -> None:
-        """Take a rate snapshot (and roll the day's counters at midnight); call about once a second."""
+        """Take a rate snapshot, the stats items' due samples (and roll the day's counters at
+        midnight); call about once a second."""
         self._snapshots.append((time.monotonic(), self.put.times, self.get.times))
+        now_ms = int(time.time() * 1000)
+        for item in self.items.values():
+            item.sample(now_ms)
         day = time.localtime().tm_yday
         if day != self._day:
             self._day = day

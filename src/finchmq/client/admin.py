@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from finchmq.protocol.bodies import (
     MASTER_ID,
+    BrokerStatsData,
     ClusterInfo,
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
@@ -270,10 +271,10 @@ class AdminClient(ClientService):
         )
 
     async def topic_list(self) -> list[str]:
-        """Every topic the name servers know (mqadmin ``topicList``)."""
-        return sorted(
-            set((await self.instance.api.get_topic_list_from_name_server(self._api_timeout)).topic_list)
-        )
+        """Every topic the name servers know (mqadmin ``topicList``), in the name server's order
+        (Java's: its HashSet's)."""
+        topics = (await self.instance.api.get_topic_list_from_name_server(self._api_timeout)).topic_list
+        return list(dict.fromkeys(topics))
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """mqadmin ``topicRoute``; ``NoRouteError`` if the topic is unknown."""
@@ -319,9 +320,12 @@ class AdminClient(ClientService):
             tps += stats.consume_tps
         return ConsumeStats(offset_table=dict(sorted(table.items())), consume_tps=tps)
 
-    async def consumer_connection(self, group: str) -> ConsumerConnection:
-        """The group's online clients and subscriptions (mqadmin ``consumerConnection``)."""
+    async def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        """The group's online clients and subscriptions (mqadmin ``consumerConnection``), from
+        ``broker_addr`` or the first master of the group's retry topic that answers."""
         api = self.instance.api
+        if broker_addr:
+            return await api.get_consumer_connection_list(broker_addr, group, _TIMEOUT_MS)
         return await self._first_answer(
             retry_topic(group), lambda addr: api.get_consumer_connection_list(addr, group, _TIMEOUT_MS)
         )
@@ -448,6 +452,14 @@ class AdminClient(ClientService):
         ):
             groups.update(result)
         return sorted(groups)
+
+    async def view_broker_stats_data(
+        self, broker_addr: str, stats_name: str, stats_key: str
+    ) -> BrokerStatsData:
+        """One broker statistic over the last minute, hour and day: ``TOPIC_PUT_NUMS`` by topic,
+        ``GROUP_GET_NUMS`` by ``topic@group`` (mqadmin ``statsAll``). Raises ``MQBrokerError``
+        (SYSTEM_ERROR) when the broker has never counted it."""
+        return await self.instance.api.view_broker_stats_data(broker_addr, stats_name, stats_key, _TIMEOUT_MS)
 
     async def queue_offsets(self, mq: MessageQueue) -> tuple[int, int]:
         """(min, max) offset of ``mq``."""

@@ -23,6 +23,7 @@ from typing import Final
 
 from finchmq.common import format_properties, parse_properties
 from finchmq.protocol.bodies import (
+    BrokerStatsData,
     ClusterInfo,
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
@@ -89,6 +90,7 @@ from finchmq.protocol.headers import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
@@ -544,6 +546,13 @@ class MQClientAPI:
         header = QueryTopicConsumeByWhoRequestHeader(topic=topic)
         response = await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header, timeout_millis)
         return list(GroupList.from_json(response.body).group_list)
+
+    async def view_broker_stats_data(
+        self, addr: str, stats_name: str, stats_key: str, timeout_millis: int
+    ) -> BrokerStatsData:
+        header = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key)
+        response = await self._call(addr, RequestCode.VIEW_BROKER_STATS_DATA, header, timeout_millis)
+        return BrokerStatsData.from_json(response.body)
 
     async def invoke_broker_to_reset_offset(
         self, addr: str, topic: str, group: str, timestamp: int, is_force: bool, timeout_millis: int

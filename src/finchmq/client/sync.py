@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any, Final, Generic, Protocol, Self, TypeVar
 
 from finchmq.protocol.bodies import (
+    BrokerStatsData,
     ClusterInfo,
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
@@ -487,6 +488,9 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
     def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         return self._call(self.admin.examine_topic_consume_by_who(topic))
 
+    def view_broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        return self._call(self.admin.view_broker_stats_data(broker_addr, stats_name, stats_key))
+
     def create_subscription_group(
         self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None
     ) -> list[str]:
@@ -548,8 +552,8 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
     def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
         return self._call(self.admin.consume_stats(group, topic))
 
-    def consumer_connection(self, group: str) -> ConsumerConnection:
-        return self._call(self.admin.consumer_connection(group))
+    def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        return self._call(self.admin.consumer_connection(group, broker_addr))
 
     def reset_offset_by_time(
         self, group: str, topic: str, timestamp: int, *, force: bool = True

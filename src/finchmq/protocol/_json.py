@@ -19,8 +19,10 @@ the object itself (``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``, ``Map<Mes
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, Final, TypeVar
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "ObjectKey",
     "dumps",
     "dumps_fastjson",
+    "java_double",
     "loads",
     "loads_lenient",
 ]
@@ -277,7 +280,22 @@ def _string_text(value: str, browser: bool) -> str:
 def _scalar_text(value: Any, browser: bool = False) -> str:
     if isinstance(value, str):
         return _string_text(value, browser)
+    if isinstance(value, float):  # fastjson: Double.toString's form, null for NaN and infinities
+        return java_double(value) if math.isfinite(value) else "null"
     return dumps(value).decode("utf-8")
+
+
+def java_double(value: float) -> str:
+    """Java ``Double.toString``: shortest round-trip digits, scientific below 1e-3 and from 1e7."""
+    value = float(value)
+    if value == 0 or 1e-3 <= abs(value) < 1e7 or not math.isfinite(value):
+        return repr(value)
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    scientific = len(text) + exponent - 1
+    text = text.rstrip("0") or "0"
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{scientific}"
 
 
 def _write_fastjson(obj: Any, out: list[str], browser: bool) -> None:

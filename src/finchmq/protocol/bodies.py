@@ -54,6 +54,8 @@ __all__ = [
     "MASTER_ID",
     "BodyError",
     "BrokerData",
+    "BrokerStatsData",
+    "BrokerStatsItem",
     "CMResult",
     "ClusterInfo",
     "Connection",
@@ -1116,6 +1118,22 @@ class QueueTimeSpan(RemotingSerializable):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumeTimeSpanBody(RemotingSerializable):
     consume_time_span_set: tuple[QueueTimeSpan, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerStatsItem(RemotingSerializable):
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerStatsData(RemotingSerializable):
+    """VIEW_BROKER_STATS_DATA response body: one stats item over the last minute, hour and day."""
+
+    stats_minute: BrokerStatsItem | None = None
+    stats_hour: BrokerStatsItem | None = None
+    stats_day: BrokerStatsItem | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -103,6 +103,7 @@ __all__ = [
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
@@ -776,6 +777,12 @@ class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     topic: str
 
 
+@command_header
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    stats_name: str
+    stats_key: str
+
+
 # ---------------------------------------------------------------------------------------------
 # Topics, groups and broker admin
 
@@ -857,6 +864,7 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
     RequestCode.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
     RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
+    RequestCode.VIEW_BROKER_STATS_DATA: ViewBrokerStatsDataRequestHeader,
     RequestCode.UPDATE_AND_CREATE_TOPIC: CreateTopicRequestHeader,
     RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
     RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,

@@ -9,6 +9,8 @@ import time
 from finchmq.common import config_to_properties, format_properties, parse_properties
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
+    BrokerStatsData,
+    BrokerStatsItem,
     Connection,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
@@ -52,6 +54,7 @@ from finchmq.protocol.headers import (
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
 from finchmq.protocol.message import MessageQueue, decode_offset_msg_id
 from finchmq.protocol.topics import is_system_topic, validate_topic
@@ -362,6 +365,24 @@ class AdminBrokerProcessor(BrokerProcessor):
         return request.make_response(
             ResponseCode.SUCCESS, body=GroupList(group_list=tuple(sorted(groups))).to_json()
         )
+
+    @handles(RequestCode.VIEW_BROKER_STATS_DATA)
+    def view_broker_stats_data(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """One stats item (``TOPIC_PUT_NUMS`` by topic, ``GROUP_GET_NUMS`` by ``topic@group``...)
+        over the last minute, hour and day (``mqadmin statsAll``)."""
+        header = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
+        item = self.context.stats.stats_item(header.stats_name, header.stats_key)
+        if item is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"The stats <{header.stats_name}> <{header.stats_key}> not exist"
+            )
+        minute, hour, day = item.minute(), item.hour(), item.day()
+        body = BrokerStatsData(
+            stats_minute=BrokerStatsItem(sum=minute.sum, tps=minute.tps, avgpt=minute.avgpt),
+            stats_hour=BrokerStatsItem(sum=hour.sum, tps=hour.tps, avgpt=hour.avgpt),
+            stats_day=BrokerStatsItem(sum=day.sum, tps=day.tps, avgpt=day.avgpt),
+        )
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
     @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET)
     def reset_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -175,11 +175,12 @@ class PullMessageProcessor(BrokerProcessor):
 
         response: RemotingCommand | None
         if code == ResponseCode.SUCCESS:
+            count = result.message_count  # before release() empties the result
             try:
                 body = result.body()
             finally:
                 result.release()
-            c.stats.record_pull(header.consumer_group, header.topic, result.message_count, len(body))
+            c.stats.record_pull(header.consumer_group, header.topic, count, len(body))
             response = request.make_response(code, status.name, response_header.to_ext_fields(), body)
         else:
             result.release()

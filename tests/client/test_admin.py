@@ -5,15 +5,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from finchmq.cli.__main__ import main
-from finchmq.client import AdminClient, Message, MessageQueue, NoRouteError, Producer
+from finchmq.client import (
+    AdminClient,
+    ConsumeConcurrentlyStatus,
+    Message,
+    MessageQueue,
+    MQBrokerError,
+    NoRouteError,
+    Producer,
+)
 from finchmq.client.sync import BlockingProducer, BlockingPushConsumer
+from finchmq.protocol.codes import ResponseCode
 from finchmq.testing import EmbeddedServer
 
-from .conftest import create_topic, produce
+from .conftest import FAST_CLIENT, create_topic, produce
 
 
 async def test_topics_routes_and_status(server: EmbeddedServer, namesrv: str, name: str) -> None:
@@ -86,8 +96,13 @@ def test_cli_admin_commands(server: EmbeddedServer, name: str, capsys: pytest.Ca
     assert [m["body"] for m in read] == ["hello cli"] and read[0]["tags"] == "TagX"
     found = json.loads(run("queryMsgByKey", "-t", name, "-k", "cli-key", "--json"))
     assert found[0]["msgId"] == sent["msgId"]
-    shown = run("queryMsgById", "-i", sent["offsetMsgId"])
-    assert "hello cli" in shown and "cli-key" in shown
+    shown = run("queryMsgById", "-i", sent["offsetMsgId"]).splitlines()
+    assert (
+        shown[0].split() == ["OffsetID:", sent["offsetMsgId"]] and "Keys:                [cli-key]" in shown
+    )
+    body_path = next(line.split()[-1] for line in shown if line.startswith("Message Body Path:"))
+    assert Path(body_path).read_bytes() == b"hello cli"  # mqadmin writes the body to a file
+    assert shown[-1] == "WARN: No Consumer"
     assert "DefaultCluster" in run("clusterList")
     assert "brokerVersionDesc" in run("brokerStatus", "-b", server.broker_addr)
     assert "OK" in run(
@@ -179,10 +194,12 @@ def test_cli_group_perm_and_name_server_commands(
         assert connections.startswith("0001  ") and "PYTHON" in connections
 
         sent = producer.send(Message(name, b"unique"))
-    described = run("queryMsgByUniqueKey", "-i", sent.msg_id, "-t", name)
-    assert "Message Body:" in described and "unique" in described
-    first = run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "0")
-    assert "Queue Offset:       0" in first and "Queue ID:           0" in first
+    described = run("queryMsgByUniqueKey", "-i", sent.msg_id, "-t", name).splitlines()
+    assert described[0] == f"Topic:               {name}"  # no OffsetID line, as mqadmin
+    assert f"Message Body Path:   /tmp/rocketmq/msgbodys/{sent.msg_id}" in described
+    first = run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "0").splitlines()
+    assert "Queue Offset:        0" in first and "Queue ID:            0" in first
+    assert first[-1] == "WARN: No Consumer"  # no group consumes the topic yet
     rt = run("checkMsgSendRT", "-t", name, "-a", "3", "-s", "16").splitlines()
     assert rt[0].split() == ["#Broker", "Name", "#QID", "#Send", "Result", "#RT"] and len(rt) == 5
     assert all(line.split()[2] == "true" for line in rt[1:4]) and rt[4].startswith("Avg RT: ")
@@ -242,3 +259,123 @@ def test_cli_group_perm_and_name_server_commands(
         in deleted
     )
     assert f"delete topic [%RETRY%{group}] from NameServer success." in deleted
+
+
+def test_cli_messages_stats_and_consumer_status(
+    server: EmbeddedServer,
+    name: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """printMsg, printMsgByQueue, statsAll, consumerStatus and clusterRT (issue 18) against the
+    live server; tests/java compares their output with Java's mqadmin."""
+    ns = server.namesrv_addr
+    group = f"g_{name}"
+    monkeypatch.chdir(tmp_path)  # consumerStatus writes <now>/<clientId> files, as mqadmin
+    run = admin_cli(ns, capsys)
+    run("updateTopic", "-t", name, "-c", "DefaultCluster", "-r", "1", "-w", "1")
+    with BlockingProducer("pg_" + name, namesrv_addr=ns) as producer:
+        for i, tag in enumerate(["TagA", "TagA", "TagB", "TagA"]):
+            producer.send(Message.create(name, f"body-{i}".encode(), tags=tag))
+
+    printed = run("printMsg", "-t", name).splitlines()
+    assert (
+        printed[0] == f"minOffset=0, maxOffset=4, MessageQueue [topic={name}, brokerName=broker-a, queueId=0]"
+    )
+    messages = [line for line in printed if line.startswith("MSGID: ")]
+    assert [m.rsplit(" BODY: ", 1)[1] for m in messages] == [f"body-{i}" for i in range(4)]
+    assert all("MessageExt [brokerName=broker-a, queueId=0," in m and "TAGS=Tag" in m for m in messages)
+    assert "body=[98, 111, 100, 121, 45, 48]" in messages[0]  # Arrays.toString of b"body-0"
+    assert printed[-1] == "-" * 56
+    only_b = run("printMsg", "-t", name, "-s", "TagB", "-d", "false").splitlines()
+    assert [line.rsplit(" BODY: ", 1)[1] for line in only_b if line.startswith("MSGID: ")] == [
+        "NOT PRINT BODY"
+    ]
+
+    by_tag = run("printMsgByQueue", "-t", name, "-a", "broker-a", "-i", "0", "-f", "true").splitlines()
+    assert [line.split() for line in by_tag] == [
+        ["Tag:", "TagA", "Count:", "3"],
+        ["Tag:", "TagB", "Count:", "1"],
+    ]
+    with_bodies = run("printMsgByQueue", "-t", name, "-a", "broker-a", "-i", "0", "-p", "true", "-d", "true")
+    assert [line.rsplit(" BODY: ", 1)[1] for line in with_bodies.splitlines()] == [
+        f"body-{i}" for i in range(4)
+    ]
+
+    stats = run("statsAll", "-t", name).splitlines()
+    assert stats[0].split()[:3] == ["#Topic", "#Consumer", "Group"]
+    [row] = stats[1:]
+    assert row.split()[0] == name and row.split()[-1] == "NO_CONSUMER" and int(row.split()[-2]) >= 1
+
+    consumer = BlockingPushConsumer(group, namesrv_addr=ns, instance_name="status", **FAST_CLIENT)
+    consumer.subscribe(name, "*")
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with consumer:
+        deadline = time.monotonic() + 60
+        while main(["admin", "consumerConnection", "-g", group, "-n", ns]) != 0:
+            assert time.monotonic() < deadline, "the consumer never showed up"
+            time.sleep(0.2)
+        capsys.readouterr()
+        status = run("consumerStatus", "-g", group).splitlines()
+        assert status[0].split() == ["#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile"]
+        index, client_id, version, path = status[1].split()
+        assert (index, version) == ("1", "V4_9_8") and client_id.endswith("@status")
+        assert (tmp_path / path).read_text().startswith("#Consumer Properties#\n")
+        assert "Same subscription in the same group of consumer" in status
+        one = run("consumerStatus", "-g", group, "-i", client_id)
+        assert one.startswith("#Consumer Properties#\n")
+        subscriptions = one.split("#Consumer Subscription#\n")[1].split("\n\n")[0].splitlines()
+        assert subscriptions == [  # Java's TreeSet order: topic@expression
+            f"001 Topic: {'%RETRY%' + group:<40} ClassFilter: false    SubExpression: *",
+            f"002 Topic: {name:<40} ClassFilter: false    SubExpression: *",
+        ]
+        assert "#Consumer MQ Detail#" in one and "ProcessQueueInfo [commitOffset=" in one
+        # The group started at the end of the queue (CONSUME_FROM_LAST_OFFSET): message 0 is not
+        # its; one sent now is, once the group has committed past it.
+        track = f"MessageTrack [consumerGroup={group}, trackType=NOT_CONSUME_YET, exceptionDesc=null]"
+        assert (
+            run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "0").splitlines()[-1]
+            == track
+        )
+        with BlockingProducer("pg2_" + name, namesrv_addr=ns) as producer:
+            producer.send(Message.create(name, b"late", tags="TagA"))
+        consumed = f"MessageTrack [consumerGroup={group}, trackType=CONSUMED, exceptionDesc=null]"
+        deadline = time.monotonic() + 60
+        while (
+            run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "4").splitlines()[-1]
+            != consumed
+        ):
+            assert time.monotonic() < deadline, "the group never committed past the new message"
+            time.sleep(0.2)
+        statsjson = json.loads(run("statsAll", "-t", name, "--json"))
+        assert [(r["topic"], r["group"]) for r in statsjson] == [(name, group)]
+
+    rt = run("clusterRT", "-a", "3", "--rounds", "1").splitlines()
+    assert rt[0].split() == ["#Cluster", "Name", "#Broker", "Name", "#RT", "#successCount", "#failCount"]
+    assert rt[1].split()[:2] == ["DefaultCluster", "broker-a"] and rt[1].split()[3:] == ["3", "0"]
+
+
+async def test_view_broker_stats_data(server: EmbeddedServer, namesrv: str, name: str) -> None:
+    """VIEW_BROKER_STATS_DATA as Java answers it: a new item is sampled when it is created, so the
+    day's figure holds the first put until the hourly sample; an unknown item is SYSTEM_ERROR."""
+    await create_topic(namesrv, name, 1)
+    await produce(namesrv, name, 3)
+    group = f"g_{name}"
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        put = await admin.view_broker_stats_data(server.broker_addr, "TOPIC_PUT_NUMS", name)
+        assert put.stats_day is not None and put.stats_day.sum == 1
+        assert put.stats_minute is not None and put.stats_minute.sum in (1, 3)  # 3 once sampled
+        from finchmq.client import PullConsumer  # noqa: PLC0415
+
+        async with PullConsumer(group, namesrv_addr=namesrv, instance_name="stats") as consumer:
+            result = await consumer.pull(MessageQueue(name, "broker-a", 0), "*", 0, 32)
+            assert len(result.msg_found_list) == 3
+        got = await admin.view_broker_stats_data(server.broker_addr, "GROUP_GET_NUMS", f"{name}@{group}")
+        assert got.stats_day is not None and got.stats_day.sum == 3
+        # the pull counted in the runtime figures too (they read 0 before: counted after release)
+        assert int((await admin.broker_runtime_stats(server.broker_addr))["msgGetTotalTodayNow"]) == 3
+        with pytest.raises(MQBrokerError) as info:
+            await admin.view_broker_stats_data(server.broker_addr, "GROUP_GET_NUMS", f"{name}@nobody")
+    assert info.value.code == ResponseCode.SYSTEM_ERROR
+    assert f"The stats <GROUP_GET_NUMS> <{name}@nobody> not exist" in str(info.value)

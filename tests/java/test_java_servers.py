@@ -15,13 +15,29 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from finchmq.client import AdminClient, ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from finchmq.client import (
+    AdminClient,
+    ConsumeConcurrentlyStatus,
+    Message,
+    MQClientError,
+    Producer,
+    PushConsumer,
+)
+from finchmq.client.sync import (
+    BlockingAdminClient,
+    BlockingProducer,
+    BlockingPullConsumer,
+    BlockingPushConsumer,
+)
 from finchmq.testing.process import ServerProcess
 from tests.client.conftest import SMALL_STORE
 from tests.protocol.test_java_goldens import masked, name_server_answers
@@ -158,12 +174,21 @@ SIDE_BY_SIDE = [  # (command, arguments); {broker} is the broker's address
 ]
 
 
-def mqadmin(java_home: Path, namesrv: str, command: str, args: list[str], broker: str) -> str:
+def mqadmin(
+    java_home: Path,
+    namesrv: str,
+    command: str,
+    args: list[str],
+    broker: str,
+    cwd: Path | None = None,
+    **fields: str,
+) -> str:
     done = subprocess.run(
-        [str(java_home / "run.sh"), "mqadmin", command, *[a.format(broker=broker) for a in args], "-n", namesrv],
-        capture_output=True, text=True, timeout=120, check=False,
+        [str(java_home / "run.sh"), "mqadmin", command, *[a.format(broker=broker, **fields) for a in args], "-n", namesrv],
+        capture_output=True, text=True, timeout=120, check=False, cwd=cwd,
     )  # fmt: skip
-    assert "Exception" not in done.stdout + done.stderr, f"mqadmin {command}: {done.stdout}{done.stderr}"
+    output = done.stdout + done.stderr  # a stack trace or mqadmin's "... command failed"
+    assert not re.search(r"^\s+at \S+\(|command failed", output, re.M), f"mqadmin {command}: {output}"
     return done.stdout
 
 
@@ -214,19 +239,37 @@ FINCH_VS_JAVA = [  # the same command, the same finchmq server: finchmq admin's 
     ("updateKvConfig", ["-s", "ORDER_TOPIC_CONFIG", "-k", "mqadmin_kv", "-v", "broker-a:4"]),
     ("deleteKvConfig", ["-s", "ORDER_TOPIC_CONFIG", "-k", "mqadmin_kv"]),
     ("getBrokerConfig", ["-b", "{broker}"]),
+    ("getNamesrvConfig", []),
+    ("updateNamesrvConfig", ["-k", "orderMessageEnable", "-v", "false"]),
     ("brokerConsumeStats", ["-b", "{broker}"]),
     ("allocateMQ", ["-t", MQADMIN_TOPIC, "-i", "10.0.0.1@1,10.0.0.2@2,10.0.0.3@3"]),
     ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "put", "-v", "broker-a:4"]),
     ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "get"]),
     ("updateOrderConf", ["-t", MQADMIN_TOPIC, "-m", "delete"]),
+    ("printMsg", ["-t", MQADMIN_TOPIC]),
+    ("printMsg", ["-t", MQADMIN_TOPIC, "-d", "false"]),
+    (
+        "printMsgByQueue",
+        ["-t", MQADMIN_TOPIC, "-a", "broker-a", "-i", "0", "-p", "true", "-d", "true", "-f", "true"],
+    ),
+    ("queryMsgById", ["-i", "{offset_id}"]),
+    ("queryMsgByUniqueKey", ["-i", "{uniq}", "-t", MQADMIN_TOPIC]),
+    ("queryMsgByOffset", ["-t", MQADMIN_TOPIC, "-b", "broker-a", "-i", "{queue}", "-o", "0"]),
+    ("statsAll", ["-t", MQADMIN_TOPIC]),
+    ("checkMsgSendRT", ["-t", MQADMIN_TOPIC, "-a", "3", "-s", "16"]),
     ("skipAccumulatedMessage", ["-g", MQADMIN_GROUP, "-t", MQADMIN_TOPIC]),
+    ("updateSubGroup", ["-c", "DefaultCluster", "-g", "mqadmin_side_group", "-r", "5"]),
+    ("cloneGroupOffset", ["-s", MQADMIN_GROUP, "-d", "mqadmin_side_group", "-t", MQADMIN_TOPIC]),
+    ("deleteSubGroup", ["-c", "DefaultCluster", "-g", "mqadmin_side_group"]),
 ]
 
 
-def finch_admin(namesrv: str, command: str, args: list[str], broker: str) -> str:
+def finch_admin(
+    namesrv: str, command: str, args: list[str], broker: str, cwd: Path | None = None, **fields: str
+) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "finchmq.cli", "admin", command, *[a.format(broker=broker) for a in args], "-n", namesrv],
-        capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-m", "finchmq.cli", "admin", command, *[a.format(broker=broker, **fields) for a in args], "-n", namesrv],
+        capture_output=True, text=True, timeout=120, check=False, cwd=cwd,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -237,14 +280,104 @@ def test_finchmq_admin_prints_what_java_mqadmin_prints(
 ) -> None:
     ns, broker = finchmq_server.namesrv_addr, f"127.0.0.1:{finchmq_server.broker_port}"
     prepared(java_classes, ns)
+    with BlockingPullConsumer("side_by_side", namesrv_addr=ns) as consumer:
+        queue = next(
+            q
+            for q in sorted(consumer.fetch_subscribe_message_queues(MQADMIN_TOPIC))
+            if consumer.max_offset(q)
+        )
+        [first] = consumer.pull(queue, "*", 0, 1).msg_found_list
+    fields = {
+        "offset_id": first.msg_id,
+        "uniq": first.client_msg_id,
+        "queue": str(queue.queue_id),
+    }
 
     def lines(text: str) -> list[str]:
         return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
     for command, args in FINCH_VS_JAVA:
-        java = lines(mqadmin(java_home, ns, command, args, broker))
-        finch = lines(finch_admin(ns, command, args, broker))
-        if command == "getBrokerConfig":  # Java prints a Properties table in hash order
-            assert java[0] == finch[0] and sorted(java[1:]) == sorted(finch[1:]), command
+        java = lines(mqadmin(java_home, ns, command, args, broker, **fields))
+        finch = lines(finch_admin(ns, command, args, broker, **fields))
+        if command == "statsAll":  # the TPS over the last minute moves between the two runs
+            assert [masked_decimals(line) for line in finch] == [masked_decimals(line) for line in java]
+        elif command == "checkMsgSendRT":  # each send's RT
+            assert [re.sub(r"\d+(\.\d+)?$", "#", line) for line in finch] == [
+                re.sub(r"\d+(\.\d+)?$", "#", line) for line in java
+            ]
         else:
             assert finch == java, command
+
+
+def masked_decimals(line: str) -> str:
+    return re.sub(r"\b\d+\.\d\d\b", "#.##", line)
+
+
+def test_finchmq_admin_consumer_status_and_cluster_rt_print_what_java_mqadmin_prints(
+    java_home: Path, finchmq_server: ServerProcess, tmp_path: Path
+) -> None:
+    """consumerStatus (the group summary and one client's running info) and clusterRT, which
+    mqadmin runs until it is killed: the same lines, figures that move between runs masked."""
+    ns, broker = finchmq_server.namesrv_addr, f"127.0.0.1:{finchmq_server.broker_port}"
+    topic, group = "StatusTopic", "status_group"
+    asyncio.run(create_topic(ns, topic))
+    consumer = BlockingPushConsumer(group, namesrv_addr=ns, instance_name="side")
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with consumer:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with BlockingAdminClient(namesrv_addr=ns) as admin:
+                    [connection] = admin.consumer_connection(group).connection_set
+                break
+            except MQClientError:
+                assert time.monotonic() < deadline, "the consumer never registered"
+                time.sleep(0.2)
+        client_id = connection.client_id
+
+        def running_info(text: str) -> list[str]:
+            return [re.sub(r"\d", "0", line) if "ProcessQueueInfo [" in line or line.startswith(topic)
+                    else line for line in text.splitlines()]  # fmt: skip
+
+        args = ["-g", group, "-i", client_id]
+        java = mqadmin(java_home, ns, "consumerStatus", args, broker, cwd=tmp_path)
+        finch = finch_admin(ns, "consumerStatus", args, broker, cwd=tmp_path)
+        assert java.startswith("#Consumer Properties#") and running_info(finch) == running_info(java)
+
+        def summary(text: str) -> list[str]:  # the file column holds the time it was written
+            return [re.sub(r"\b\d{13}/", "<now>/", line) for line in text.splitlines()]
+
+        java = mqadmin(java_home, ns, "consumerStatus", ["-g", group], broker, cwd=tmp_path)
+        finch = finch_admin(ns, "consumerStatus", ["-g", group], broker, cwd=tmp_path)
+        assert summary(finch) == summary(java) and "Rebalance OK" in java
+
+    with BlockingProducer(
+        "side_pg", namesrv_addr=ns, instance_name="side_pg", heartbeat_broker_interval=500
+    ) as producer:
+        producer.send(Message(topic, b"hello"))  # the next heartbeat reaches the topic's broker
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with BlockingAdminClient(namesrv_addr=ns) as admin:
+                    admin.producer_connection("side_pg", topic)
+                break
+            except MQClientError:
+                assert time.monotonic() < deadline, "the producer never registered"
+                time.sleep(0.2)
+        args = ["-g", "side_pg", "-t", topic]
+        java = mqadmin(java_home, ns, "producerConnection", args, broker)
+        assert java.startswith("0001  ") and finch_admin(ns, "producerConnection", args, broker) == java
+
+    rt_args = ["-a", "5", "-c", "DefaultCluster"]
+    with subprocess.Popen(
+        [str(java_home / "run.sh"), "mqadmin", "clusterRT", *rt_args, "-n", ns],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    ) as java_rt:  # fmt: skip
+        assert java_rt.stdout is not None
+        java_lines = [java_rt.stdout.readline(), java_rt.stdout.readline()]
+        os.killpg(java_rt.pid, signal.SIGKILL)
+    finch_lines = finch_admin(ns, "clusterRT", [*rt_args, "--rounds", "1"], broker).splitlines()
+    assert [masked_decimals(" ".join(line.split())) for line in finch_lines] == [
+        masked_decimals(" ".join(line.split())) for line in java_lines
+    ]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from finchmq.client import (
@@ -24,6 +26,7 @@ from finchmq.client import (
     BlockingPullConsumer,
     MessageExt,
     MessageQueue,
+    MQBrokerError,
     MQClientError,
     PullStatus,
 )
@@ -31,13 +34,37 @@ from finchmq.client.allocate import AllocateMessageQueueAveragely
 from finchmq.client.route import topic_route_data_to_subscribe_info
 from finchmq.client.sync import Portal
 from finchmq.protocol._json import java_hash_order
-from finchmq.protocol.bodies import PermName, RebalanceResult, SubscriptionGroupConfig, java_key_hash
-from finchmq.protocol.codes import MQVersion
+from finchmq.protocol.bodies import (
+    MASTER_ID,
+    BrokerStatsData,
+    ConsumerRunningInfo,
+    ConsumeType,
+    PermName,
+    RebalanceResult,
+    SubscriptionGroupConfig,
+    java_key_hash,
+)
+from finchmq.protocol.codes import MQVersion, ResponseCode
 from finchmq.protocol.message import Message
+from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
+from .javafmt import (
+    analyze_process_queue,
+    analyze_subscription,
+    format_consumer_running_info,
+    human_time2,
+    java_bool,
+    java_fixed,
+    java_map,
+    java_message_ext,
+    java_properties_order,
+)
 
 __all__ = ["add_admin_parser", "format_table"]
 
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # Java MixAll.TOOLS_CONSUMER_GROUP
+_TIMESTAMP_HELP = "now, epoch ms or yyyy-MM-dd#HH:mm:ss:SSS"
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -250,9 +277,102 @@ def _describe(msg: MessageExt) -> str:
     return "\n".join(f"{k + ':':<20}{v}" for k, v in lines)
 
 
+_BODY_DIR = Path("/tmp/rocketmq/msgbodys")  # where mqadmin writes the bodies it shows
+
+
+def _java_detail(admin: BlockingAdminClient, msg: MessageExt, *, offset_id: bool, index: int = 0) -> str:
+    """mqadmin's message detail (``QueryMsgByIdSubCommand.printMsg``, ``showMessage`` without the
+    OffsetID line): the fields, the body written to a file, and the consumer groups' tracks."""
+    _BODY_DIR.mkdir(parents=True, exist_ok=True)
+    body_path = _BODY_DIR / (msg.client_msg_id + (f"_{index}" if index else ""))
+    body_path.write_bytes(msg.body)
+    rows: list[tuple[str, object]] = [("OffsetID:", msg.msg_id)] if offset_id else []
+    rows += [
+        ("Topic:", msg.topic),
+        ("Tags:", f"[{msg.tags}]" if msg.tags is not None else "[null]"),
+        ("Keys:", f"[{msg.keys}]" if msg.keys is not None else "[null]"),
+        ("Queue ID:", msg.queue_id),
+        ("Queue Offset:", msg.queue_offset),
+        ("CommitLog Offset:", msg.commit_log_offset),
+        ("Reconsume Times:", msg.reconsume_times),
+        ("Born Timestamp:", human_time2(msg.born_timestamp)),
+        ("Store Timestamp:", human_time2(msg.store_timestamp)),
+        ("Born Host:", msg.born_host),
+        ("Store Host:", msg.store_host),
+        ("System Flag:", msg.sys_flag),
+        ("Properties:", java_map(msg.properties)),
+        ("Message Body Path:", body_path),
+    ]
+    tracks = _message_tracks(admin, msg)
+    return "".join(f"{k:<20} {v}\n" for k, v in rows) + "\n\n" + ("".join(tracks) or "WARN: No Consumer")
+
+
+def _message_tracks(admin: BlockingAdminClient, msg: MessageExt) -> list[str]:
+    """Java ``DefaultMQAdminExtImpl.messageTrackDetail``: for each group consuming the topic,
+    whether it consumed the message (``MessageTrack.toString``)."""
+    tracks = []
+    for group in java_hash_order(admin.examine_topic_consume_by_who(msg.topic), java_key_hash):
+        track, desc = "UNKNOWN", None
+        try:
+            conn = admin.consumer_connection(group)
+            if conn.consume_type is ConsumeType.CONSUME_ACTIVELY:
+                track = "PULL"
+            elif conn.consume_type is ConsumeType.CONSUME_PASSIVELY:
+                track = "NOT_CONSUME_YET"
+                if _consumed(admin, msg, group):
+                    track = "CONSUMED"
+                    sub = conn.subscription_table.get(msg.topic)
+                    if (
+                        sub is not None
+                        and sub.tags_set
+                        and "*" not in sub.tags_set
+                        and msg.tags not in sub.tags_set
+                    ):
+                        track = "CONSUMED_BUT_FILTERED"
+        except MQBrokerError as exc:
+            if exc.response_code == ResponseCode.CONSUMER_NOT_ONLINE:
+                track = "NOT_ONLINE"
+            desc = f"CODE:{exc.response_code} DESC:{exc.remark}"
+        except MQClientError as exc:
+            desc = f"{type(exc).__name__}: {exc}"
+        tracks.append(f"MessageTrack [consumerGroup={group}, trackType={track}, exceptionDesc={desc}]")
+    return [t.replace("exceptionDesc=None]", "exceptionDesc=null]") for t in tracks]
+
+
+def _consumed(admin: BlockingAdminClient, msg: MessageExt, group: str) -> bool:
+    """Java ``DefaultMQAdminExtImpl.consumed``: the group's offset of the message's queue, on the
+    master that stored it, is past the message."""
+    stats = admin.consume_stats(group)
+    brokers = admin.cluster_info().broker_addr_table
+    for mq, offsets in stats.offset_table.items():
+        if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
+            continue
+        data = brokers.get(mq.broker_name)
+        master = data.broker_addrs.get(MASTER_ID) if data is not None else None
+        if master == str(msg.store_host) and offsets.consumer_offset > msg.queue_offset:
+            return True
+    return False
+
+
 def _query_msg_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
-    msg = admin.view_message(args.msg_id, args.topic)
-    return _message_dict(msg), _describe(msg)
+    """mqadmin ``queryMsgById``: messages by offset id (comma separated), or by client id with -t."""
+    msgs = [
+        admin.view_message(msg_id.strip(), args.topic) for msg_id in args.msg_id.split(",") if msg_id.strip()
+    ]
+    data = [_message_dict(m) for m in msgs]
+    return data[0] if len(data) == 1 else data, "".join(_java_detail(admin, m, offset_id=True) for m in msgs)
+
+
+def _query_msg_by_unique_key(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``queryMsgByUniqueKey``: the message(s) with a client id (UNIQ_KEY), earliest
+    stored first; -a shows every one (up to 32), else the first."""
+    found = [m for m in admin.query_message(args.topic, args.msg_id, 32) if m.unique_key == args.msg_id]
+    if not found:
+        raise ValueError(f"no message of {args.topic} has the unique key {args.msg_id}")
+    found.sort(key=lambda m: m.store_timestamp)
+    shown = found if args.show_all else found[:1]
+    text = "".join(_java_detail(admin, m, offset_id=False, index=i) for i, m in enumerate(shown))
+    return [_message_dict(m) for m in shown], text
 
 
 def _query_msg_by_key(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -372,13 +492,14 @@ def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``queryMsgByOffset``: the message at one queue offset."""
     mq = MessageQueue(args.topic, args.broker, args.queue_id)
     with BlockingPullConsumer(
-        "TOOLS_CONSUMER", namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
     ) as consumer:
         result = consumer.pull(mq, "*", args.offset, 1)
     if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
         raise ValueError(f"no message at {mq.topic}/{mq.broker_name}/{mq.queue_id} offset {args.offset}")
     msg = result.msg_found_list[0]
-    return _message_dict(msg), _describe(msg)
+    with BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin:
+        return _message_dict(msg), _java_detail(admin, msg, offset_id=True)
 
 
 def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
@@ -403,7 +524,7 @@ def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
             rt = int((time.monotonic() - began) * 1000)
             if i:
                 elapsed_total += rt
-            rows.append(f"{mq.broker_name:<32}  {mq.queue_id:<4}  {_jbool(ok):<20}    {rt}")
+            rows.append(f"{mq.broker_name:<32}  {mq.queue_id:<4}  {java_bool(ok):<20}    {rt}")
             data.append({"brokerName": mq.broker_name, "queueId": mq.queue_id, "sendResult": ok, "rt": rt})
     average = elapsed_total / max(args.amount - 1, 1)
     rows.append(f"Avg RT: {average:.2f}")
@@ -436,18 +557,14 @@ def _skip_accumulated_message(admin: BlockingAdminClient, args: argparse.Namespa
 def _sub_group_text(config: SubscriptionGroupConfig) -> str:
     return (
         f"SubscriptionGroupConfig [groupName={config.group_name}, "
-        f"consumeEnable={_jbool(config.consume_enable)}, "
-        f"consumeFromMinEnable={_jbool(config.consume_from_min_enable)}, "
-        f"consumeBroadcastEnable={_jbool(config.consume_broadcast_enable)}, "
+        f"consumeEnable={java_bool(config.consume_enable)}, "
+        f"consumeFromMinEnable={java_bool(config.consume_from_min_enable)}, "
+        f"consumeBroadcastEnable={java_bool(config.consume_broadcast_enable)}, "
         f"retryQueueNums={config.retry_queue_nums}, "
         f"retryMaxTimes={config.retry_max_times}, brokerId={config.broker_id}, "
         f"whichBrokerWhenConsumeSlowly={config.which_broker_when_consume_slowly}, "
-        f"notifyConsumerIdsChangedEnable={_jbool(config.notify_consumer_ids_changed_enable)}]"
+        f"notifyConsumerIdsChangedEnable={java_bool(config.notify_consumer_ids_changed_enable)}]"
     )
-
-
-def _jbool(value: bool) -> str:
-    return "true" if value else "false"
 
 
 def _update_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -488,11 +605,7 @@ def _delete_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> R
 
 def _get_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     data = {addr: admin.get_broker_config(addr) for addr in _broker_addrs(admin, args)}
-    text = "".join(
-        f"============{addr}============\n" + "".join(f"{k:<50}=  {v}\n" for k, v in config.items())
-        for addr, config in data.items()
-    )
-    return data, text
+    return data, _config_tables(data, blank_after=True)
 
 
 def _producer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -559,20 +672,27 @@ def _add_write_perm(admin: BlockingAdminClient, args: argparse.Namespace) -> Res
     return _change_write_perm(admin, args, writable=True)
 
 
+def _config_tables(configs: dict[str, dict[str, str]], *, blank_after: bool = False) -> str:
+    """mqadmin's ``============addr============`` then ``key  =  value`` per setting, in the order
+    Java's Properties map holds them (getBrokerConfig leaves a blank line after each table)."""
+    return "".join(
+        f"============{addr}============\n"
+        + "".join(f"{k:<50}=  {config[k]}\n" for k in java_properties_order(list(config)))
+        + ("\n" if blank_after else "")
+        for addr, config in configs.items()
+    ).removesuffix("\n")
+
+
 def _get_namesrv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     data = admin.namesrv_config()
-    text = "".join(
-        f"============{ns}============\n" + "".join(f"{k:<50}=  {v}\n" for k, v in config.items())
-        for ns, config in data.items()
-    )
-    return data, text
+    return data, _config_tables(data)
 
 
 def _update_namesrv_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     admin.update_namesrv_config({args.key: args.value})
     servers = admin.namesrv_config()
     return {"key": args.key, "value": args.value, "nameServers": list(servers)}, (
-        f"update name server config success!{list(servers)}\n{args.key} : {args.value}"
+        f"update name server config success![{', '.join(servers)}]\n{args.key} : {args.value}"
     )
 
 
@@ -625,6 +745,262 @@ def _update_order_conf(admin: BlockingAdminClient, args: argparse.Namespace) -> 
     return {"topic": args.topic, "deleted": True}, f"delete orderConf success. topic=[{args.topic}]"
 
 
+# -- messages, statistics and consumers as mqadmin prints them --------------------------------------
+
+
+def _queue_range(
+    consumer: BlockingPullConsumer, mq: MessageQueue, args: argparse.Namespace
+) -> tuple[int, int]:
+    """mqadmin's read range: the queue's min and max offsets, or the offsets of -b / -e times."""
+    low = consumer.search_offset(mq, args.begin) if args.begin is not None else consumer.min_offset(mq)
+    high = consumer.search_offset(mq, args.end) if args.end is not None else consumer.max_offset(mq)
+    return low, high
+
+
+def _msg_line(msg: MessageExt, mq: MessageQueue, args: argparse.Namespace) -> str:
+    """mqadmin's ``MSGID: <id> <MessageExt.toString> BODY: <body or NOT PRINT BODY>``."""
+    body = msg.body.decode(args.charset, errors="replace") if args.print_body else "NOT PRINT BODY"
+    return f"MSGID: {msg.client_msg_id} {java_message_ext(msg, mq.broker_name)} BODY: {body}"
+
+
+def _print_msg(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``printMsg``: every message of a topic, queue by queue, as ``MessageExt.toString``."""
+    lines: list[str] = []
+    data = []
+    with BlockingPullConsumer(
+        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+    ) as consumer:
+        queues = java_hash_order(list(consumer.fetch_subscribe_message_queues(args.topic)), java_key_hash)
+        for mq in queues:
+            low, high = _queue_range(consumer, mq, args)
+            lines.append(f"minOffset={low}, maxOffset={high}, {mq}")
+            messages = []
+            offset = low
+            while offset < high:
+                result = consumer.pull(mq, args.expression, offset, 32)
+                offset = result.next_begin_offset
+                status = result.pull_status
+                if status is PullStatus.FOUND:
+                    for msg in result.msg_found_list:
+                        lines.append(_msg_line(msg, mq, args))
+                        messages.append(_message_dict(msg))
+                elif status is PullStatus.NO_MATCHED_MSG:
+                    lines.append(f"{mq} no matched msg. status={status.name}, offset={offset}")
+                else:
+                    lines.append(f"{mq} print msg finished. status={status.name}, offset={offset}")
+                    break
+            lines.append("-" * 56)
+            data.append(
+                {"brokerName": mq.broker_name, "queueId": mq.queue_id, "minOffset": low, "maxOffset": high,
+                 "messages": messages}
+            )  # fmt: skip
+    return data, "\n".join(lines)
+
+
+def _print_msg_by_queue(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``printMsgByQueue``: one queue's messages (-p), bodies (-d) and counts by tag (-f)."""
+    mq = MessageQueue(args.topic, args.broker_name, args.queue_id)
+    lines: list[str] = []
+    messages = []
+    tag_counts: dict[str, int] = {}
+    with BlockingPullConsumer(
+        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+    ) as consumer:
+        low, high = _queue_range(consumer, mq, args)
+        offset = low
+        while offset < high:
+            result = consumer.pull(mq, args.expression, offset, 32)
+            offset = result.next_begin_offset
+            if result.pull_status is not PullStatus.FOUND:
+                break
+            for msg in result.msg_found_list:
+                if args.calculate and msg.tags and msg.tags.strip():
+                    tag_counts[msg.tags] = tag_counts.get(msg.tags, 0) + 1
+                if args.print_msg:
+                    lines.append(_msg_line(msg, mq, args))
+                messages.append(_message_dict(msg))
+    if args.calculate:  # by count, descending; ties in the order Java's HashMap holds the tags
+        ordered = java_hash_order(list(tag_counts), java_key_hash)
+        for tag in sorted(ordered, key=lambda t: -tag_counts[t]):
+            lines.append(f"Tag: {tag:<30} Count: {tag_counts[tag]}")
+    data = {"brokerName": mq.broker_name, "queueId": mq.queue_id, "minOffset": low, "maxOffset": high,
+            "messages": messages if args.print_msg else [], "tagCounts": tag_counts}  # fmt: skip
+    return data, "\n".join(lines)
+
+
+def _stats_24h(stats: BrokerStatsData) -> int:
+    """Java ``StatsAllSubCommand.compute24HourSum``: the day's sum, else the hour's, else the minute's."""
+    for item in (stats.stats_day, stats.stats_hour, stats.stats_minute):
+        if item is not None and item.sum != 0:
+            return item.sum
+    return 0
+
+
+def _stats_all(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``statsAll``: per topic and consuming group, the backlog, the TPS in and out over
+    the last minute, and the messages in and out over the last day (VIEW_BROKER_STATS_DATA)."""
+    lines = [
+        f"{'#Topic':<64}  {'#Consumer Group':<64} {'#Accumulation':>12} {'#InTPS':>11} {'#OutTPS':>11} "
+        f"{'#InMsg24Hour':>14} {'#OutMsg24Hour':>14}"
+    ]
+    data = []
+    for topic in admin.topic_list():  # mqadmin iterates the name server's set as it came
+        if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+            continue
+        if args.topic and topic != args.topic:
+            continue
+        try:
+            rows = _topic_stats(admin, topic)
+        except MQClientError:
+            continue  # as mqadmin: a topic it cannot read is left out
+        for row in rows:
+            if args.active_topic and not (row["inMsg24Hour"] or row["outMsg24Hour"]):
+                continue
+            data.append(row)
+            name = topic[:64]
+            in_tps = java_fixed(row["inTps"])
+            if row["group"] is None:
+                lines.append(
+                    f"{name:<64}  {'':<64} {0:>12d} {in_tps:>11} {'':>11} {row['inMsg24Hour']:>14d} "
+                    f"{'NO_CONSUMER':>14}"
+                )
+            else:
+                lines.append(
+                    f"{name:<64}  {row['group'][:64]:<64} {row['accumulation']:>12d} {in_tps:>11} "
+                    f"{java_fixed(row['outTps']):>11} {row['inMsg24Hour']:>14d} {row['outMsg24Hour']:>14d}"
+                )
+    return data, "\n".join(lines)
+
+
+def _topic_stats(admin: BlockingAdminClient, topic: str) -> list[dict[str, Any]]:
+    route = admin.topic_route(topic)
+    groups = java_hash_order(admin.examine_topic_consume_by_who(topic), java_key_hash)
+    masters = [bd.broker_addrs[MASTER_ID] for bd in route.broker_datas if MASTER_ID in bd.broker_addrs]
+
+    def stats_of(name: str, key: str) -> tuple[float, int]:
+        tps, total = 0.0, 0
+        for addr in masters:
+            try:
+                stats = admin.view_broker_stats_data(addr, name, key)
+            except MQClientError:
+                continue  # never counted on that broker
+            tps += stats.stats_minute.tps if stats.stats_minute else 0.0
+            total += _stats_24h(stats)
+        return tps, total
+
+    in_tps, in_24h = stats_of("TOPIC_PUT_NUMS", topic)
+    if not groups:
+        return [{"topic": topic, "group": None, "accumulation": 0, "inTps": in_tps, "outTps": 0.0,
+                 "inMsg24Hour": in_24h, "outMsg24Hour": 0}]  # fmt: skip
+    rows = []
+    for group in groups:
+        out_tps, out_24h = stats_of("GROUP_GET_NUMS", f"{topic}@{group}")
+        try:
+            accumulation = max(admin.consume_stats(group, topic).compute_total_diff(), 0)
+        except MQClientError:
+            accumulation = 0
+        rows.append({"topic": topic, "group": group, "accumulation": accumulation, "inTps": in_tps,
+                     "outTps": out_tps, "inMsg24Hour": in_24h, "outMsg24Hour": out_24h})  # fmt: skip
+    return rows
+
+
+def _consumer_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``consumerStatus``: each online consumer's running info (written to
+    ``<now>/<clientId>`` as mqadmin does) and whether the group agrees; with -i, one client's."""
+    now = int(time.time() * 1000)
+    if args.client_id:
+        info = admin.consumer_running_info(args.group, args.client_id, jstack=args.jstack)
+        return json.loads(info.to_json(standard=True)), format_consumer_running_info(info).rstrip("\n")
+    conn = admin.consumer_connection(args.group, broker_addr=args.broker)
+    lines = [f"{'#Index':<10} {'#ClientId':<40} {'#Version':<20} #ConsumerRunningInfoFile"]
+    by_client: dict[str, ConsumerRunningInfo] = {}
+    for c in conn.connection_set:
+        try:
+            info = admin.consumer_running_info(args.group, c.client_id, jstack=args.jstack)
+        except MQClientError as exc:
+            print(f"{c.client_id}: {exc}", file=sys.stderr)
+            continue
+        by_client[c.client_id] = info
+        path = Path(str(now)) / c.client_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(format_consumer_running_info(info))
+        lines.append(f"{len(by_client):<10d} {c.client_id:<40} {_version_desc(c.version):<20} {path}")
+    text = "\n".join(lines) + "\n"
+    same = analyze_subscription(by_client, now) if by_client else True
+    if by_client:
+        if same:
+            text += "\n\nSame subscription in the same group of consumer"
+            text += "\n\nRebalance OK\n"
+            text += "".join(analyze_process_queue(cid, by_client[cid], now) for cid in sorted(by_client))
+        else:
+            text += "\n\nWARN: Different subscription in the same group of consumer!!!"
+    data = {
+        "group": args.group,
+        "sameSubscription": same,
+        "clients": {cid: json.loads(info.to_json(standard=True)) for cid, info in by_client.items()},
+    }
+    return data, text.rstrip("\n")
+
+
+def _cluster_rt(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``clusterRT``: ``amount`` sync sends to each broker's own topic, the average RT
+    leaving the first send out, every ``interval`` seconds (forever unless --rounds)."""
+    with (
+        BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin,
+        BlockingProducer(
+            str(int(time.time() * 1000)),
+            namesrv_addr=args.namesrv,
+            instance_name=f"cli-{os.getpid()}",
+            portal=portal,
+        ) as producer,
+    ):
+        table = admin.cluster_info().cluster_addr_table
+        clusters = [args.cluster] if args.cluster else java_hash_order(list(table), java_key_hash)
+        if not args.print_as_tlog and not args.json:
+            headers = ("#Cluster Name", 24), ("#Broker Name", 24), ("#RT", 4), ("#successCount", 8)
+            print("  ".join(f"{h:<{w}}" for h, w in headers) + "  #failCount")
+        body = b"a" * args.size
+        done = 0
+        while True:
+            for cluster in clusters:
+                names = table.get(cluster)
+                if names is None:
+                    print(f"cluster [{cluster}] not exist")
+                    break
+                for broker_name in java_hash_order(list(names), java_key_hash):
+                    ok = failed = elapsed = 0
+                    for i in range(args.amount):
+                        began = time.time_ns() // 1_000_000  # whole wall-clock ms, as mqadmin
+                        try:
+                            producer.send(Message(broker_name, body))
+                            ok += 1
+                        except MQClientError:
+                            failed += 1
+                        if i:
+                            elapsed += time.time_ns() // 1_000_000 - began
+                    rt = elapsed / (args.amount - 1) if args.amount > 1 else math.nan
+                    _print_cluster_rt(args, cluster, broker_name, rt, ok, failed)
+            done += 1
+            if args.rounds and done >= args.rounds:
+                return None, ""
+            time.sleep(args.interval)
+
+
+def _print_cluster_rt(
+    args: argparse.Namespace, cluster: str, broker: str, rt: float, ok: int, failed: int
+) -> None:
+    if args.json:
+        rt_ms = None if math.isnan(rt) else round(rt, 2)
+        row = {"cluster": cluster, "brokerName": broker, "rt": rt_ms, "successCount": ok, "failCount": failed}
+        print(json.dumps(row), flush=True)
+    elif args.print_as_tlog:
+        now = datetime.now(timezone(timedelta(hours=8))).strftime(_TIME_FORMAT)  # mqadmin's GMT+8
+        rounded = "NaN" if math.isnan(rt) else java_fixed(rt, 0)
+        print(f"{now}|{args.machine_room}|{cluster}|{broker}|{rounded}", flush=True)
+    else:
+        print(f"{cluster:<24}  {broker:<24}  {java_fixed(rt):<8}  {ok:<16}  {failed:<16}", flush=True)
+
+
 _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] = {
     "updateTopic": _update_topic,
     "deleteTopic": _delete_topic,
@@ -654,15 +1030,23 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "allocateMQ": _allocate_mq,
     "skipAccumulatedMessage": _skip_accumulated_message,
     "cloneGroupOffset": _clone_group_offset,
-    "queryMsgByUniqueKey": _query_msg_by_id,
+    "queryMsgByUniqueKey": _query_msg_by_unique_key,
     "updateOrderConf": _update_order_conf,
+    "statsAll": _stats_all,
+    "consumerStatus": _consumer_status,
 }
 _CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
     "sendMessage": _send_message,
     "consumeMessage": _consume_message,
     "queryMsgByOffset": _query_msg_by_offset,
     "checkMsgSendRT": _check_msg_send_rt,
+    "printMsg": _print_msg,
+    "printMsgByQueue": _print_msg_by_queue,
+    "clusterRT": _cluster_rt,
 }
+
+
+_STREAMED = frozenset({"clusterRT"})  # print each row as it comes (they run until interrupted)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -680,6 +1064,8 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{command}: {exc}", file=sys.stderr)
         return 2
+    if command in _STREAMED:
+        return 0  # printed as it went
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
@@ -758,7 +1144,9 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     p.add_argument("-f", "--force", type=_bool, default=True)
 
-    p = add("queryMsgById", "a message by its offset id (or client id with -t)")
+    p = add(
+        "queryMsgById", "messages by offset id, comma separated (or client id with -t) (mqadmin queryMsgById)"
+    )
     p.add_argument("-i", "--msgId", dest="msg_id", required=True)
     p.add_argument("-t", "--topic")
 
@@ -872,6 +1260,7 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p = add("queryMsgByUniqueKey", "a message by its client id (UNIQ_KEY) (mqadmin queryMsgByUniqueKey)")
     p.add_argument("-i", "--msgId", dest="msg_id", required=True)
     p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-a", "--showAll", dest="show_all", action="store_true", help="every copy (up to 32)")
 
     p = add("queryMsgByOffset", "the message at a queue offset (mqadmin queryMsgByOffset)")
     p.add_argument("-t", "--topic", required=True)
@@ -883,6 +1272,51 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-a", "--amount", type=int, default=100)
     p.add_argument("-s", "--size", type=int, default=128)
+
+    p = add("printMsg", "every message of a topic as MessageExt.toString (mqadmin printMsg)")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument(
+        "-c", "--charsetName", dest="charset", default="UTF-8", help="body charset (UTF-8, GBK...)"
+    )
+    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="e.g. TagA || TagB")
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+    p.add_argument("-e", "--endTimestamp", dest="end", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+    p.add_argument("-d", "--printBody", dest="print_body", type=_bool, default=True)
+
+    p = add("printMsgByQueue", "one queue's messages and counts by tag (mqadmin printMsgByQueue)")
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-a", "--brokerName", dest="broker_name", required=True)
+    p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True)
+    p.add_argument(
+        "-c", "--charsetName", dest="charset", default="UTF-8", help="body charset (UTF-8, GBK...)"
+    )
+    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="e.g. TagA || TagB")
+    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+    p.add_argument("-e", "--endTimestamp", dest="end", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+    p.add_argument("-p", "--printMsg", dest="print_msg", type=_bool, default=False)
+    p.add_argument("-d", "--printBody", dest="print_body", type=_bool, default=False)
+    p.add_argument("-f", "--calculate", type=_bool, default=False, help="count messages by tag")
+
+    p = add("statsAll", "topics' and groups' TPS, backlog and day totals (mqadmin statsAll)")
+    p.add_argument("-a", "--activeTopic", dest="active_topic", action="store_true", help="active topics only")
+    p.add_argument("-t", "--topic", help="this topic only")
+
+    p = add("consumerStatus", "a group's consumers as they see themselves (mqadmin consumerStatus)")
+    p.add_argument("-g", "--consumerGroup", dest="group", required=True)
+    p.add_argument("-i", "--clientId", dest="client_id", help="one consumer's full running info")
+    p.add_argument("-b", "--brokerAddr", dest="broker", help="ask this broker for the group's clients")
+    p.add_argument("-s", "--jstack", action="store_true", help="include the consumer's thread dump")
+
+    p = add("clusterRT", "send RT of every broker, every few seconds (mqadmin clusterRT)")
+    p.add_argument("-a", "--amount", type=int, default=100, help="sends per broker and round")
+    p.add_argument("-s", "--size", type=int, default=128, help="message size in bytes")
+    p.add_argument("-c", "--cluster", help="this cluster only (default: all)")
+    p.add_argument("-p", "--printLog", dest="print_as_tlog", type=_bool, default=False, help="print as tlog")
+    p.add_argument("-m", "--machineRoom", dest="machine_room", default="noname")
+    p.add_argument("-i", "--interval", type=float, default=10, help="seconds between rounds")
+    p.add_argument(
+        "--rounds", type=int, default=0, help="stop after this many rounds (default: run until ^C)"
+    )
 
     p = add("sendMessage", "send one message")
     p.add_argument("-t", "--topic", required=True)

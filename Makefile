@@ -1,8 +1,9 @@
 # finchmq: the two commands that work on a fresh machine with only Python >= 3.11.
 #   make demo   installs what is needed and runs the main job
 #   make test   installs and runs every check: ruff, mypy, import contracts, the pytest suite
-# Both install finchmq with its dev and spark extras (pyspark, pyarrow) into .venv, and make sure
-# Java 17+ is there for Spark (installed with apt-get when it is missing and we are root).
+# Both install finchmq with its dev, spark and connect extras (pyspark, pyarrow, Spark Connect's
+# client) into .venv, and make sure Java 17+ is there for Spark (installed with apt-get when it is
+# missing and we are root).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
@@ -27,7 +28,7 @@ $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark,connect]'
 	touch $(STAMP)
 
 # Spark runs on a JVM: Java 17 or newer. Missing or older: apt-get installs a headless JRE when

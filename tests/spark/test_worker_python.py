@@ -50,11 +50,28 @@ def worker_python_without_finchmq(root: Path) -> Path:
     return python
 
 
-def test_register_says_what_to_set_when_workers_lack_finchmq(tmp_path: Path) -> None:
+CONNECT_SCRIPT = """
+from pyspark.sql import SparkSession
+import finchmq.spark
+spark = SparkSession.builder.remote("local[1]").getOrCreate()  # a Spark Connect server, local
+try:
+    finchmq.spark.register(spark)
+except finchmq.spark.WorkerPythonError as exc:
+    print("WorkerPythonError:", exc)
+else:
+    print("registered")
+spark.stop()
+"""
+
+
+@pytest.mark.parametrize("script", [SCRIPT, CONNECT_SCRIPT], ids=["classic", "connect"])
+def test_register_says_what_to_set_when_workers_lack_finchmq(tmp_path: Path, script: str) -> None:
+    if script is CONNECT_SCRIPT:
+        pytest.importorskip("grpc", reason="Spark Connect needs the connect extra")
     python = worker_python_without_finchmq(tmp_path / "bare")
     env = {**os.environ, "PYSPARK_PYTHON": str(python), "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(python)],
+        [sys.executable, "-c", script, str(python)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -10,7 +10,7 @@ that into an error that says what to set.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["WorkerPythonError", "check_workers"]
@@ -31,26 +31,43 @@ def _advice(detail: str) -> str:
 
 
 def check_workers(spark: Any) -> None:
-    """Run one task on a Python worker of ``spark``; raise ``WorkerPythonError`` if it cannot
-    import finchmq (or cannot run at all). Spark Connect sessions, which have no
-    ``sparkContext``, are not checked here: their first read reports the same problem."""
+    """Run one tiny task on a Python worker of ``spark``; raise ``WorkerPythonError`` if it cannot
+    import finchmq (or cannot run at all). A classic session runs it as an RDD task; a Spark
+    Connect session, which has no RDD API, as a Python UDF on the server's workers."""
+    probe = _local_probe()
     try:
-        context = spark.sparkContext
-    except Exception:  # Spark Connect: no RDD API on the client
-        return
-
-    def probe(_: Iterator[Any]) -> Iterator[tuple[bool, str]]:
-        # nested, so cloudpickle ships it by value: the worker need not import finchmq to run it
-        import importlib.util  # noqa: PLC0415
-        import sys  # noqa: PLC0415
-
-        yield importlib.util.find_spec("finchmq") is not None, sys.executable
-
-    try:
-        results = context.parallelize([0], 1).mapPartitions(probe).collect()
+        try:
+            context = spark.sparkContext
+        except Exception:  # Spark Connect
+            results = _run_as_udf(spark, probe)
+        else:
+            results = context.parallelize([0], 1).mapPartitions(lambda _: iter([probe()])).collect()
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorkerPythonError(_advice(f"the probe task failed: {first[:300]}")) from exc
     for importable, executable in results:
         if not importable:
             raise WorkerPythonError(_advice(f"the worker runs {executable}"))
+
+
+def _local_probe() -> Callable[[], tuple[bool, str]]:
+    # A local function: cloudpickle ships it by value, so the worker need not import finchmq to
+    # run it (a module-level one would be pickled by reference, as finchmq.spark.workers).
+    def probe() -> tuple[bool, str]:
+        import importlib.util  # noqa: PLC0415
+        import sys  # noqa: PLC0415
+
+        return importlib.util.find_spec("finchmq") is not None, sys.executable
+
+    return probe
+
+
+def _run_as_udf(spark: Any, probe: Callable[[], tuple[bool, str]]) -> list[tuple[bool, str]]:
+    from pyspark.sql.functions import udf  # noqa: PLC0415
+
+    def as_text() -> str:
+        importable, executable = probe()
+        return ("1" if importable else "0") + executable
+
+    [row] = spark.range(1).select(udf(as_text, "string")().alias("probe")).collect()
+    return [(row.probe[0] == "1", row.probe[1:])]

@@ -19,6 +19,7 @@ from finchmq.broker.processor import (
     BrokerProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
+    EndTransactionProcessor,
     PullMessageProcessor,
     QueryMessageProcessor,
     SendMessageProcessor,
@@ -53,6 +54,7 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     ClientManageProcessor,
     ConsumerManageProcessor,
     AdminBrokerProcessor,
+    EndTransactionProcessor,
 )
 
 

@@ -21,6 +21,8 @@ from finchmq.compat.rocketmq import (
     PushConsumer,
     RecvMessage,
     SendStatus,
+    TransactionMQProducer,
+    TransactionStatus,
 )
 from finchmq.testing import EmbeddedServer
 from tests.client.conftest import SMALL_STORE
@@ -169,3 +171,36 @@ def test_unsupported_name_server_domain_says_so() -> None:
     producer = Producer("compat_pg_domain")
     with pytest.raises(rocketmq.RocketMQException, match="name server domains are not supported"):
         producer.set_name_server_domain("example.com")
+
+
+def test_transaction_producer_commits_rolls_back_and_answers_checks(finchmq_server_factory: object) -> None:
+    """The official ``TransactionMQProducer``: ``local_execute`` decides, or leaves it UNKNOWN
+    for ``checker_callback`` to decide when the broker asks."""
+    server: EmbeddedServer = finchmq_server_factory(  # type: ignore[operator]
+        {**FAST, "transactionCheckInterval": "300", "transactionTimeOut": "500"}
+    )
+    topic = "CompatTx"
+    checked: list[bytes] = []
+
+    def checker(msg: RecvMessage) -> TransactionStatus:
+        checked.append(msg.body)
+        return TransactionStatus.COMMIT
+
+    producer = TransactionMQProducer("compat_tx", checker)
+    producer.set_name_server_address(server.namesrv_addr)
+    producer.start()
+    try:
+        decisions = {b"commit": TransactionStatus.COMMIT, b"rollback": TransactionStatus.ROLLBACK}
+        for body in (b"commit", b"rollback", b"unknown"):
+            msg = Message(topic)
+            msg.set_body(body)
+            result = producer.send_message_in_transaction(
+                msg, lambda m, args: decisions.get(m.body, TransactionStatus.UNKNOWN), None
+            )
+            assert result.status == SendStatus.OK
+        wait(lambda: checked == [b"unknown"], timeout=30)
+    finally:
+        producer.shutdown()
+    assert server.broker is not None
+    store = server.broker.store
+    wait(lambda: sum(store.get_max_offset_in_queue(topic, q) for q in range(4)) == 2)

@@ -9,7 +9,11 @@ from typing import Any
 from finchmq.protocol import RemotingCommand, RequestCode
 from finchmq.protocol.bodies import ResetOffsetBody
 from finchmq.protocol.codes import LanguageCode
-from finchmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader
+from finchmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from finchmq.protocol.message import MessageQueue
 from finchmq.remoting import RemotingConnection, RemotingError, RemotingServer
 
@@ -58,6 +62,22 @@ class Broker2Client:
                 language=LanguageCode.JAVA,
             )
             self.spawn(self._oneway(channel, request), f"reset-offset-{header.group}")
+
+    def check_producer_transaction_state(
+        self, group: str, channel: Hashable, header: CheckTransactionStateRequestHeader, message: bytes
+    ) -> None:
+        """CHECK_TRANSACTION_STATE (oneway) to a producer: the half message, as its real topic's
+        (Java ``checkProducerTransactionState``)."""
+        if not isinstance(channel, RemotingConnection) or not channel.is_open:
+            return
+        request = RemotingCommand.request(
+            RequestCode.CHECK_TRANSACTION_STATE,
+            header.to_ext_fields(),
+            message,
+            oneway=True,
+            language=LanguageCode.JAVA,
+        )
+        self.spawn(self._oneway(channel, request), f"check-transaction-{group}")
 
     async def call_client(
         self, channel: Hashable, request: RemotingCommand, timeout_millis: int

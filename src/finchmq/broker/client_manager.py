@@ -162,6 +162,20 @@ class ProducerManager:
 
     def __init__(self) -> None:
         self.groups: dict[str, dict[Hashable, ClientChannelInfo]] = {}
+        self._next = 0
+
+    def available_channel(self, group: str) -> Hashable | None:
+        """A live connection of ``group``, round robin (Java ``getAvailableChannel``): where a
+        transaction check goes."""
+        members = list(self.groups.get(group, {}))
+        if not members:
+            return None
+        self._next += 1
+        for i in range(len(members)):
+            channel = members[(self._next + i) % len(members)]
+            if getattr(channel, "is_open", True):
+                return channel
+        return None
 
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
         self.groups.setdefault(group, {})[info.channel] = info

@@ -87,9 +87,9 @@ class BrokerConfig:
     max_error_rate_of_bloom_filter: int = 20  # unused (no SQL92 filter); kept for broker.conf compatibility
     enable_property_filter: bool = False
 
-    # transactions (no transactional producer in scope; kept for broker.conf compatibility)
+    # transactional messages (broker/transaction.py)
     reject_transaction_message: bool = False
-    transaction_timeout: int = 6000
+    transaction_time_out: int = 6000  # ms (Java transactionTimeOut)
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
 

@@ -37,6 +37,7 @@ from finchmq.remoting import (
     RequestExecutor,
 )
 from finchmq.store import MessageStoreConfig
+from finchmq.store.config import BrokerRole
 
 from .broker2client import Broker2Client
 from .config import BrokerConfig
@@ -48,11 +49,13 @@ from .processor import (
     AdminBrokerProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
+    EndTransactionProcessor,
     PullMessageProcessor,
     QueryMessageProcessor,
     SendMessageProcessor,
 )
 from .stats import java_human_bytes
+from .transaction import TransactionalMessageService
 
 __all__ = ["VERSION_DESC", "BrokerController"]
 
@@ -144,6 +147,12 @@ class BrokerController(AsyncService):
             workers=config.consumer_manage_thread_pool_nums,
             capacity=config.consumer_manager_thread_pool_queue_capacity,
         )
+        self.end_transaction_executor = RequestExecutor(
+            "end-transaction",
+            workers=config.end_transaction_thread_pool_nums,
+            capacity=config.end_transaction_pool_queue_capacity,
+        )
+        self.transactions = TransactionalMessageService(context)
 
         self.pull_hold_service = PullRequestHoldService(
             max_offset=self.store.get_max_offset_in_queue,
@@ -158,6 +167,7 @@ class BrokerController(AsyncService):
         self.client_manage_processor = ClientManageProcessor(context)
         self.consumer_manage_processor = ConsumerManageProcessor(context)
         self.admin_processor = AdminBrokerProcessor(context)
+        self.end_transaction_processor = EndTransactionProcessor(context, self.transactions)
         executors = {
             executor.name: executor
             for executor in (
@@ -168,6 +178,7 @@ class BrokerController(AsyncService):
                 self.heartbeat_executor,
                 self.client_manage_executor,
                 self.consumer_manage_executor,
+                self.end_transaction_executor,
             )
         }
         for processor in (
@@ -177,6 +188,7 @@ class BrokerController(AsyncService):
             self.client_manage_processor,
             self.consumer_manage_processor,
             self.admin_processor,
+            self.end_transaction_processor,
         ):
             for code, executor_name in processor.routes().items():
                 self.server.register_processor(code, processor, executors[executor_name])
@@ -199,6 +211,11 @@ class BrokerController(AsyncService):
                     "heartbeat",
                     self.heartbeat_executor,
                     lambda: self.config.wait_time_mills_in_heartbeat_queue,
+                ),
+                (
+                    "transaction",
+                    self.end_transaction_executor,
+                    lambda: self.config.wait_time_mills_in_transaction_queue,
                 ),
             ],
         )
@@ -267,6 +284,13 @@ class BrokerController(AsyncService):
         every(1000, self._persist_dirty_state, "persist", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
+        if self.store.config.broker_role is not BrokerRole.SLAVE:  # Java: the master checks
+            every(
+                lambda: self.config.transaction_check_interval,
+                self.transactions.check,
+                "transaction-check",
+                self.config.transaction_check_interval,
+            )
         await self.register_broker_all()
         log.info(
             "broker %s (%s) started at %s in %.0f ms, name servers %s",
@@ -508,4 +532,6 @@ class BrokerController(AsyncService):
             info[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
         for kind, count in sorted(self.flow_control.snapshot().items()):
             info[f"flowControl.{kind}"] = str(count)
+        # half messages given up after transactionCheckMax checks (moved to TRANS_CHECK_MAX_TIME_TOPIC)
+        info["transactionCheckMaxDiscarded"] = str(self.transactions.discarded)
         return info

@@ -71,7 +71,14 @@ from .sync import (
     BlockingProducer,
     BlockingPullConsumer,
     BlockingPushConsumer,
+    BlockingTransactionProducer,
     Portal,
+)
+from .transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
 )
 
 __all__ = [
@@ -88,6 +95,7 @@ __all__ = [
     "BlockingProducer",
     "BlockingPullConsumer",
     "BlockingPushConsumer",
+    "BlockingTransactionProducer",
     "BrokerBusyError",
     "ClientConfig",
     "ClientStateError",
@@ -101,6 +109,7 @@ __all__ = [
     "LitePullConsumer",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "MQConnectError",
@@ -129,6 +138,9 @@ __all__ = [
     "RemoteBrokerOffsetStore",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "ValidationError",
     "select_message_queue_by_hash",
     "select_message_queue_by_random",

@@ -60,6 +60,7 @@ from finchmq.protocol.headers import (
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
+    EndTransactionRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -553,6 +554,15 @@ class MQClientAPI:
         header = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key)
         response = await self._call(addr, RequestCode.VIEW_BROKER_STATS_DATA, header, timeout_millis)
         return BrokerStatsData.from_json(response.body)
+
+    async def end_transaction_oneway(
+        self, addr: str, header: EndTransactionRequestHeader, remark: str | None, timeout_millis: int
+    ) -> None:
+        """END_TRANSACTION, oneway (Java ``endTransactionOneway``)."""
+        request = RemotingCommand.request(
+            RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True, remark=remark
+        )
+        await self._oneway(addr, request, timeout_millis)
 
     async def invoke_broker_to_reset_offset(
         self, addr: str, topic: str, group: str, timestamp: int, is_force: bool, timeout_millis: int

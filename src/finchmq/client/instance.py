@@ -54,12 +54,13 @@ from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
-from finchmq.protocol.message import Message, MessageExt, MessageQueue, decode_stored
+from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue, decode_stored
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
 from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingContext, RequestExecutor
 
@@ -235,6 +236,12 @@ class MQProducerInner(Protocol):
         """A route update for ``topic``."""
         ...
 
+    def check_transaction_state(
+        self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        """The broker at ``broker_addr`` asks about the transaction of half message ``msg``."""
+        ...
+
 
 _INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, MQClientInstance]] = (
     weakref.WeakKeyDictionary()
@@ -365,6 +372,7 @@ class MQClientInstance:
 
             self.remoting.register_processor(
                 [
+                    RequestCode.CHECK_TRANSACTION_STATE,
                     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                     RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
                     RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
@@ -760,9 +768,26 @@ class ClientRemotingProcessor:
             return self._get_consumer_running_info(request)
         if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             return await self._consume_message_directly(request)
+        if code == RequestCode.CHECK_TRANSACTION_STATE:
+            self._check_transaction_state(ctx, request)
+            return None
         return request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code} not supported"
         )
+
+    def _check_transaction_state(self, ctx: RemotingContext, request: RemotingCommand) -> None:
+        """Java ``ClientRemotingProcessor.checkTransactionState``: hand the half message to the
+        producer of its group (oneway: nothing is answered here)."""
+        header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
+        if not request.body:
+            return
+        msg = decode_stored(bytes(request.body))
+        group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
+        producer = self.instance.producer_table.get(group) if group else None
+        if producer is None:
+            log.debug("transaction check for group %s, which has no producer here", group)
+            return
+        producer.check_transaction_state(ctx.remote_addr, msg, header)
 
     async def _reset_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)

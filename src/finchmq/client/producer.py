@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
 from finchmq.protocol.codes import ResponseCode
-from finchmq.protocol.headers import SendMessageRequestHeaderV2
+from finchmq.protocol.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     NAME_VALUE_SEPARATOR,
@@ -36,6 +36,7 @@ from finchmq.protocol.message import (
     Message,
     MessageConst,
     MessageEncodeError,
+    MessageExt,
     MessageQueue,
     MessageSysFlag,
     UniqueKeyGenerator,
@@ -397,6 +398,18 @@ class Producer(ClientService, MQProducerInner):
         return list(info.message_queue_list)
 
     # -- sending --------------------------------------------------------------------------------
+
+    def check_transaction_state(
+        self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        """A plain producer cannot answer a transaction check (a ``TransactionProducer`` does)."""
+        log.warning(
+            "broker %s asks producer group %s about transaction %s, but this producer has no "
+            "transaction listener (use TransactionProducer)",
+            broker_addr,
+            self.config.producer_group,
+            header.msg_id,
+        )
 
     async def send(
         self,

@@ -52,6 +52,7 @@ from .consumer.pull import PullConsumer
 from .consumer.push import PushConsumer
 from .producer import ExceptionCallback, MessageQueueSelector, Producer, SendCallback
 from .results import PullResult, SendResult
+from .transaction import TransactionListener, TransactionProducer, TransactionSendResult
 
 __all__ = [
     "BlockingAdminClient",
@@ -286,6 +287,30 @@ class BlockingProducer(_Blocking[ProducerConfig], wraps=Producer):
 
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self.producer.fetch_publish_message_queues(topic))
+
+
+class BlockingTransactionProducer(BlockingProducer):
+    """``TransactionProducer`` for threads. The listener's methods may be plain functions: they
+    run in worker threads, never on the event loop."""
+
+    def __init__(
+        self,
+        config: ProducerConfig | str,
+        /,
+        *,
+        transaction_listener: TransactionListener | None = None,
+        portal: Portal | None = None,
+        **overrides: object,
+    ) -> None:
+        self.producer = self.transaction_producer = TransactionProducer(
+            config, transaction_listener=transaction_listener, **overrides
+        )
+        _Blocking.__init__(self, self.producer, portal)
+
+    def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
+        """Blocking ``TransactionProducer.send_message_in_transaction``: the half message, the
+        local transaction, its end."""
+        return self._call(self.transaction_producer.send_message_in_transaction(msg, arg))
 
 
 class BlockingPushConsumer(_Blocking[PushConsumerConfig], wraps=PushConsumer):

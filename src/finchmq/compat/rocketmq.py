@@ -29,10 +29,12 @@ from finchmq.client import (
     BlockingProducer,
     BlockingPullConsumer,
     BlockingPushConsumer,
+    BlockingTransactionProducer,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
+    LocalTransactionState,
     MessageConst,
     MessageExt,
     MessageQueue,
@@ -68,6 +70,8 @@ __all__ = [
     "RocketMQException",
     "SendResult",
     "SendStatus",
+    "TransactionMQProducer",
+    "TransactionStatus",
 ]
 
 log = logging.getLogger(__name__)
@@ -523,6 +527,79 @@ class Producer(_Client[BlockingProducer]):
         except MQClientError as exc:
             raise ProducerSendSyncFailed(str(exc)) from exc
         return _send_result(results[0])
+
+
+# -- transactional producer ------------------------------------------------------------------------
+
+
+class TransactionStatus(enum.IntEnum):
+    """The official ``TransactionStatus``."""
+
+    COMMIT = 0
+    ROLLBACK = 1
+    UNKNOWN = 2
+
+
+_LOCAL_STATE = {
+    TransactionStatus.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
+    TransactionStatus.ROLLBACK: LocalTransactionState.ROLLBACK_MESSAGE,
+    TransactionStatus.UNKNOWN: LocalTransactionState.UNKNOW,
+}
+
+
+class _TransactionListener:
+    """The official callbacks behind finchmq's ``TransactionListener`` (run in worker threads)."""
+
+    def __init__(self, checker: Callable[[RecvMessage], TransactionStatus]) -> None:
+        self.checker = checker
+
+    def execute_local_transaction(self, msg: _Message, arg: Any) -> LocalTransactionState:
+        local_execute, original, user_args = arg
+        return _LOCAL_STATE[TransactionStatus(local_execute(original, user_args))]
+
+    def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        return _LOCAL_STATE[TransactionStatus(self.checker(RecvMessage(msg)))]
+
+
+class TransactionMQProducer(Producer):
+    """The official ``TransactionMQProducer``: ``checker_callback(RecvMessage)`` answers the
+    broker's checks; ``send_message_in_transaction(msg, local_execute, user_args)`` runs
+    ``local_execute(msg, user_args)`` between the half message and its end. Both return a
+    ``TransactionStatus``."""
+
+    def __init__(
+        self,
+        group_id: str | bytes,
+        checker_callback: Callable[[RecvMessage], TransactionStatus],
+        user_args: Any = None,
+        timeout: int | None = None,
+        compress_level: int | None = None,
+        max_message_size: int | None = None,
+    ) -> None:
+        super().__init__(
+            group_id, timeout=timeout, compress_level=compress_level, max_message_size=max_message_size
+        )
+        self._listener = _TransactionListener(checker_callback)
+        self._user_args = user_args
+
+    def _create(self, group: str, settings: dict[str, Any]) -> BlockingProducer:
+        return BlockingTransactionProducer(group, transaction_listener=self._listener, **settings)
+
+    def send_message_in_transaction(
+        self,
+        message: Message,
+        local_execute: Callable[[Message, Any], TransactionStatus],
+        user_args: Any = None,
+    ) -> SendResult:
+        producer = self._started()
+        assert isinstance(producer, BlockingTransactionProducer)
+        try:
+            result = producer.send_message_in_transaction(
+                message.to_message(), (local_execute, message, user_args)
+            )
+        except MQClientError as exc:
+            raise ProducerSendSyncFailed(str(exc)) from exc
+        return _send_result(result)
 
 
 # -- push consumer ------------------------------------------------------------------------------

@@ -11,12 +11,14 @@ from .consumer_manage import ConsumerManageProcessor
 from .pull import PullMessageProcessor
 from .query import QueryMessageProcessor
 from .send import SendMessageProcessor
+from .transaction import EndTransactionProcessor
 
 __all__ = [
     "AdminBrokerProcessor",
     "BrokerProcessor",
     "ClientManageProcessor",
     "ConsumerManageProcessor",
+    "EndTransactionProcessor",
     "PullMessageProcessor",
     "QueryMessageProcessor",
     "SendMessageProcessor",

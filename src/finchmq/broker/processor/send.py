@@ -19,11 +19,12 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
 from finchmq.broker.context import BrokerContext
+from finchmq.broker.transaction import to_half_message
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicFilterType
@@ -84,6 +85,13 @@ _OK_CODES = {
     PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
     PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
 }
+
+
+def _delay_level(properties: Mapping[str, str]) -> int:
+    try:
+        return int(properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL) or 0)
+    except ValueError:
+        return 0
 
 
 def put_status_response(
@@ -231,11 +239,14 @@ class SendMessageProcessor(BrokerProcessor):
                 )
                 properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
 
-        if (properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
+        # Java: a prepared message, unless it is a retry of one being delayed
+        prepared = (
+            properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or ""
+        ).lower() == "true" and not (reconsume_times > 0 and _delay_level(properties) > 0)
+        if prepared and c.config.reject_transaction_message:
             return request.make_response(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{c.broker_addr}] sending transaction message is forbidden: "
-                "finchmq does not implement transactional messages",
+                f"the broker[{c.broker_addr}] sending transaction message is forbidden",
             )
 
         sys_flag = header.sys_flag
@@ -243,7 +254,8 @@ class SendMessageProcessor(BrokerProcessor):
         if topic_config is not None and topic_config.topic_filter_type is TopicFilterType.MULTI_TAG:
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
 
-        topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
+        if not prepared:  # a half message's delay level applies when it is committed
+            topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
         properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
         inner = MessageExtBrokerInner(
             topic=topic,
@@ -258,6 +270,8 @@ class SendMessageProcessor(BrokerProcessor):
             store_host=c.store_host,
             reconsume_times=reconsume_times,
         )
+        if prepared:  # stored as a half message until END_TRANSACTION (broker/transaction.py)
+            inner = to_half_message(inner)
         return await self._put_and_respond(
             ctx,
             request,

@@ -1,0 +1,211 @@
+"""Transactional messages (Java ``TransactionMQProducer`` and ``DefaultMQProducerImpl``'s
+transaction path).
+
+``send_message_in_transaction(msg, arg)`` sends ``msg`` as a half message (TRAN_MSG=true, the
+producer group in PGROUP; the broker keeps it from consumers), runs the listener's
+``execute_local_transaction(msg, arg)``, and ends the transaction with END_TRANSACTION: commit,
+roll back, or leave it unknown. For an unknown or unanswered transaction the broker later sends
+CHECK_TRANSACTION_STATE to a producer of the group, whose ``check_local_transaction(msg)``
+answers. A listener's methods may be coroutines, or plain functions (run in a worker thread, so
+a database call does not stall the event loop).
+
+As Java's producer, a delay level on a transactional message is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections.abc import Awaitable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from finchmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageSysFlag, decode_offset_msg_id
+
+from .config import ProducerConfig
+from .errors import ClientStateError, MQClientError
+from .producer import Producer
+from .results import SendResult, SendStatus
+
+__all__ = [
+    "LocalTransactionState",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
+]
+
+log = logging.getLogger(__name__)
+
+
+class LocalTransactionState(enum.Enum):
+    """Java ``LocalTransactionState`` (with its spelling, ``UNKNOW``)."""
+
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOW = "UNKNOW"
+
+
+_END_TYPE = {
+    LocalTransactionState.COMMIT_MESSAGE: MessageSysFlag.TRANSACTION_COMMIT_TYPE,
+    LocalTransactionState.ROLLBACK_MESSAGE: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE,
+    LocalTransactionState.UNKNOW: MessageSysFlag.TRANSACTION_NOT_TYPE,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransactionSendResult(SendResult):
+    """The half message's ``SendResult`` and what the local transaction decided."""
+
+    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
+
+
+class TransactionListener(Protocol):
+    """Java ``TransactionListener``; either method may be ``async``."""
+
+    def execute_local_transaction(
+        self, msg: Message, arg: Any
+    ) -> LocalTransactionState | Awaitable[LocalTransactionState]:
+        """Run the local transaction for the half message ``msg`` (its UNIQ_KEY is the
+        transaction id) and say whether to commit, roll back, or leave it to a later check."""
+        ...
+
+    def check_local_transaction(
+        self, msg: MessageExt
+    ) -> LocalTransactionState | Awaitable[LocalTransactionState]:
+        """The broker asks about an unfinished transaction (``msg`` is its half message)."""
+        ...
+
+
+async def _ask(method: Any, *args: Any) -> LocalTransactionState:
+    if inspect.iscoroutinefunction(method):
+        state = await method(*args)
+    else:
+        state = await asyncio.to_thread(method, *args)
+        if inspect.isawaitable(state):
+            state = await state
+    return state if isinstance(state, LocalTransactionState) else LocalTransactionState.UNKNOW
+
+
+class TransactionProducer(Producer):
+    """A producer of transactional messages (Java ``TransactionMQProducer``).
+
+    ``TransactionProducer("group", namesrv_addr=..., transaction_listener=listener)``; also a
+    plain producer for other sends. Keep one started per group while transactions may be
+    checked: the broker asks any live producer of the group.
+    """
+
+    def __init__(
+        self,
+        config: ProducerConfig | str,
+        /,
+        *,
+        transaction_listener: TransactionListener | None = None,
+        **overrides: object,
+    ) -> None:
+        super().__init__(config, **overrides)
+        self.transaction_listener = transaction_listener
+
+    def set_transaction_listener(self, listener: TransactionListener) -> None:
+        self.transaction_listener = listener
+
+    async def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
+        """Send ``msg`` as a half message, run the local transaction, end it.
+
+        Raises:
+            ClientStateError: no transaction listener, or not started.
+            MQClientError: the half message could not be sent (nothing was done locally).
+        """
+        listener = self.transaction_listener
+        if listener is None:
+            raise ClientStateError("TransactionListener is null: set transaction_listener first")
+        group = self.config.producer_group
+        half = (
+            msg.without_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
+            .with_property(MessageConst.PROPERTY_TRANSACTION_PREPARED, "true")
+            .with_property(MessageConst.PROPERTY_PRODUCER_GROUP, group)
+        )
+        try:
+            sent = await self.send(half)
+        except MQClientError as exc:
+            raise MQClientError(f"send message Exception: {exc}", response_code=exc.response_code) from exc
+        state = LocalTransactionState.UNKNOW
+        failure: BaseException | None = None
+        if sent.send_status is SendStatus.SEND_OK:
+            with_id = half.with_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, sent.msg_id)
+            try:
+                state = await _ask(listener.execute_local_transaction, with_id, arg)
+            except Exception as exc:
+                log.info("local transaction of %s failed: %s", sent.msg_id, exc)
+                failure = exc
+        else:  # stored, but not as safely as asked: Java rolls back
+            state = LocalTransactionState.ROLLBACK_MESSAGE
+        try:
+            await self._end_transaction(sent, state, failure)
+        except MQClientError as exc:
+            log.warning(
+                "local transaction %s is %s, but ending it on the broker failed: %s",
+                sent.msg_id,
+                state.name,
+                exc,
+            )
+        return TransactionSendResult(**asdict(sent), local_transaction_state=state)
+
+    async def _end_transaction(
+        self, sent: SendResult, state: LocalTransactionState, failure: BaseException | None
+    ) -> None:
+        """Java ``endTransaction``: END_TRANSACTION, oneway, to the master that holds the half message."""
+        where = decode_offset_msg_id(sent.offset_msg_id or sent.msg_id)
+        broker_name = sent.message_queue.broker_name
+        addr = self.instance.find_broker_address_in_publish(broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{broker_name}] not exist")
+        header = EndTransactionRequestHeader(
+            producer_group=self.config.producer_group,
+            tran_state_table_offset=sent.queue_offset,
+            commit_log_offset=where.commit_log_offset,
+            commit_or_rollback=_END_TYPE[state],
+            msg_id=sent.msg_id,
+            transaction_id=sent.transaction_id,
+        )
+        remark = f"executeLocalTransactionBranch exception: {failure!r}" if failure is not None else None
+        await self.instance.api.end_transaction_oneway(addr, header, remark, self.config.send_msg_timeout)
+
+    def check_transaction_state(
+        self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        """The broker asks about a transaction (CHECK_TRANSACTION_STATE): ask the listener in the
+        background and answer with END_TRANSACTION (Java ``checkTransactionState``)."""
+        self.instance.tasks.spawn(self._answer_check(broker_addr, msg, header), f"check-{header.msg_id}")
+
+    async def _answer_check(
+        self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        listener = self.transaction_listener
+        if listener is None:
+            log.warning(
+                "the broker asks about transaction %s, but there is no transaction listener", header.msg_id
+            )
+            return
+        failure: BaseException | None = None
+        try:
+            state = await _ask(listener.check_local_transaction, msg)
+        except Exception as exc:
+            log.info("checking transaction %s failed: %s", header.msg_id, exc)
+            state, failure = LocalTransactionState.UNKNOW, exc
+        answer = EndTransactionRequestHeader(
+            producer_group=self.config.producer_group,
+            tran_state_table_offset=header.tran_state_table_offset,
+            commit_log_offset=header.commit_log_offset,
+            commit_or_rollback=_END_TYPE[state],
+            msg_id=msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id,
+            transaction_id=header.transaction_id,
+            from_transaction_check=True,
+        )
+        remark = f"checkLocalTransactionState Exception: {failure!r}" if failure is not None else None
+        try:
+            await self.instance.api.end_transaction_oneway(broker_addr, answer, remark, 3000)
+        except MQClientError as exc:
+            log.warning("answering the check of transaction %s failed: %s", header.msg_id, exc)

@@ -134,6 +134,8 @@ def java_cluster(
                 str(broker_port),
                 str(base / "broker"),
                 "brokerName=broker-a",
+                "transactionCheckInterval=1000",  # the transaction tests wait for checks
+                "transactionTimeOut=2000",
             ]
             procs.append(subprocess.Popen(broker_args, stdout=log, stderr=log))
         namesrv = f"127.0.0.1:{ns_port}"

@@ -134,3 +134,29 @@ def test_lite_pull_consumer_reads_everything(
         java_classes, "litepull", finchmq_server.namesrv_addr, "java_lite_g", topic, str(len(ALL_KEYS))
     )
     assert {m["key"] for m in got} == ALL_KEYS
+
+
+def test_java_transaction_producer_commits_rolls_back_and_answers_checks(java_classes: str) -> None:
+    """Java's TransactionMQProducer: COMMIT and ROLLBACK from the local transaction, UNKNOW
+    resolved by the broker's check (CHECK_TRANSACTION_STATE to the Java client, its
+    END_TRANSACTION back); the topic holds exactly the committed messages."""
+    topic, count = "JavaTx", 5
+    with ServerProcess(conf={"transactionCheckInterval": "500", "transactionTimeOut": "1000"}) as server:
+        records = run_java(java_classes, "transaction", server.namesrv_addr, topic, str(count))
+        assert not [r for r in records if "error" in r], records
+        sent = {r["key"]: r for r in records if r.get("mode") == "transaction"}
+        assert all(r["status"] == "SEND_OK" for r in sent.values()) and len(sent) == 3 * count
+        assert {k for k, r in sent.items() if r["state"] == "UNKNOW"} == {
+            f"unknown-{i}" for i in range(count)
+        }
+        checked = [r for r in records if "checked" in r]
+        assert {r["checked"] for r in checked} == {f"unknown-{i}" for i in range(count)}
+        assert all(r["topic"] == topic for r in checked)  # the half message as its real topic's
+        expected = {f"commit-{i}" for i in range(count)} | {f"unknown-{i}" for i in range(count)}
+
+        async def keys() -> list[str]:
+            from tests.client.conftest import pull_all  # noqa: PLC0415
+
+            return sorted(m.keys or "" for m in await pull_all(server.namesrv_addr, topic, len(expected)))
+
+        assert asyncio.run(keys()) == sorted(expected)

@@ -27,10 +27,13 @@ import pytest
 from finchmq.client import (
     AdminClient,
     ConsumeConcurrentlyStatus,
+    LocalTransactionState,
     Message,
+    MessageExt,
     MQClientError,
     Producer,
     PushConsumer,
+    TransactionProducer,
 )
 from finchmq.client.sync import (
     BlockingAdminClient,
@@ -39,7 +42,7 @@ from finchmq.client.sync import (
     BlockingPushConsumer,
 )
 from finchmq.testing.process import ServerProcess
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import SMALL_STORE, pull_all
 from tests.protocol.test_java_goldens import masked, name_server_answers
 
 from .conftest import JavaCluster, run_java
@@ -48,6 +51,7 @@ from .conftest import JavaCluster, run_java
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOPIC = "FinchOnJava"
+COMMIT = LocalTransactionState.COMMIT_MESSAGE
 
 
 async def create_topic(namesrv: str, topic: str) -> None:
@@ -90,6 +94,44 @@ def test_finchmq_client_sends_and_consumes_through_the_java_broker(java_cluster:
         return got
 
     assert asyncio.run(scenario()) == keys
+
+
+def test_finchmq_transaction_producer_against_the_java_broker(java_cluster: JavaCluster) -> None:
+    """finchmq's TransactionProducer on Java's broker: END_TRANSACTION commits and rolls back,
+    and Java's CHECK_TRANSACTION_STATE reaches the finchmq listener, whose answer commits."""
+    topic = "FinchTxOnJava"
+    checked: list[str] = []
+
+    class Listener:
+        async def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+            return {"commit": COMMIT, "rollback": LocalTransactionState.ROLLBACK_MESSAGE}.get(
+                msg.keys or "", LocalTransactionState.UNKNOW
+            )
+
+        async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+            checked.append(f"{msg.topic}/{msg.keys}")
+            return COMMIT
+
+    async def scenario() -> list[str]:
+        await create_topic(java_cluster.namesrv_addr, topic)
+        async with TransactionProducer(
+            "finch_tx_pg", namesrv_addr=java_cluster.namesrv_addr, transaction_listener=Listener()
+        ) as producer:
+            for key in ("commit", "rollback", "unknown"):
+                result = await producer.send_message_in_transaction(
+                    Message.create(topic, key.encode(), keys=key)
+                )
+                assert result.send_status.name == "SEND_OK"
+            for _ in range(1200):  # Java's broker checks every second here
+                if checked:
+                    break
+                await asyncio.sleep(0.1)
+            return sorted(
+                (m.keys or "") for m in await pull_all(java_cluster.namesrv_addr, topic, 2, timeout=60)
+            )
+
+    assert asyncio.run(scenario()) == ["commit", "unknown"]
+    assert checked[:1] == [f"{topic}/unknown"]
 
 
 @pytest.mark.parametrize(

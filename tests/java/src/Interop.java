@@ -3,6 +3,8 @@
 //   produce NAMESRV TOPIC COUNT        sync, async, oneway, selector and batch sends (COUNT each)
 //   push NAMESRV GROUP TOPIC EXPECT concurrent|orderly|broadcast [FAIL_PREFIX]
 //   litepull NAMESRV GROUP TOPIC EXPECT
+//   transaction NAMESRV TOPIC COUNT   TransactionMQProducer: COUNT commits, rollbacks and unknowns
+//                                     (the broker's check commits those)
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +19,10 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
@@ -177,11 +183,50 @@ public class Interop {
         emit("{\"done\":" + (seen.size() >= expect) + "}");
     }
 
+    static void transaction(String ns, String topic, int count) throws Exception {
+        TransactionMQProducer p = new TransactionMQProducer("java_tx_pg");
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("interop-tx-" + System.nanoTime());
+        CountDownLatch checks = new CountDownLatch(count);
+        p.setTransactionListener(new TransactionListener() {
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                String key = msg.getKeys();
+                if (key.startsWith("commit")) return LocalTransactionState.COMMIT_MESSAGE;
+                if (key.startsWith("rollback")) return LocalTransactionState.ROLLBACK_MESSAGE;
+                return LocalTransactionState.UNKNOW;
+            }
+
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                emit("{\"checked\":" + q(msg.getKeys()) + ",\"topic\":" + q(msg.getTopic())
+                    + ",\"transactionId\":" + q(String.valueOf(msg.getTransactionId())) + "}");
+                checks.countDown();
+                return LocalTransactionState.COMMIT_MESSAGE;
+            }
+        });
+        p.start();
+        try {
+            for (String kind : new String[] {"commit", "rollback", "unknown"}) {
+                for (int i = 0; i < count; i++) {
+                    String key = kind + "-" + i;
+                    TransactionSendResult r = p.sendMessageInTransaction(message(topic, key), null);
+                    emit("{\"mode\":\"transaction\",\"key\":" + q(key) + ",\"status\":"
+                        + q(r.getSendStatus().name()) + ",\"state\":" + q(r.getLocalTransactionState().name())
+                        + ",\"msgId\":" + q(r.getMsgId()) + "}");
+                }
+            }
+            boolean ok = checks.await(90, TimeUnit.SECONDS);
+            emit("{\"done\":" + ok + "}");
+        } finally {
+            p.shutdown();
+        }
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "produce": produce(a[1], a[2], Integer.parseInt(a[3])); break;
             case "push": push(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5], a.length > 6 ? a[6] : ""); break;
             case "litepull": litePull(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
+            case "transaction": transaction(a[1], a[2], Integer.parseInt(a[3])); break;
             default: throw new IllegalArgumentException(a[0]);
         }
         System.exit(0);

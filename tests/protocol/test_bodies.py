@@ -23,6 +23,7 @@ from finchmq.protocol import bodies
 from finchmq.protocol.bodies import (
     BodyError,
     BrokerData,
+    CheckClientRequestBody,
     ClusterInfo,
     CMResult,
     Connection,
@@ -59,6 +60,7 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.codes import LanguageCode
 from finchmq.protocol.errors import RemoteProtocolError
+from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.message import MessageQueue
 
 DATA = Path(__file__).parent / "data"
@@ -632,3 +634,16 @@ def test_garbage_under_known_keys_only_ever_raises_body_error(tree: Any) -> None
         for cls in FUZZ_TARGETS:
             with contextlib.suppress(BodyError):
                 cls.from_json(json.dumps({key: tree, "x": [tree]}))
+
+
+def test_check_client_config_body_for_an_sql92_subscription_is_javas_bytes() -> None:
+    """CHECK_CLIENT_CONFIG's body for ``FilterAPI.build("T", "a > 5 AND b = 'x'", "SQL92")``:
+    the bytes ``CheckClientRequestBody.encode()`` of Java 4.9.8 (fastjson 1.2.69) printed."""
+    sub = build_subscription_data("T", "a > 5 AND b = 'x'", "SQL92", 1700000000000)
+    body = CheckClientRequestBody(client_id="127.0.0.1@1", group="g", subscription_data=sub)
+    assert body.to_json() == (
+        b'{"clientId":"127.0.0.1@1","group":"g","subscriptionData":{"classFilterMode":false,"codeSet":[],'
+        b'"expressionType":"SQL92","subString":"a > 5 AND b = \'x\'","subVersion":1700000000000,'
+        b'"tagsSet":[],"topic":"T"}}'
+    )
+    assert CheckClientRequestBody.from_json(body.to_json()) == body

@@ -26,7 +26,7 @@ from finchmq.testing import EmbeddedServer
 
 # The broker sheds sends queued for half of waitTimeMillsInSendQueue; Spark and the broker share
 # two cores here, so that is raised to keep tests about other things free of SYSTEM_BUSY.
-BROKER = {"waitTimeMillsInSendQueue": "5000"}
+BROKER = {"waitTimeMillsInSendQueue": "5000", "enablePropertyFilter": "true"}
 
 
 @pytest.fixture(scope="session")

@@ -78,6 +78,20 @@ def test_tag_filter(spark: Any, namesrv: str, orders: Sent) -> None:
     assert both == 120
 
 
+def test_sql92_filter_on_properties(spark: Any, namesrv: str, name: str) -> None:
+    """subExpressionType=SQL92: the broker evaluates the expression on each message's properties
+    (the suite's broker runs with enablePropertyFilter=true); filtered offsets are not losses."""
+    create_topic(namesrv, name, queues=2)
+    fill(namesrv, name, 30, queues=2, props=lambda q, i: {"n": str(i), "region": "eu" if i % 3 else "us"})
+    rows = read(spark, namesrv, name, subExpression="n >= 10 AND region = 'us'", subExpressionType="SQL92")
+    got = sorted((r.queueId, int(r.properties["n"])) for r in rows.select("queueId", "properties").collect())
+    assert got == [(q, i) for q in range(2) for i in range(30) if i >= 10 and i % 3 == 0]
+    error = error_of(
+        lambda: read(spark, namesrv, name, subExpression="n >", subExpressionType="SQL92").count()
+    )
+    assert "subExpression" in error and "column" in error
+
+
 def test_timestamps_resolve_per_queue(spark: Any, namesrv: str, name: str) -> None:
     create_topic(namesrv, name, queues=2)
     first = fill(namesrv, name, 10, queues=2)

@@ -21,21 +21,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import RemotingCommand
 from finchmq.remoting import RemotingConnection, RemotingContext
+from finchmq.store.message_filter import MessageFilter
 
-__all__ = ["MessageFilter", "PullRequest", "PullRequestHoldService"]
+__all__ = ["PullRequest", "PullRequestHoldService"]
 
 log = logging.getLogger(__name__)
 
 _MAX_TRACKED_TAGS = 64
-
-
-class MessageFilter(Protocol):
-    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -73,7 +69,11 @@ class PullRequestHoldService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks = BackgroundTasks("pull-hold")
         # arrivals reported from the store's thread, drained on the loop
-        self._arrivals: dict[tuple[str, int], tuple[int, set[int] | None]] = {}
+        # queue -> (max offset, tags codes, properties) of what arrived since the last drain;
+        # None once there are too many to keep (then any held pull may match)
+        self._arrivals: dict[
+            tuple[str, int], tuple[int, set[int] | None, list[Mapping[str, str]] | None]
+        ] = {}
         self._arrivals_lock = threading.Lock()
         self._drain_scheduled = False
 
@@ -114,9 +114,16 @@ class PullRequestHoldService:
             self.notify_message_arriving(topic, queue_id, self._max_offset(topic, queue_id))
 
     def notify_message_arriving(
-        self, topic: str, queue_id: int, max_offset: int, tags_codes: set[int] | None = None
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tags_codes: set[int] | None = None,
+        arrived: list[Mapping[str, str]] | None = None,
     ) -> None:
-        """Re-execute held pulls of the queue that can now be answered (Java semantics)."""
+        """Re-execute held pulls of the queue that can now be answered (Java semantics): the
+        queue has grown past the pull and, when it is known what arrived, something matches its
+        filter (tags by hash code; an SQL92 expression on the properties)."""
         key = (topic, queue_id)
         requests = self._table.get(key)
         if not requests:
@@ -129,9 +136,11 @@ class PullRequestHoldService:
             newest = max_offset
             if newest <= pull.pull_from_this_offset:
                 newest = self._max_offset(topic, queue_id)
-            if newest > pull.pull_from_this_offset and (
-                tags_codes is None
-                or any(pull.message_filter.is_matched_by_consume_queue(c) for c in tags_codes)
+            matcher = pull.message_filter
+            if (
+                newest > pull.pull_from_this_offset
+                and (tags_codes is None or any(matcher.is_matched_by_consume_queue(c) for c in tags_codes))
+                and (arrived is None or any(matcher.is_matched_by_commit_log(None, p) for p in arrived))
             ):
                 self._execute(pull)
                 continue
@@ -181,15 +190,22 @@ class PullRequestHoldService:
         with self._arrivals_lock:
             previous = self._arrivals.get(queue_key)
             codes: set[int] | None
+            arrived: list[Mapping[str, str]] | None
             if previous is None:
                 codes = {tags_code}
+                arrived = [properties] if properties is not None else None
             else:
-                codes = previous[1]
+                codes, arrived = previous[1], previous[2]
                 if codes is not None:
                     codes.add(tags_code)
                     if len(codes) > _MAX_TRACKED_TAGS:
                         codes = None
-            self._arrivals[queue_key] = (logic_offset + 1, codes)
+                if arrived is not None:
+                    if properties is None or len(arrived) >= _MAX_TRACKED_TAGS:
+                        arrived = None
+                    else:
+                        arrived.append(properties)
+            self._arrivals[queue_key] = (logic_offset + 1, codes, arrived)
             if self._drain_scheduled:
                 return
             self._drain_scheduled = True
@@ -200,5 +216,5 @@ class PullRequestHoldService:
         with self._arrivals_lock:
             arrivals, self._arrivals = self._arrivals, {}
             self._drain_scheduled = False
-        for (topic, queue_id), (max_offset, codes) in arrivals.items():
-            self.notify_message_arriving(topic, queue_id, max_offset, codes)
+        for (topic, queue_id), (max_offset, codes, arrived) in arrivals.items():
+            self.notify_message_arriving(topic, queue_id, max_offset, codes, arrived)

@@ -13,6 +13,7 @@ client's API for a drop-in switch.
 from __future__ import annotations
 
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
+from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
 
 from .admin import AdminClient
@@ -123,6 +124,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "NoRouteError",
     "OffsetStore",
     "Portal",

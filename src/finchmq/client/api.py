@@ -24,6 +24,7 @@ from typing import Final
 from finchmq.common import format_properties, parse_properties
 from finchmq.protocol.bodies import (
     BrokerStatsData,
+    CheckClientRequestBody,
     ClusterInfo,
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
@@ -38,6 +39,7 @@ from finchmq.protocol.bodies import (
     LockBatchResponseBody,
     ProducerConnection,
     ResetOffsetBody,
+    SubscriptionData,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicList,
@@ -554,6 +556,18 @@ class MQClientAPI:
         header = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key)
         response = await self._call(addr, RequestCode.VIEW_BROKER_STATS_DATA, header, timeout_millis)
         return BrokerStatsData.from_json(response.body)
+
+    async def check_client_in_broker(
+        self,
+        addr: str,
+        group: str,
+        client_id: str,
+        subscription: SubscriptionData,
+        timeout_millis: int = 3000,
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: raises ``MQBrokerError`` when the broker refuses the subscription."""
+        body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+        await self._call(addr, RequestCode.CHECK_CLIENT_CONFIG, None, 3_000, body.to_json())
 
     async def end_transaction_oneway(
         self, addr: str, header: EndTransactionRequestHeader, remark: str | None, timeout_millis: int

@@ -34,6 +34,7 @@ from finchmq.protocol.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
+from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.remoting import loop_factory
 
@@ -289,7 +290,7 @@ class BlockingProducer(_Blocking[ProducerConfig], wraps=Producer):
         return self._call(self.producer.fetch_publish_message_queues(topic))
 
 
-class BlockingTransactionProducer(BlockingProducer):
+class BlockingTransactionProducer(BlockingProducer, wraps=TransactionProducer):
     """``TransactionProducer`` for threads. The listener's methods may be plain functions: they
     run in worker threads, never on the event loop."""
 
@@ -307,9 +308,10 @@ class BlockingTransactionProducer(BlockingProducer):
         )
         _Blocking.__init__(self, self.producer, portal)
 
+    def set_transaction_listener(self, listener: TransactionListener) -> None:
+        self.transaction_producer.set_transaction_listener(listener)
+
     def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
-        """Blocking ``TransactionProducer.send_message_in_transaction``: the half message, the
-        local transaction, its end."""
         return self._call(self.transaction_producer.send_message_in_transaction(msg, arg))
 
 
@@ -322,7 +324,7 @@ class BlockingPushConsumer(_Blocking[PushConsumerConfig], wraps=PushConsumer):
         self.consumer = PushConsumer(config, **overrides)
         super().__init__(self.consumer, portal)
 
-    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector = "*") -> None:
         self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
 
     def unsubscribe(self, topic: str) -> None:
@@ -371,7 +373,7 @@ class BlockingPullConsumer(_Blocking[PullConsumerConfig], wraps=PullConsumer):
     def pull(
         self,
         mq: MessageQueue,
-        sub_expression: str | None,
+        sub_expression: str | MessageSelector | None,
         offset: int,
         max_nums: int,
         *,
@@ -385,7 +387,7 @@ class BlockingPullConsumer(_Blocking[PullConsumerConfig], wraps=PullConsumer):
     def pull_raw(
         self,
         mq: MessageQueue,
-        sub_expression: str | None,
+        sub_expression: str | MessageSelector | None,
         offset: int,
         max_nums: int,
         *,
@@ -398,7 +400,7 @@ class BlockingPullConsumer(_Blocking[PullConsumerConfig], wraps=PullConsumer):
         )
 
     def pull_block_if_not_found(
-        self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int
+        self, mq: MessageQueue, sub_expression: str | MessageSelector | None, offset: int, max_nums: int
     ) -> PullResult:
         return self._call_within(
             self.consumer.pull_block_if_not_found(mq, sub_expression, offset, max_nums),
@@ -436,7 +438,7 @@ class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig], wraps=LitePull
         self.consumer = LitePullConsumer(config, **overrides)
         super().__init__(self.consumer, portal)
 
-    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector = "*") -> None:
         self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:

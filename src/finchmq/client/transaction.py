@@ -109,6 +109,7 @@ class TransactionProducer(Producer):
         self.transaction_listener = transaction_listener
 
     def set_transaction_listener(self, listener: TransactionListener) -> None:
+        """Java ``setTransactionListener``: who runs local transactions and answers checks."""
         self.transaction_listener = listener
 
     async def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:

@@ -57,6 +57,7 @@ __all__ = [
     "BrokerStatsData",
     "BrokerStatsItem",
     "CMResult",
+    "CheckClientRequestBody",
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",
@@ -732,6 +733,15 @@ class ConsumerData(RemotingSerializable):
     consume_from_where: ConsumeFromWhere
     subscription_data_set: tuple[SubscriptionData, ...] = ()
     unit_mode: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckClientRequestBody(RemotingSerializable):
+    """CHECK_CLIENT_CONFIG body: a consumer asks whether the broker accepts its subscription."""
+
+    client_id: str | None = None
+    group: str | None = None
+    subscription_data: SubscriptionData | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

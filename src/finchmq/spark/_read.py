@@ -38,6 +38,7 @@ from pyspark.sql.types import (
 from finchmq.client import (
     BlockingPullConsumer,
     MessageQueue,
+    MessageSelector,
     MQClientError,
     MQNetworkError,
     MQTimeoutError,
@@ -227,8 +228,9 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
     end = partition.end
     columns = Columns(*key)
     step = opts.pull_batch_size
-    sub = opts.sub_expression
-    tags = tag_set(sub)
+    sql = opts.sub_expression_type == "SQL92"
+    sub = MessageSelector.by_sql(opts.sub_expression) if sql else opts.sub_expression
+    tags = None if sql else tag_set(opts.sub_expression)
     timeout = opts.pull_timeout_ms / 1000 + _MARGIN_S
 
     def submit(lo: int) -> concurrent.futures.Future[PullResultExt]:
@@ -262,8 +264,8 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
             nxt = result.next_begin_offset
             if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
                 first = columns.add(result.body, lo, hi, tags) if status is PullStatus.FOUND else hi
-                if tags is None and first > lo:
-                    # Without a tag filter every offset holds a message: a skipped offset is lost.
+                if tags is None and not sql and first > lo:
+                    # Without a filter every offset holds a message: a skipped offset is lost.
                     gap_end = min(first, nxt) if status is PullStatus.FOUND else min(nxt, hi)
                     if gap_end > lo:
                         _report_loss(opts, key, lo, gap_end, "their commit-log segment was deleted")

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from finchmq.client import MessageSelector
 from finchmq.client.config import check_group
 
 __all__ = [
@@ -236,6 +237,7 @@ class ReadOptions:
     starting: OffsetSpec
     ending: OffsetSpec
     sub_expression: str = "*"
+    sub_expression_type: str = "TAG"  # or SQL92 (the broker filters on properties)
     fail_on_data_loss: bool = True
     pull_batch_size: int = 32
     pull_timeout_ms: int = 3_000
@@ -290,6 +292,13 @@ class ReadOptions:
         sub_expression = (_get(options, "subExpression") or "*").strip()
         if not sub_expression:
             raise OptionError("subExpression", _get(options, "subExpression") or "", "empty tag expression")
+        sub_expression_type = (_get(options, "subExpressionType") or "TAG").strip().upper()
+        if sub_expression_type not in ("TAG", "SQL92"):
+            raise OptionError("subExpressionType", sub_expression_type, "expected TAG or SQL92")
+        try:
+            MessageSelector(sub_expression_type, sub_expression).check()
+        except ValueError as exc:
+            raise OptionError("subExpression", sub_expression, str(exc)) from None
         consumer_group = _get(options, "consumerGroup")
         if consumer_group is not None:
             try:
@@ -306,6 +315,7 @@ class ReadOptions:
             starting=starting,
             ending=ending,
             sub_expression=sub_expression,
+            sub_expression_type=sub_expression_type,
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             pull_batch_size=pull_batch_size,
             pull_timeout_ms=pull_timeout_ms,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 
 from finchmq.broker.client_manager import ClientChannelInfo
+from finchmq.broker.filter import compiled_sql92
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.bodies import HeartbeatData, PermName, SubscriptionData
-from finchmq.protocol.filter import EXPRESSION_TYPE_TAG, build_subscription_data
+from finchmq.protocol.bodies import CheckClientRequestBody, HeartbeatData, PermName, SubscriptionData
+from finchmq.protocol.filter import EXPRESSION_TYPE_TAG, build_subscription_data, is_tag_type
 from finchmq.protocol.headers import UnregisterClientRequestHeader
+from finchmq.protocol.sql92 import SQLSyntaxError
 from finchmq.protocol.topics import retry_topic
 from finchmq.remoting import RemotingContext
 
@@ -94,4 +96,20 @@ class ClientManageProcessor(BrokerProcessor):
 
     @handles(RequestCode.CHECK_CLIENT_CONFIG)
     def check_client_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """Java ``checkClientConfig``: an SQL92 subscription needs enablePropertyFilter and an
+        expression that compiles (the remark names the error's position)."""
+        subscription = (
+            CheckClientRequestBody.from_json(request.body).subscription_data if request.body else None
+        )
+        if subscription is None or is_tag_type(subscription.expression_type):
+            return request.make_response(ResponseCode.SUCCESS)
+        if not self.context.config.enable_property_filter:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {subscription.expression_type}",
+            )
+        try:
+            compiled_sql92(subscription.sub_string)
+        except SQLSyntaxError as exc:
+            return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return request.make_response(ResponseCode.SUCCESS)

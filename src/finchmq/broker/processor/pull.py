@@ -17,8 +17,9 @@ from finchmq.broker.filter import filter_for_subscription
 from finchmq.broker.long_polling import PullRequest, PullRequestHoldService
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import MessageModel, PermName, SubscriptionData
-from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.filter import build_subscription_data, is_tag_type
 from finchmq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
+from finchmq.protocol.sql92 import SQLSyntaxError
 from finchmq.remoting import QueuedRequest, RemotingContext, RequestExecutor
 from finchmq.store import GetMessageStatus
 
@@ -146,7 +147,17 @@ class PullMessageProcessor(BrokerProcessor):
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
 
-        message_filter = filter_for_subscription(subscription)
+        if not is_tag_type(subscription.expression_type) and not c.config.enable_property_filter:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {subscription.expression_type}",
+            )
+        try:
+            message_filter = filter_for_subscription(subscription)
+        except SQLSyntaxError as exc:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
+            )
         result = c.store.get_message(
             header.consumer_group,
             header.topic,

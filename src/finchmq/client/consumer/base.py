@@ -17,7 +17,7 @@ from finchmq.client.errors import ClientStateError, ValidationError
 from finchmq.client.instance import ClientService, MQClientInstance, MQConsumerInner, ServiceState
 from finchmq.client.producer import Producer
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel, SubscriptionData
-from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.filter import MessageSelector, build_subscription_data, is_tag_type
 from finchmq.protocol.message import MessageQueue
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP
 
@@ -37,6 +37,15 @@ __all__ = [
 
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL: Final = 50  # ms: the next pull of a queue over its limits
 FLOW_CONTROL_LOG_EVERY: Final = 1_000  # flow-controlled pulls per warning
+
+
+def subscription_data(topic: str, selector: str | MessageSelector) -> SubscriptionData:
+    """The ``SubscriptionData`` of a tag expression or a ``MessageSelector``. Raises
+    ``ValueError`` (an ``SQLSyntaxError`` for SQL92, with the position) for a bad expression."""
+    if isinstance(selector, MessageSelector):
+        selector.check()  # refused here rather than by the broker later
+        return build_subscription_data(topic, selector.expression, selector.expression_type)
+    return build_subscription_data(topic, selector)
 
 
 class ConsumerService(ClientService, MQConsumerInner):
@@ -118,7 +127,7 @@ class SubscribingConsumer(ConsumerService):
     _SUBSCRIBE_ERROR: ClassVar[str] = "subscription exception"  # Java's words differ per consumer
     config: SubscribingConsumerConfig
     tasks: BackgroundTasks
-    _subscription: dict[str, str]
+    _subscription: dict[str, str | MessageSelector]
     _rebalance: RebalanceImpl[Any] | None
 
     @property
@@ -134,14 +143,16 @@ class SubscribingConsumer(ConsumerService):
             raise ClientStateError(f"The {self._KIND} is not started")
         return self._rebalance
 
-    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
-        """Consume ``topic``'s messages matching the tag expression (``*``, ``TagA || TagB``).
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector = "*") -> None:
+        """Consume ``topic``'s messages matching the tag expression (``*``, ``TagA || TagB``) or
+        the selector (``MessageSelector.by_sql("a > 5")``: the broker filters on properties and
+        needs ``enablePropertyFilter=true``).
 
-        Raises ``ValidationError`` for a bad expression. After ``start`` the brokers hear of it
-        with the next heartbeat (sent at once).
+        Raises ``ValidationError`` for a bad expression (for SQL92, naming where it goes wrong).
+        After ``start`` the brokers hear of it with the next heartbeat (sent at once).
         """
         try:
-            data = build_subscription_data(topic, sub_expression)
+            data = subscription_data(topic, sub_expression)
         except ValueError as exc:
             raise ValidationError(f"{self._SUBSCRIBE_ERROR}: {exc}") from exc
         self._subscription[topic] = sub_expression
@@ -163,14 +174,26 @@ class SubscribingConsumer(ConsumerService):
 
     def _parse_subscriptions(self) -> dict[str, SubscriptionData]:
         try:
-            return {t: build_subscription_data(t, e) for t, e in self._subscription.items()}
+            return {t: subscription_data(t, e) for t, e in self._subscription.items()}
         except ValueError as exc:
             raise ValidationError(f"subscription exception: {exc}") from exc
 
     async def _announce(self, instance: MQClientInstance) -> None:
-        """Fetch the subscribed topics' routes and heartbeat every broker (the end of ``start``)."""
+        """Fetch the subscribed topics' routes, have a broker accept each SQL92 subscription
+        (CHECK_CLIENT_CONFIG), heartbeat every broker (the end of ``start``).
+
+        Raises:
+            MQBrokerError: a broker refused an SQL92 subscription (no enablePropertyFilter, or
+                an expression it cannot compile; the message says which).
+        """
         for topic in list(self.rebalance.subscription_inner):
             await instance.update_topic_route_info_from_name_server(topic)
+        for topic, data in list(self.rebalance.subscription_inner.items()):
+            addr = None if is_tag_type(data.expression_type) else instance.find_broker_addr_by_topic(topic)
+            if addr is not None:
+                await instance.api.check_client_in_broker(
+                    addr, self.config.consumer_group, instance.client_id, data
+                )
         await instance.send_heartbeat_to_all_broker_with_lock()
 
     # -- MQConsumerInner ------------------------------------------------------------------------

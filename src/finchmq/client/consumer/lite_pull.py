@@ -36,7 +36,7 @@ from finchmq.protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
-from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.filter import MessageSelector, build_subscription_data
 from finchmq.protocol.headers import PullSysFlag
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.topics import is_retry_topic
@@ -120,7 +120,7 @@ class LitePullConsumer(SubscribingConsumer):
         self._offset_store: OffsetStore | None = None
         self._pull_api: PullAPIWrapper | None = None
         self._rebalance: RebalanceLitePullImpl | None = None
-        self._subscription: dict[str, str] = {}
+        self._subscription: dict[str, str | MessageSelector] = {}
         self._assigned: dict[MessageQueue, _QueueState] = {}
         self._assign_mode: bool | None = None  # None until subscribe() or assign()
         self._cache: deque[_ConsumeRequest] = deque()
@@ -134,8 +134,9 @@ class LitePullConsumer(SubscribingConsumer):
 
     # -- subscription / assignment --------------------------------------------------------------
 
-    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
-        """Share ``topic``'s queues with the group (cannot be mixed with ``assign``)."""
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector = "*") -> None:
+        """Share ``topic``'s queues with the group (cannot be mixed with ``assign``); a tag
+        expression or a ``MessageSelector``."""
         if self._assign_mode is True:
             raise ClientStateError("Subscribe and assign are mutually exclusive.")
         super().subscribe(topic, sub_expression)

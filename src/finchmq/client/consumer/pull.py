@@ -24,12 +24,12 @@ from finchmq.protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
-from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.filter import MessageSelector, build_subscription_data
 from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
 from finchmq.protocol.topics import retry_topic
 
-from .base import ConsumerService
+from .base import ConsumerService, subscription_data
 from .offset_store import OffsetStore, ReadOffsetType
 
 if TYPE_CHECKING:
@@ -233,14 +233,15 @@ class PullConsumer(ConsumerService):
     async def pull(
         self,
         mq: MessageQueue,
-        sub_expression: str | None,
+        sub_expression: str | MessageSelector | None,
         offset: int,
         max_nums: int,
         *,
         timeout_millis: int | None = None,
     ) -> PullResult:
         """Pull at most ``max_nums`` messages of ``mq`` from ``offset``, filtered by the tag
-        expression (``*`` or ``TagA || TagB``); answers at once (no long polling)."""
+        expression (``*`` or ``TagA || TagB``) or a ``MessageSelector`` (SQL92 needs the broker's
+        ``enablePropertyFilter``); answers at once (no long polling)."""
         ext, addr, subscription = await self._pull(
             mq, sub_expression, offset, max_nums, False, timeout_millis
         )
@@ -249,7 +250,7 @@ class PullConsumer(ConsumerService):
     async def pull_raw(
         self,
         mq: MessageQueue,
-        sub_expression: str | None,
+        sub_expression: str | MessageSelector | None,
         offset: int,
         max_nums: int,
         *,
@@ -263,7 +264,7 @@ class PullConsumer(ConsumerService):
         return ext
 
     async def pull_block_if_not_found(
-        self, mq: MessageQueue, sub_expression: str | None, offset: int, max_nums: int
+        self, mq: MessageQueue, sub_expression: str | MessageSelector | None, offset: int, max_nums: int
     ) -> PullResult:
         """As ``pull``, but the broker holds the request up to ``broker_suspend_max_time_millis``
         until a message arrives."""
@@ -273,7 +274,7 @@ class PullConsumer(ConsumerService):
     async def _pull(
         self,
         mq: MessageQueue,
-        sub_expression: str | None,
+        sub_expression: str | MessageSelector | None,
         offset: int,
         max_nums: int,
         block: bool,
@@ -286,7 +287,7 @@ class PullConsumer(ConsumerService):
         if max_nums <= 0 or max_nums > _MAX_PULL_NUMS:
             raise ValidationError(f"maxNums {max_nums} out of range [1, {_MAX_PULL_NUMS}]")
         try:
-            subscription = build_subscription_data(mq.topic, sub_expression)
+            subscription = subscription_data(mq.topic, sub_expression if sub_expression is not None else "*")
         except ValueError as exc:
             raise ValidationError(f"parse subscription error: {exc}") from exc
         assert self._pull_api is not None and instance is not None

@@ -40,7 +40,7 @@ from finchmq.protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
-from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.filter import MessageSelector, build_subscription_data
 from finchmq.protocol.headers import PullSysFlag
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.topics import is_retry_topic, retry_topic
@@ -182,7 +182,7 @@ class PushConsumer(SubscribingConsumer):
         self._offset_store: OffsetStore | None = None
         self._pull_api: PullAPIWrapper | None = None
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
-        self._subscription: dict[str, str] = dict(self.config.subscription)
+        self._subscription: dict[str, str | MessageSelector] = dict(self.config.subscription)
         self._listener: object = None
         self._orderly = False
         self.hooks: list[ConsumeMessageHook] = []
@@ -269,7 +269,11 @@ class PushConsumer(SubscribingConsumer):
         await self._register_and_start(instance)
         self._state = ServiceState.RUNNING
         self.consumer_start_timestamp = int(time.time() * 1000)
-        await self._announce(instance)
+        try:
+            await self._announce(instance)
+        except MQClientError:
+            await self.close()
+            raise
         instance.rebalance_immediately()
         log.info(
             "the consumer [%s] start OK. messageModel=%s, isUnitMode=%s",

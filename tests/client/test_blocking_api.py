@@ -53,6 +53,7 @@ ASYNC_ONLY = {
     "execute_pull_request_immediately", "execute_pull_request_later", "instance", "client_id",
     "publish_topic_list", "is_publish_topic_need_update", "update_topic_publish_info", "stats",
     "check_transaction_state",  # the client instance hands the broker's transaction checks over
+    "request_async",  # callbacks on the event loop; blocking code calls request()
     "paused", "consume_orderly", "rebalance", "offset_store", "tasks", "earliest_msg_store_time",
     "pull_threshold_for_queue", "pull_threshold_size_for_queue", "unsubscribe", "request",
     "send_orderly", "subscribe_messages", "running_info", "committed_offset", "max_reconsume_times",

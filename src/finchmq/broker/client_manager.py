@@ -164,6 +164,15 @@ class ProducerManager:
         self.groups: dict[str, dict[Hashable, ClientChannelInfo]] = {}
         self._next = 0
 
+    def find_channel(self, client_id: str) -> Hashable | None:
+        """The connection of the producer with ``client_id`` (Java ``findChannel``): where a
+        reply to its request goes."""
+        for members in self.groups.values():
+            for channel, info in members.items():
+                if info.client_id == client_id and getattr(channel, "is_open", True):
+                    return channel
+        return None
+
     def available_channel(self, group: str) -> Hashable | None:
         """A live connection of ``group``, round robin (Java ``getAvailableChannel``): where a
         transaction check goes."""

@@ -87,6 +87,9 @@ class BrokerConfig:
     max_error_rate_of_bloom_filter: int = 20  # unused (no SQL92 filter); kept for broker.conf compatibility
     enable_property_filter: bool = False
 
+    # request-reply: also store replies in <cluster>_REPLY_TOPIC (Java's default)
+    store_reply_message_enable: bool = True
+
     # transactional messages (broker/transaction.py)
     reject_transaction_message: bool = False
     transaction_time_out: int = 6000  # ms (Java transactionTimeOut)

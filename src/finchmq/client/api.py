@@ -280,14 +280,20 @@ class MQClientAPI:
         *,
         uniq_id: str,
         batch: bool = False,
+        reply: bool = False,
     ) -> SendResult:
-        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE; ``SendResult`` for every storing answer.
+        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (SEND_REPLY_MESSAGE_V2 for a reply to a
+        request); ``SendResult`` for every storing answer.
 
         Raises:
             MQBrokerError: the broker refused the message (``BrokerBusyError`` for flow control).
             MQNetworkError: no answer.
         """
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        code = (
+            RequestCode.SEND_BATCH_MESSAGE
+            if batch
+            else (RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2)
+        )
         request = RemotingCommand.request(code, header.to_ext_fields(), body)
         response = await self._invoke(addr, request, timeout_millis, f"send to {broker_name}")
         status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]

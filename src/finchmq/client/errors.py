@@ -40,6 +40,7 @@ __all__ = [
     "NoRouteError",
     "QueryNotFoundError",
     "RequestCodeNotSupportedError",
+    "RequestTimeoutError",
     "ServiceNotAvailableError",
     "SubscriptionGroupNotExistError",
     "SubscriptionNotExistError",
@@ -106,6 +107,10 @@ class MQConnectError(MQNetworkError):
 
 class MQTimeoutError(MQNetworkError, TimeoutError):
     """No answer within the call's deadline."""
+
+
+class RequestTimeoutError(MQClientError, TimeoutError):
+    """A request was sent, but its reply did not come in time (Java ``RequestTimeoutException``)."""
 
 
 class MQTooManyRequestsError(MQNetworkError):

@@ -58,9 +58,20 @@ from finchmq.protocol.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
+    ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
 )
-from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue, decode_stored
+from finchmq.protocol.message import (
+    HostAddress,
+    Message,
+    MessageConst,
+    MessageExt,
+    MessageQueue,
+    MessageSysFlag,
+    decode_stored,
+    decompress_body,
+    string_to_properties,
+)
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
 from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingContext, RequestExecutor
 
@@ -269,6 +280,8 @@ class MQClientInstance:
         self.namesrv_error: MQClientError | None = None
         self.broker_addr_table: dict[str, dict[int, str]] = {}
         self.producer_table: dict[str, MQProducerInner] = {}
+        # requests waiting for their reply, by CORRELATION_ID (Java RequestFutureHolder)
+        self.reply_futures: dict[str, asyncio.Future[MessageExt]] = {}
         self.consumer_table: dict[str, MQConsumerInner] = {}
         self.admin_count = 0
         self.stats = ConsumerStatsManager()
@@ -373,6 +386,7 @@ class MQClientInstance:
             self.remoting.register_processor(
                 [
                     RequestCode.CHECK_TRANSACTION_STATE,
+                    RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
                     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                     RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
                     RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
@@ -771,9 +785,51 @@ class ClientRemotingProcessor:
         if code == RequestCode.CHECK_TRANSACTION_STATE:
             self._check_transaction_state(ctx, request)
             return None
+        if code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            return self._receive_reply_message(request)
         return request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code} not supported"
         )
+
+    def _receive_reply_message(self, request: RemotingCommand) -> RemotingCommand:
+        """Java ``receiveReplyMessage``: the reply to one of this client's requests; one that
+        nobody waits for any more (timed out) is dropped."""
+        received = int(time.time() * 1000)
+        try:
+            header = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
+            body = bytes(request.body)
+            if header.sys_flag & MessageSysFlag.COMPRESSED_FLAG:
+                body = decompress_body(body, MAX_DECOMPRESSED_BODY)
+            properties = string_to_properties(header.properties or "")
+            properties[MessageConst.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(received)
+            reply = MessageExt(
+                topic=header.topic,
+                body=body,
+                flag=header.flag,
+                properties=properties,
+                queue_id=header.queue_id,
+                born_timestamp=header.born_timestamp,
+                store_timestamp=header.store_timestamp,
+                reconsume_times=header.reconsume_times or 0,
+            )
+            if header.born_host:
+                reply = replace(reply, born_host=HostAddress.parse(header.born_host))
+            if header.store_host:
+                reply = replace(reply, store_host=HostAddress.parse(header.store_host))
+        except (ProtocolError, ValueError) as exc:
+            log.warning("bad reply message: %s", exc)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
+        correlation_id = properties.get(MessageConst.PROPERTY_CORRELATION_ID, "")
+        future = self.instance.reply_futures.pop(correlation_id, None)
+        if future is None or future.done():
+            log.warning(
+                "receive reply message, but not matched any request, CorrelationId: %s , reply from host: %s",
+                correlation_id,
+                header.born_host,
+            )
+        else:
+            future.set_result(reply)
+        return request.make_response(ResponseCode.SUCCESS)
 
     def _check_transaction_state(self, ctx: RemotingContext, request: RemotingCommand) -> None:
         """Java ``ClientRemotingProcessor.checkTransactionState``: hand the half message to the

@@ -23,6 +23,7 @@ import enum
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
@@ -50,6 +51,7 @@ from finchmq.protocol.topics import (
     CLIENT_INNER_PRODUCER_GROUP,
     is_not_allowed_send_topic,
     is_retry_topic,
+    reply_topic,
     validate_topic,
 )
 
@@ -63,6 +65,7 @@ from .errors import (
     MQTimeoutError,
     MQTooManyRequestsError,
     NoRouteError,
+    RequestTimeoutError,
     ValidationError,
 )
 from .instance import ClientService, MQClientInstance, MQProducerInner, ServiceState
@@ -398,6 +401,73 @@ class Producer(ClientService, MQProducerInner):
         return list(info.message_queue_list)
 
     # -- sending --------------------------------------------------------------------------------
+
+    async def request(self, msg: Message, timeout_millis: int = 3_000) -> MessageExt:
+        """Request-reply (Java 4.7+ ``request``): send ``msg`` and wait for the reply a consumer
+        sends with ``create_reply_message`` (the broker pushes it back to this client).
+
+        Raises:
+            RequestTimeoutError: the request was sent, but no reply came within the time.
+            MQClientError: the request could not be sent.
+        """
+        instance = self.instance
+        began = time.monotonic()
+        correlation_id = str(uuid.uuid4())
+        msg = msg.with_properties(
+            {
+                MessageConst.PROPERTY_CORRELATION_ID: correlation_id,
+                MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT: instance.client_id,
+                MessageConst.PROPERTY_MESSAGE_TTL: str(timeout_millis),
+            }
+        )
+        if msg.topic not in instance.topic_route_table:
+            # the broker pushes the reply to this client's connection: it must know it first
+            await instance.update_topic_route_info_from_name_server(msg.topic)
+            await instance.send_heartbeat_to_all_broker_with_lock()
+        future: asyncio.Future[MessageExt] = asyncio.get_running_loop().create_future()
+        instance.reply_futures[correlation_id] = future
+        try:
+            remaining = timeout_millis - int((time.monotonic() - began) * 1000)
+            try:
+                await self.send(msg, timeout_millis=max(remaining, 1))
+            except MQClientError as exc:
+                raise MQClientError(
+                    f"send request message to <{msg.topic}> fail: {exc}", response_code=exc.response_code
+                ) from exc
+            remaining = timeout_millis - int((time.monotonic() - began) * 1000)
+            try:
+                return await asyncio.wait_for(future, max(remaining, 0) / 1000)
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    f"send request message to <{msg.topic}> OK, but wait reply message timeout, "
+                    f"{timeout_millis} ms."
+                ) from None
+        finally:
+            instance.reply_futures.pop(correlation_id, None)
+
+    def request_async(
+        self,
+        msg: Message,
+        on_success: Callable[[MessageExt], object] | None = None,
+        on_exception: Callable[[BaseException], object] | None = None,
+        timeout_millis: int = 3_000,
+    ) -> asyncio.Future[MessageExt]:
+        """``request`` in the background (Java ``request(msg, RequestCallback, timeout)``): a
+        future of the reply; the callbacks run on the event loop when it comes or fails."""
+        task = asyncio.ensure_future(self.request(msg, timeout_millis))
+
+        def done(finished: asyncio.Future[MessageExt]) -> None:
+            if finished.cancelled():
+                return
+            exc = finished.exception()
+            if exc is None:
+                if on_success is not None:
+                    on_success(finished.result())
+            elif on_exception is not None:
+                on_exception(exc)
+
+        task.add_done_callback(done)
+        return task
 
     def check_transaction_state(
         self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
@@ -767,8 +837,9 @@ class Producer(ClientService, MQProducerInner):
         if mode is _Mode.ONEWAY:
             await instance.api.send_message_oneway(addr, header, body, remaining, batch=batch is not None)
             return None
+        reply = msg.properties.get(MessageConst.PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG
         return await instance.api.send_message(
-            addr, mq.broker_name, header, body, remaining, uniq_id=uniq, batch=batch is not None
+            addr, mq.broker_name, header, body, remaining, uniq_id=uniq, batch=batch is not None, reply=reply
         )
 
 
@@ -778,3 +849,32 @@ class _Batch:
 
     message: Message
     msg_ids: str
+
+
+REPLY_MESSAGE_FLAG = "reply"  # Java MixAll.REPLY_MESSAGE_FLAG
+
+
+def create_reply_message(request: Message, body: bytes) -> Message:
+    """The reply to a request message (Java ``MessageUtil.createReplyMessage``): to the
+    cluster's ``<cluster>_REPLY_TOPIC``, with the request's correlation id, requester and TTL.
+    Send it with any producer; the broker pushes it to the waiting ``request``.
+
+    Raises:
+        ValidationError: ``request`` is not a request as stored by a broker (no CLUSTER).
+    """
+    props = request.properties
+    cluster = props.get(MessageConst.PROPERTY_CLUSTER)
+    if cluster is None:
+        raise ValidationError(
+            "create reply message fail, requestMessage error, "
+            f"property[{MessageConst.PROPERTY_CLUSTER}] is null."
+        )
+    reply = {
+        MessageConst.PROPERTY_MESSAGE_TYPE: REPLY_MESSAGE_FLAG,
+        MessageConst.PROPERTY_CORRELATION_ID: props.get(MessageConst.PROPERTY_CORRELATION_ID, ""),
+        MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT: props.get(
+            MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT, ""
+        ),
+        MessageConst.PROPERTY_MESSAGE_TTL: props.get(MessageConst.PROPERTY_MESSAGE_TTL, ""),
+    }
+    return Message(reply_topic(cluster), body, properties=reply)

@@ -289,6 +289,9 @@ class BlockingProducer(_Blocking[ProducerConfig], wraps=Producer):
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self.producer.fetch_publish_message_queues(topic))
 
+    def request(self, msg: Message, timeout_millis: int = 3_000) -> MessageExt:
+        return self._call_within(self.producer.request(msg, timeout_millis), timeout_millis)
+
 
 class BlockingTransactionProducer(BlockingProducer, wraps=TransactionProducer):
     """``TransactionProducer`` for threads. The listener's methods may be plain functions: they

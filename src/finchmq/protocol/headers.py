@@ -94,6 +94,7 @@ __all__ = [
     "QueryTopicConsumeByWhoRequestHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
+    "ReplyMessageRequestHeader",
     "ResetOffsetRequestHeader",
     "SearchOffsetRequestHeader",
     "SearchOffsetResponseHeader",
@@ -773,6 +774,26 @@ class QueryConsumeTimeSpanRequestHeader(CommandHeader):
 
 
 @command_header
+class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326): the broker hands a reply to the requesting client."""
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: Long
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    born_host: str = ""
+    store_host: str = ""
+    store_timestamp: Long = 0
+
+
+@command_header
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     topic: str
 
@@ -865,6 +886,9 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
     RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
     RequestCode.VIEW_BROKER_STATS_DATA: ViewBrokerStatsDataRequestHeader,
+    RequestCode.SEND_REPLY_MESSAGE: SendMessageRequestHeader,
+    RequestCode.SEND_REPLY_MESSAGE_V2: SendMessageRequestHeaderV2,
+    RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: ReplyMessageRequestHeader,
     RequestCode.UPDATE_AND_CREATE_TOPIC: CreateTopicRequestHeader,
     RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
     RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,

@@ -28,9 +28,10 @@ from finchmq.broker.transaction import to_half_message
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicFilterType
-from finchmq.protocol.codes import MQVersion
+from finchmq.protocol.codes import LanguageCode, MQVersion
 from finchmq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
+    ReplyMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
@@ -40,7 +41,9 @@ from finchmq.protocol.message import (
     MessageSysFlag,
     decompress_body,
     pack_host,
+    properties_to_string,
     string_to_properties,
+    unpack_host,
 )
 from finchmq.protocol.topics import (
     dlq_topic,
@@ -49,7 +52,7 @@ from finchmq.protocol.topics import (
     retry_topic,
     validate_topic,
 )
-from finchmq.remoting import RemotingContext
+from finchmq.remoting import RemotingContext, RemotingError
 from finchmq.store import (
     MessageExtBatch,
     MessageExtBrokerInner,
@@ -422,6 +425,107 @@ class SendMessageProcessor(BrokerProcessor):
         return await self._put_and_respond(ctx, request, c.store.put, batch, respond)
 
     # -- consumer send back -----------------------------------------------------------------
+
+    # -- request-reply --------------------------------------------------------------------------
+
+    @handles(RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2)
+    async def send_reply_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """Java ``ReplyMessageProcessor``: push the reply to the client waiting for it
+        (REPLY_TO_CLIENT, PUSH_REPLY_MESSAGE_TO_CLIENT) and, with storeReplyMessageEnable, store
+        it in the reply topic. The answer says whether the push reached the requester."""
+        if request.code == RequestCode.SEND_REPLY_MESSAGE:
+            header: SendMessageRequestHeader | SendMessageRequestHeaderV2 = (
+                SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+            )
+        else:
+            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        c = self.context
+        error, write_queue_nums = await self._msg_check(ctx, request, header)
+        if error is not None:
+            return error
+        queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
+        properties = string_to_properties(header.properties or "")
+        body = request.body if isinstance(request.body, bytes) else bytes(request.body)
+        pushed, remark = await self._push_reply(ctx, header, properties, body)
+        ext = {"MSG_REGION": c.config.region_id, "TRACE_ON": "true" if c.config.trace_on else "false"}
+        answer = {"msgId": "0", "queueId": str(queue_id), "queueOffset": "0"}  # Java: "avoid decoding errors"
+        if c.config.store_reply_message_enable:
+            inner = MessageExtBrokerInner(
+                topic=header.topic,
+                body=body,
+                queue_id=queue_id,
+                flag=header.flag,
+                properties=properties,
+                properties_string=header.properties or "",
+                born_timestamp=header.born_timestamp,
+                born_host=self._born_host(ctx),
+                store_host=c.store_host,
+                reconsume_times=header.reconsume_times or 0,
+            )
+            result = await c.put_service.submit(c.store.put, inner)
+            append = result.append_message_result
+            if result.status in _OK_CODES and append is not None:
+                c.stats.record_put(header.topic, 1, len(body))
+                answer = {
+                    "msgId": append.msg_id,
+                    "queueId": str(queue_id),
+                    "queueOffset": str(append.logics_offset),
+                }
+        if not pushed:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark, ext)
+        return request.make_response(ResponseCode.SUCCESS, None, {**ext, **answer})
+
+    async def _push_reply(
+        self,
+        ctx: RemotingContext,
+        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+        properties: dict[str, str],
+        body: bytes,
+    ) -> tuple[bool, str | None]:
+        """Java ``pushReplyMessage``: (delivered, why not)."""
+        c = self.context
+        sender = properties.get(MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
+        if sender is None:
+            return False, f"reply message properties[{MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
+        channel = c.producer_manager.find_channel(sender)
+        if channel is None:
+            limited.warning("reply-no-channel", "push reply message fail, channel of <%s> not found.", sender)
+            return False, f"push reply message fail, channel of <{sender}> not found."
+        pushed = {**properties, MessageConst.PROPERTY_PUSH_REPLY_TIME: str(int(time.time() * 1000))}
+        store_host = unpack_host(c.store_host)
+        push_header = ReplyMessageRequestHeader(
+            producer_group=header.producer_group,
+            topic=header.topic,
+            default_topic=header.default_topic,
+            default_topic_queue_nums=header.default_topic_queue_nums,
+            queue_id=header.queue_id,
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
+            flag=header.flag,
+            properties=properties_to_string(pushed),
+            reconsume_times=header.reconsume_times,
+            unit_mode=header.unit_mode,
+            born_host=ctx.remote_addr,
+            store_host=f"{store_host.host}:{store_host.port}",
+            store_timestamp=int(time.time() * 1000),
+        )
+        push = RemotingCommand.request(
+            RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
+            push_header.to_ext_fields(),
+            body,
+            language=LanguageCode.JAVA,
+        )
+        try:
+            response = await c.broker2client.call_client(channel, push, 10_000)
+        except (RemotingError, RuntimeError, TimeoutError) as exc:
+            log.warning("push reply message to <%s> fail: %s", sender, exc)
+            return False, f"push reply message to {sender}fail."  # sic, Java's text
+        if response.code != ResponseCode.SUCCESS:
+            log.warning(
+                "push reply message to <%s> return fail, response remark: %s", sender, response.remark
+            )
+            return False, f"push reply message to {sender}fail."
+        return True, None
 
     @handles(RequestCode.CONSUMER_SEND_MSG_BACK)
     async def consumer_send_msg_back(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

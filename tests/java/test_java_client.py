@@ -160,3 +160,28 @@ def test_java_transaction_producer_commits_rolls_back_and_answers_checks(java_cl
             return sorted(m.keys or "" for m in await pull_all(server.namesrv_addr, topic, len(expected)))
 
         assert asyncio.run(keys()) == sorted(expected)
+
+
+def test_java_request_reply_through_finchmq(java_classes: str, finchmq_server: ServerProcess) -> None:
+    """Java's request(msg, timeout) and MessageUtil.createReplyMessage: the reply goes through
+    finchmq's SEND_REPLY_MESSAGE_V2 and PUSH_REPLY_MESSAGE_TO_CLIENT back to the Java requester."""
+    records = run_java(java_classes, "requestreply", finchmq_server.namesrv_addr, "JavaRequests", "3")
+    assert not [r for r in records if "error" in r], records
+    assert [r["reply"] for r in records if "reply" in r] == ["re:q0", "re:q1", "re:q2"]
+
+
+def test_java_sql92_consumer_on_finchmq(java_classes: str) -> None:
+    """MessageSelector.bySql from Java's push consumer: CHECK_CLIENT_CONFIG, the heartbeat's
+    SQL92 subscription and the broker's filtering, with and without enablePropertyFilter."""
+    with ServerProcess(conf={"enablePropertyFilter": "true"}) as server:
+        run_java(java_classes, "produce", server.namesrv_addr, "JavaSql", "10")  # keys sync-0..9 ...
+        sql = "TAGS = 'TagA' AND (KEYS IN ('sync-1', 'async-2', 'oneway-3') OR KEYS = 'no-such-key')"
+        records = run_java(java_classes, "sqlpush", server.namesrv_addr, "java_sql_g", "JavaSql", "3", sql)
+        assert {r["key"] for r in records if "key" in r} == {"sync-1", "async-2", "oneway-3"}
+    with ServerProcess() as server:  # enablePropertyFilter=false (the default): refused at start
+        run_java(java_classes, "produce", server.namesrv_addr, "JavaSql", "1")  # Java checks routed topics
+        records = run_java(
+            java_classes, "sqlpush", server.namesrv_addr, "java_sql_g", "JavaSql", "1", "a > 1"
+        )
+        [error] = [r["startError"] for r in records if "startError" in r]
+        assert "The broker does not support consumer to filter message by SQL92" in error

@@ -3,6 +3,9 @@
 //   produce NAMESRV TOPIC COUNT        sync, async, oneway, selector and batch sends (COUNT each)
 //   push NAMESRV GROUP TOPIC EXPECT concurrent|orderly|broadcast [FAIL_PREFIX]
 //   litepull NAMESRV GROUP TOPIC EXPECT
+//   requestreply NAMESRV TOPIC COUNT  a push consumer answers (MessageUtil.createReplyMessage),
+//                                     a producer sends COUNT requests and prints the replies
+//   sqlpush NAMESRV GROUP TOPIC EXPECT SQL   a push consumer with MessageSelector.bySql
 //   transaction NAMESRV TOPIC COUNT   TransactionMQProducer: COUNT commits, rollbacks and unknowns
 //                                     (the broker's check commits those)
 import java.nio.charset.StandardCharsets;
@@ -14,6 +17,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.utils.MessageUtil;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -38,7 +43,7 @@ public class Interop {
     }
 
     static String q(String s) {
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n").replace("\r", "\\r") + "\"";
     }
 
     static Message message(String topic, String key) {
@@ -221,12 +226,81 @@ public class Interop {
         }
     }
 
+    static void requestReply(String ns, String topic, int count) throws Exception {
+        DefaultMQProducer replier = new DefaultMQProducer("java_reply_pg");
+        replier.setNamesrvAddr(ns);
+        replier.setInstanceName("interop-replier-" + System.nanoTime());
+        replier.start();
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer("java_reply_g");
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("interop-responder-" + System.nanoTime());
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                try {
+                    byte[] body = ("re:" + new String(m.getBody(), StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
+                    replier.send(MessageUtil.createReplyMessage(m, body), 5000);
+                } catch (Exception e) {
+                    emit("{\"error\":" + q(e.toString()) + "}");
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        DefaultMQProducer requester = new DefaultMQProducer("java_request_pg");
+        requester.setNamesrvAddr(ns);
+        requester.setInstanceName("interop-requester-" + System.nanoTime());
+        requester.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message reply = requester.request(new Message(topic, ("q" + i).getBytes(StandardCharsets.UTF_8)), 30000);
+                emit("{\"reply\":" + q(new String(reply.getBody(), StandardCharsets.UTF_8)) + "}");
+            }
+            emit("{\"done\":true}");
+        } finally {
+            requester.shutdown();
+            c.shutdown();
+            replier.shutdown();
+        }
+    }
+
+    static void sqlPush(String ns, String group, String topic, int expect, String sql) throws Exception {
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        CountDownLatch done = new CountDownLatch(1);
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("interop-sql-" + System.nanoTime());
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, MessageSelector.bySql(sql));
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                seen.add(m.getKeys());
+                emit("{\"key\":" + q(m.getKeys()) + "}");
+            }
+            if (seen.size() >= expect) done.countDown();
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        try {
+            c.start();
+        } catch (Exception e) {
+            emit("{\"startError\":" + q(e.getMessage()) + "}");
+            emit("{\"done\":true}");
+            return;
+        }
+        boolean ok = done.await(60, TimeUnit.SECONDS);
+        Thread.sleep(2000); // anything that should not match would have come by now
+        c.shutdown();
+        emit("{\"done\":" + ok + "}");
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "produce": produce(a[1], a[2], Integer.parseInt(a[3])); break;
             case "push": push(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5], a.length > 6 ? a[6] : ""); break;
             case "litepull": litePull(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
             case "transaction": transaction(a[1], a[2], Integer.parseInt(a[3])); break;
+            case "requestreply": requestReply(a[1], a[2], Integer.parseInt(a[3])); break;
+            case "sqlpush": sqlPush(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5]); break;
             default: throw new IllegalArgumentException(a[0]);
         }
         System.exit(0);

@@ -46,7 +46,8 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.codes import MQVersion, ResponseCode
 from finchmq.protocol.message import Message
-from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC
+from finchmq.protocol.trace import TraceView, trace_views
 
 from .javafmt import (
     analyze_process_queue,
@@ -361,6 +362,47 @@ def _query_msg_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
     ]
     data = [_message_dict(m) for m in msgs]
     return data[0] if len(data) == 1 else data, "".join(_java_detail(admin, m, offset_id=True) for m in msgs)
+
+
+_TRACE_TAIL = ("#CostTimes", "#Status")
+
+
+def _query_msg_trace_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``queryMsgTraceById``: the trace records of a message (its send, each group's
+    consumption), read from the trace topic by the message's id."""
+    topic = args.trace_topic or RMQ_SYS_TRACE_TOPIC
+    views = [
+        view
+        for trace in admin.query_message(topic, args.msg_id, 64, 0)
+        for view in trace_views(args.msg_id, trace.body.decode("utf-8", "replace"), trace.born_host.host)
+    ]
+    row = "{:<10} {:<20} {:<20} {:<20} {:<10} {:<10}"
+    lines: list[str] = []
+    by_group: dict[str, list[TraceView]] = {}
+    for view in views:
+        if view.msg_type == "Pub":
+            lines.append(
+                row.format("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status")
+            )
+            lines.append(row.format("Pub", view.group_name, view.client_host, _time(view.time_stamp),
+                                    f"{view.cost_time}ms", view.status))  # fmt: skip
+            lines.append("")
+        elif view.msg_type == "SubAfter":
+            by_group.setdefault(view.group_name, []).append(view)
+    for group in java_hash_order(list(by_group), java_key_hash):
+        lines.append(
+            row.format("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status")
+        )
+        for view in by_group[group]:
+            lines.append(row.format("Sub", view.group_name, view.client_host, _time(view.time_stamp),
+                                    f"{view.cost_time}ms", view.status))  # fmt: skip
+        lines.append("")
+    data = [
+        {"type": v.msg_type, "group": v.group_name, "clientHost": v.client_host, "timeStamp": v.time_stamp,
+         "costTime": v.cost_time, "status": v.status, "topic": v.topic, "storeHost": v.store_host}
+        for v in views
+    ]  # fmt: skip
+    return data, "\n".join(lines).rstrip("\n")
 
 
 def _query_msg_by_unique_key(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -1031,6 +1073,7 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "skipAccumulatedMessage": _skip_accumulated_message,
     "cloneGroupOffset": _clone_group_offset,
     "queryMsgByUniqueKey": _query_msg_by_unique_key,
+    "queryMsgTraceById": _query_msg_trace_by_id,
     "updateOrderConf": _update_order_conf,
     "statsAll": _stats_all,
     "consumerStatus": _consumer_status,
@@ -1261,6 +1304,10 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-i", "--msgId", dest="msg_id", required=True)
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-a", "--showAll", dest="show_all", action="store_true", help="every copy (up to 32)")
+
+    p = add("queryMsgTraceById", "a message's trace: its send and consumptions (mqadmin queryMsgTraceById)")
+    p.add_argument("-i", "--msgId", dest="msg_id", required=True)
+    p.add_argument("-t", "--traceTopic", dest="trace_topic", help="default RMQ_SYS_TRACE_TOPIC")
 
     p = add("queryMsgByOffset", "the message at a queue offset (mqadmin queryMsgByOffset)")
     p.add_argument("-t", "--topic", required=True)

@@ -138,6 +138,8 @@ class ClientConfig:
     connect_timeout_millis: int = 3_000  # ms
     client_channel_max_idle_time_seconds: float = 120  # s
     client_async_semaphore_value: int = 65_535  # async calls (sends) in flight
+    enable_msg_trace: bool = False  # send message traces (Java enableMsgTrace)
+    customized_trace_topic: str | None = None  # default RMQ_SYS_TRACE_TOPIC
 
     def __post_init__(self) -> None:
         if self.namesrv_addr is not None:

@@ -54,6 +54,7 @@ from finchmq.protocol.topics import (
     reply_topic,
     validate_topic,
 )
+from finchmq.protocol.trace import TraceBean, TraceContext, TraceMessageType, TraceType
 
 from .config import ProducerConfig, make_config
 from .errors import (
@@ -71,6 +72,7 @@ from .errors import (
 from .instance import ClientService, MQClientInstance, MQProducerInner, ServiceState
 from .results import SendResult, SendStatus
 from .route import TopicPublishInfo
+from .trace import TraceDispatcher
 
 __all__ = [
     "MessageQueueSelector",
@@ -306,6 +308,7 @@ class Producer(ClientService, MQProducerInner):
         self._ids = _id_generator(self.config.client_ip)
         self._async_tasks: set[asyncio.Task[SendResult | None]] = set()
         self._checked_topics: set[str] = set()  # topics that passed the name checks
+        self._trace: TraceDispatcher | None = None  # with enable_msg_trace
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -345,6 +348,11 @@ class Producer(ClientService, MQProducerInner):
         self._state = ServiceState.RUNNING
         if owns_instance_start:
             await self._instance.send_heartbeat_to_all_broker_with_lock()
+        if config.enable_msg_trace and not config.producer_group.startswith("_INNER_TRACE_PRODUCER"):
+            self._trace = TraceDispatcher(
+                config.producer_group, "PRODUCE", config.namesrv_addr, config.customized_trace_topic
+            )
+            await self._trace.start()
 
     async def close(self, *, shutdown_instance: bool = True) -> None:
         """Wait for async sends in flight, unregister from the brokers, release the instance; idempotent."""
@@ -354,6 +362,8 @@ class Producer(ClientService, MQProducerInner):
         self._state = ServiceState.SHUTDOWN_ALREADY
         if self._async_tasks:
             await asyncio.gather(*list(self._async_tasks), return_exceptions=True)
+        if self._trace is not None:
+            await self._trace.close()
         instance = self.instance
         await instance.unregister_producer(self.config.producer_group)
         if shutdown_instance:
@@ -838,8 +848,48 @@ class Producer(ClientService, MQProducerInner):
             await instance.api.send_message_oneway(addr, header, body, remaining, batch=batch is not None)
             return None
         reply = msg.properties.get(MessageConst.PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG
-        return await instance.api.send_message(
+        result = await instance.api.send_message(
             addr, mq.broker_name, header, body, remaining, uniq_id=uniq, batch=batch is not None, reply=reply
+        )
+        if (
+            self._trace is not None
+            and msg.topic != self._trace.topic
+            and result.region_id
+            and result.trace_on
+        ):
+            self._trace_send(msg, addr, result, began)
+        return result
+
+    def _trace_send(self, msg: Message, addr: str, result: SendResult, began: float) -> None:
+        """Java ``SendMessageTraceHookImpl``: a Pub record for a send the broker answered."""
+        assert self._trace is not None
+        props = msg.properties
+        msg_type = TraceMessageType.Normal_Msg
+        if (props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
+            msg_type = TraceMessageType.Trans_Msg_Half
+        if "__STARTDELIVERTIME" in props or MessageConst.PROPERTY_DELAY_TIME_LEVEL in props:
+            msg_type = TraceMessageType.Delay_Msg
+        cost = int((time.monotonic() - began) * 1000)
+        bean = TraceBean(
+            topic=msg.topic,
+            msg_id=result.msg_id,
+            offset_msg_id=result.offset_msg_id,
+            tags=msg.tags,
+            keys=msg.keys,
+            store_host=addr,
+            body_length=len(msg.body),
+            msg_type=msg_type,
+        )
+        self._trace.append(
+            TraceContext(
+                TraceType.Pub,
+                time_stamp=int(time.time() * 1000) - cost,
+                region_id=result.region_id or "",
+                group_name=self.config.producer_group,
+                cost_time=cost,
+                success=result.send_status is SendStatus.SEND_OK,
+                trace_beans=[bean],
+            )
         )
 
 

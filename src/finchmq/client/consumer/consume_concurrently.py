@@ -153,6 +153,14 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     def _after(
         self, request: _ConsumeRequest, status: object, hook_context: ConsumeMessageContext | None
     ) -> None:
+        if hook_context is not None:  # Java ConsumeReturnType, as MixAll.CONSUME_CONTEXT_TYPE
+            hook_context.props["ConsumeContextType"] = (
+                "RETURNNULL"
+                if status is None
+                else "SUCCESS"
+                if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+                else "FAILED"
+            )
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
                 log.warning(

@@ -147,6 +147,7 @@ class ConsumeMessageContext:
     success: bool = False
     status: str = ""
     props: dict[str, str] = field(default_factory=dict)
+    mq_trace_context: object = None  # a trace hook's state between before and after
 
 
 @runtime_checkable

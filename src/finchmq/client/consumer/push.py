@@ -30,6 +30,7 @@ from finchmq.client.errors import ClientStateError, MQClientError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.results import PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
+from finchmq.client.trace import ConsumeMessageTraceHook, TraceDispatcher
 from finchmq.common.settings import config_to_properties
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.bodies import (
@@ -183,6 +184,7 @@ class PushConsumer(SubscribingConsumer):
         self._pull_api: PullAPIWrapper | None = None
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         self._subscription: dict[str, str | MessageSelector] = dict(self.config.subscription)
+        self._trace: TraceDispatcher | None = None  # with enable_msg_trace
         self._listener: object = None
         self._orderly = False
         self.hooks: list[ConsumeMessageHook] = []
@@ -269,6 +271,12 @@ class PushConsumer(SubscribingConsumer):
         await self._register_and_start(instance)
         self._state = ServiceState.RUNNING
         self.consumer_start_timestamp = int(time.time() * 1000)
+        if config.enable_msg_trace:
+            self._trace = TraceDispatcher(
+                group, "CONSUME", config.namesrv_addr, config.customized_trace_topic
+            )
+            self.register_consume_message_hook(ConsumeMessageTraceHook(self._trace))
+            await self._trace.start()
         try:
             await self._announce(instance)
         except MQClientError:
@@ -302,6 +310,8 @@ class PushConsumer(SubscribingConsumer):
             await asyncio.gather(*pulls, return_exceptions=True)
         if self.consume_service is not None:
             await self.consume_service.shutdown()
+        if self._trace is not None:
+            await self._trace.close()
         await self.tasks.close()
         await self.persist_consumer_offset(force=True)
         await instance.unregister_consumer(self.config.consumer_group)

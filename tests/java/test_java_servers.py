@@ -423,3 +423,21 @@ def test_finchmq_admin_consumer_status_and_cluster_rt_print_what_java_mqadmin_pr
     assert [masked_decimals(" ".join(line.split())) for line in finch_lines] == [
         masked_decimals(" ".join(line.split())) for line in java_lines
     ]
+
+
+def test_java_traces_read_by_finchmq_admin_as_by_mqadmin(
+    java_home: Path, java_classes: str, tmp_path: Path
+) -> None:
+    """A Java producer and consumer with enableMsgTrace on finchmq (traceTopicEnable): finchmq
+    admin queryMsgTraceById prints what Java's mqadmin prints for the same message."""
+    with ServerProcess(conf={**SMALL_STORE, "traceTopicEnable": "true"}) as server:
+        ns, broker = server.namesrv_addr, f"127.0.0.1:{server.broker_port}"
+        asyncio.run(create_topic(ns, "JavaTraced"))
+        [sent] = [r for r in run_java(java_classes, "traced", ns, "JavaTraced") if "msgId" in r]
+        args = ["-i", sent["msgId"]]
+        java = mqadmin(java_home, ns, "queryMsgTraceById", args, broker)
+        finch = finch_admin(ns, "queryMsgTraceById", args, broker)
+    assert "java_traced_pg" in java and "java_traced_g" in java
+    assert [" ".join(line.split()) for line in finch.splitlines() if line.strip()] == [
+        " ".join(line.split()) for line in java.splitlines() if line.strip()
+    ]

@@ -6,6 +6,7 @@
 //   requestreply NAMESRV TOPIC COUNT  a push consumer answers (MessageUtil.createReplyMessage),
 //                                     a producer sends COUNT requests and prints the replies
 //   sqlpush NAMESRV GROUP TOPIC EXPECT SQL   a push consumer with MessageSelector.bySql
+//   traced NAMESRV TOPIC              one send with enableMsgTrace, consumed with enableMsgTrace
 //   transaction NAMESRV TOPIC COUNT   TransactionMQProducer: COUNT commits, rollbacks and unknowns
 //                                     (the broker's check commits those)
 import java.nio.charset.StandardCharsets;
@@ -293,12 +294,37 @@ public class Interop {
         emit("{\"done\":" + ok + "}");
     }
 
+    static void traced(String ns, String topic) throws Exception {
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer("java_traced_g", true);
+        c.setNamesrvAddr(ns);
+        c.setInstanceName("interop-traced-c-" + System.nanoTime());
+        c.subscribe(topic, "*");
+        CountDownLatch got = new CountDownLatch(1);
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            got.countDown();
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        DefaultMQProducer p = new DefaultMQProducer("java_traced_pg", true);
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("interop-traced-p-" + System.nanoTime());
+        p.start();
+        SendResult r = p.send(message(topic, "traced-1"));
+        emit("{\"msgId\":" + q(r.getMsgId()) + "}");
+        boolean ok = got.await(60, TimeUnit.SECONDS);
+        Thread.sleep(1500); // the trace dispatchers send within 500 ms
+        p.shutdown();
+        c.shutdown();
+        emit("{\"done\":" + ok + "}");
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "produce": produce(a[1], a[2], Integer.parseInt(a[3])); break;
             case "push": push(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5], a.length > 6 ? a[6] : ""); break;
             case "litepull": litePull(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
             case "transaction": transaction(a[1], a[2], Integer.parseInt(a[3])); break;
+            case "traced": traced(a[1], a[2]); break;
             case "requestreply": requestReply(a[1], a[2], Integer.parseInt(a[3])); break;
             case "sqlpush": sqlPush(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5]); break;
             default: throw new IllegalArgumentException(a[0]);

@@ -31,7 +31,6 @@ from finchmq.protocol.message import (
     MessageDecodeError,
     MessageExt,
     decode_stored,
-    pack_host,
 )
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.store import (
@@ -39,7 +38,6 @@ from finchmq.store import (
     MessageExtBrokerInner,
     PutMessageStatus,
     TagsFilter,
-    stored_properties_string,
 )
 
 from ._persist import JsonConfigManager
@@ -219,18 +217,8 @@ class ScheduleMessageService:
             return True
         properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
         properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        inner = MessageExtBrokerInner(
-            topic=real_topic,
-            body=msg.body,
-            queue_id=int(real_qid),
-            flag=msg.flag,
-            properties=properties,
-            properties_string=stored_properties_string(properties),
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=pack_host(msg.born_host.host, msg.born_host.port),
-            store_host=self.store_host(),
-            reconsume_times=msg.reconsume_times,
+        inner = MessageExtBrokerInner.from_message_ext(
+            msg, topic=real_topic, queue_id=int(real_qid), properties=properties, store_host=self.store_host()
         )
         result = await self.put_service.submit(self.store.put, inner)
         if result.status is not PutMessageStatus.PUT_OK:

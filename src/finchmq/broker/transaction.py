@@ -38,7 +38,6 @@ from finchmq.protocol.message import (
     UniqueKeyGenerator,
     decode_stored_all,
     encode_message_ext,
-    pack_host,
 )
 from finchmq.store import GetMessageStatus, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from finchmq.store.inner import stored_properties_string
@@ -156,18 +155,13 @@ class TransactionalMessageService:
         properties.pop(MessageConst.PROPERTY_TRANSACTION_PREPARED, None)
         topic, queue_id = self.context.schedule_message_service.maybe_delay(topic, queue_id, properties)
         properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        return MessageExtBrokerInner(
+        return MessageExtBrokerInner.from_message_ext(
+            half,
             topic=topic,
-            body=half.body,
             queue_id=queue_id,
-            flag=half.flag,
             properties=properties,
-            properties_string=stored_properties_string(properties),
-            sys_flag=MessageSysFlag.reset_transaction_value(half.sys_flag, _COMMIT),
-            born_timestamp=half.born_timestamp,
-            born_host=pack_host(half.born_host.host, half.born_host.port),
             store_host=self.context.store_host,
-            reconsume_times=half.reconsume_times,
+            sys_flag=MessageSysFlag.reset_transaction_value(half.sys_flag, _COMMIT),
             prepared_transaction_offset=header.commit_log_offset,
         )
 
@@ -348,18 +342,8 @@ class TransactionalMessageService:
     async def _put_back(self, msg: MessageExt, properties: dict[str, str]) -> MessageExt | None:
         """Java ``putBackHalfMsgQueue``: the half message written again at the end of its queue;
         the new copy (its offsets), or None if the store refused."""
-        inner = MessageExtBrokerInner(
-            topic=msg.topic,
-            body=msg.body,
-            queue_id=msg.queue_id,
-            flag=msg.flag,
-            properties=properties,
-            properties_string=stored_properties_string(properties),
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=pack_host(msg.born_host.host, msg.born_host.port),
-            store_host=pack_host(msg.store_host.host, msg.store_host.port),
-            reconsume_times=msg.reconsume_times,
+        inner = MessageExtBrokerInner.from_message_ext(
+            msg, topic=msg.topic, queue_id=msg.queue_id, properties=properties
         )
         result = await self._put(inner)
         append = result.append_message_result
@@ -420,18 +404,8 @@ class TransactionalMessageService:
             )
         properties = dict(msg.properties)
         result = await self._put(
-            MessageExtBrokerInner(
-                topic=CHECK_MAX_TIME_TOPIC,
-                body=msg.body,
-                queue_id=0,
-                flag=msg.flag,
-                properties=properties,
-                properties_string=stored_properties_string(properties),
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=pack_host(msg.born_host.host, msg.born_host.port),
-                store_host=c.store_host,
-                reconsume_times=msg.reconsume_times,
+            MessageExtBrokerInner.from_message_ext(
+                msg, topic=CHECK_MAX_TIME_TOPIC, queue_id=0, properties=properties, store_host=c.store_host
             )
         )
         if result.status is not PutMessageStatus.PUT_OK:

@@ -1320,26 +1320,22 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-a", "--amount", type=int, default=100)
     p.add_argument("-s", "--size", type=int, default=128)
 
+    def read_options(p: argparse.ArgumentParser) -> None:  # printMsg's and printMsgByQueue's
+        p.add_argument("-c", "--charsetName", dest="charset", default="UTF-8", help="UTF-8, GBK...")
+        p.add_argument("-s", "--subExpression", dest="expression", default="*", help="e.g. TagA || TagB")
+        p.add_argument("-b", "--beginTimestamp", dest="begin", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+        p.add_argument("-e", "--endTimestamp", dest="end", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+
     p = add("printMsg", "every message of a topic as MessageExt.toString (mqadmin printMsg)")
     p.add_argument("-t", "--topic", required=True)
-    p.add_argument(
-        "-c", "--charsetName", dest="charset", default="UTF-8", help="body charset (UTF-8, GBK...)"
-    )
-    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="e.g. TagA || TagB")
-    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_parse_timestamp, help=_TIMESTAMP_HELP)
-    p.add_argument("-e", "--endTimestamp", dest="end", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+    read_options(p)
     p.add_argument("-d", "--printBody", dest="print_body", type=_bool, default=True)
 
     p = add("printMsgByQueue", "one queue's messages and counts by tag (mqadmin printMsgByQueue)")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-a", "--brokerName", dest="broker_name", required=True)
     p.add_argument("-i", "--queueId", dest="queue_id", type=int, required=True)
-    p.add_argument(
-        "-c", "--charsetName", dest="charset", default="UTF-8", help="body charset (UTF-8, GBK...)"
-    )
-    p.add_argument("-s", "--subExpression", dest="expression", default="*", help="e.g. TagA || TagB")
-    p.add_argument("-b", "--beginTimestamp", dest="begin", type=_parse_timestamp, help=_TIMESTAMP_HELP)
-    p.add_argument("-e", "--endTimestamp", dest="end", type=_parse_timestamp, help=_TIMESTAMP_HELP)
+    read_options(p)
     p.add_argument("-p", "--printMsg", dest="print_msg", type=_bool, default=False)
     p.add_argument("-d", "--printBody", dest="print_body", type=_bool, default=False)
     p.add_argument("-f", "--calculate", type=_bool, default=False, help="count messages by tag")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from finchmq.protocol.message import MessageConst, pack_host, properties_to_string
+from finchmq.protocol.message import MessageConst, MessageExt, pack_host, properties_to_string
 
 __all__ = ["LOCAL_HOST", "MessageExtBatch", "MessageExtBrokerInner", "stored_properties_string"]
 
@@ -61,6 +61,38 @@ class MessageExtBrokerInner:
     def wait_store_msg_ok(self) -> bool:
         """WAIT property (default true): a SYNC_FLUSH put waits for the flush."""
         return _wait(self.properties)
+
+    @classmethod
+    def from_message_ext(
+        cls,
+        msg: MessageExt,
+        *,
+        topic: str,
+        queue_id: int,
+        properties: Mapping[str, str],
+        store_host: bytes | None = None,
+        sys_flag: int | None = None,
+        prepared_transaction_offset: int = 0,
+    ) -> MessageExtBrokerInner:
+        """A stored message written again (a delayed delivery, a transaction's half message,
+        commit or discard): its body, flag, born time and host and reconsume count, with a new
+        topic, queue and properties; the store host stays unless given."""
+        return cls(
+            topic=topic,
+            body=msg.body,
+            queue_id=queue_id,
+            flag=msg.flag,
+            properties=properties,
+            properties_string=stored_properties_string(properties),
+            sys_flag=msg.sys_flag if sys_flag is None else sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=pack_host(msg.born_host.host, msg.born_host.port),
+            store_host=store_host
+            if store_host is not None
+            else pack_host(msg.store_host.host, msg.store_host.port),
+            reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
+        )
 
 
 @dataclass(slots=True, kw_only=True)

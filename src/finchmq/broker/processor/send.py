@@ -90,6 +90,13 @@ _OK_CODES = {
 }
 
 
+def _send_header(request: RemotingCommand) -> SendMessageRequestHeader | SendMessageRequestHeaderV2:
+    """The long-name header of SEND_MESSAGE / SEND_REPLY_MESSAGE, else the short-name V2 one."""
+    if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
+        return SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+    return SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+
+
 def _delay_level(properties: Mapping[str, str]) -> int:
     try:
         return int(properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL) or 0)
@@ -131,12 +138,7 @@ class SendMessageProcessor(BrokerProcessor):
 
     @handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
     async def send(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        if request.code == RequestCode.SEND_MESSAGE:
-            header: SendMessageRequestHeader | SendMessageRequestHeaderV2 = (
-                SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-            )
-        else:
-            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        header = _send_header(request)
         c = self.context
         start = c.config.start_accept_send_request_time_stamp
         if start and int(time.time() * 1000) < start:
@@ -433,12 +435,7 @@ class SendMessageProcessor(BrokerProcessor):
         """Java ``ReplyMessageProcessor``: push the reply to the client waiting for it
         (REPLY_TO_CLIENT, PUSH_REPLY_MESSAGE_TO_CLIENT) and, with storeReplyMessageEnable, store
         it in the reply topic. The answer says whether the push reached the requester."""
-        if request.code == RequestCode.SEND_REPLY_MESSAGE:
-            header: SendMessageRequestHeader | SendMessageRequestHeaderV2 = (
-                SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-            )
-        else:
-            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        header = _send_header(request)
         c = self.context
         error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:

@@ -14,6 +14,7 @@ from finchmq.compat.rocketmq import (
     Message,
     MessageModel,
     MessageProperty,
+    MessageSelector,
     Producer,
     ProducerException,
     ProducerSendSyncFailed,
@@ -204,3 +205,27 @@ def test_transaction_producer_commits_rolls_back_and_answers_checks(finchmq_serv
     assert server.broker is not None
     store = server.broker.store
     wait(lambda: sum(store.get_max_offset_in_queue(topic, q) for q in range(4)) == 2)
+
+
+def test_push_consumer_takes_an_sql92_selector(finchmq_server_factory: object) -> None:
+    """Beyond the official API: ``subscribe(topic, callback, MessageSelector.by_sql(...))``."""
+    server: EmbeddedServer = finchmq_server_factory({**FAST, "enablePropertyFilter": "true"})  # type: ignore[operator]
+    topic = "CompatSql"
+    producer = Producer("compat_sql_pg")
+    producer.set_name_server_address(server.namesrv_addr)
+    producer.start()
+    try:
+        for i in range(6):
+            producer.send_sync(make_message(topic, i))  # property color=red<i>
+    finally:
+        producer.shutdown()
+    got: list[bytes] = []
+    consumer = PushConsumer("compat_sql_g")
+    consumer.set_name_server_address(server.namesrv_addr)
+    consumer.subscribe(topic, lambda m: got.append(m.body) or ConsumeStatus.CONSUME_SUCCESS,
+                       MessageSelector.by_sql("color IN ('red1', 'red4')"))  # fmt: skip
+    consumer.start()
+    try:
+        wait(lambda: sorted(got) == [b"body-1", b"body-4"], timeout=30)
+    finally:
+        consumer.shutdown()

@@ -38,6 +38,7 @@ from finchmq.client import (
     MessageConst,
     MessageExt,
     MessageQueue,
+    MessageSelector,
     MQClientError,
     PullStatus,
     select_message_queue_by_hash,
@@ -53,6 +54,7 @@ __all__ = [
     "Message",
     "MessageModel",
     "MessageProperty",
+    "MessageSelector",
     "NullPointerException",
     "Producer",
     "ProducerException",
@@ -620,7 +622,7 @@ class PushConsumer(_Client[BlockingPushConsumer]):
         super().__init__(group_id)
         self._orderly = orderly
         self.set_message_model(message_model)
-        self._subscriptions: dict[str, tuple[str, Callable[[RecvMessage], Any]]] = {}
+        self._subscriptions: dict[str, tuple[str | MessageSelector, Callable[[RecvMessage], Any]]] = {}
 
     def set_message_model(self, model: MessageModel | int) -> None:
         self._settings["message_model"] = _MessageModel(int(model))
@@ -636,11 +638,17 @@ class PushConsumer(_Client[BlockingPushConsumer]):
         self._settings["instance_name"] = _text(name)
 
     def subscribe(
-        self, topic: str | bytes, callback: Callable[[RecvMessage], Any], expression: str | bytes = "*"
+        self,
+        topic: str | bytes,
+        callback: Callable[[RecvMessage], Any],
+        expression: str | bytes | MessageSelector = "*",
     ) -> None:
-        self._subscriptions[_text(topic)] = (_text(expression), callback)
+        """The official ``subscribe``; ``expression`` may also be finchmq's
+        ``MessageSelector.by_sql(...)`` (the official client has tags only)."""
+        selector = expression if isinstance(expression, MessageSelector) else _text(expression)
+        self._subscriptions[_text(topic)] = (selector, callback)
         if self._client is not None:
-            self._client.subscribe(_text(topic), _text(expression))
+            self._client.subscribe(_text(topic), selector)
 
     def _callback_for(self, msg: MessageExt) -> Callable[[RecvMessage], Any]:
         entry = self._subscriptions.get(msg.topic)

@@ -331,13 +331,8 @@ def test_cli_messages_stats_and_consumer_status(
             f"002 Topic: {name:<40} ClassFilter: false    SubExpression: *",
         ]
         assert "#Consumer MQ Detail#" in one and "ProcessQueueInfo [commitOffset=" in one
-        # The group started at the end of the queue (CONSUME_FROM_LAST_OFFSET): message 0 is not
-        # its; one sent now is, once the group has committed past it.
-        track = f"MessageTrack [consumerGroup={group}, trackType=NOT_CONSUME_YET, exceptionDesc=null]"
-        assert (
-            run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "0").splitlines()[-1]
-            == track
-        )
+        # A message sent now is consumed; its track turns CONSUMED once the group has committed
+        # past it (waited for: when that happens depends on the machine).
         with BlockingProducer("pg2_" + name, namesrv_addr=ns) as producer:
             producer.send(Message.create(name, b"late", tags="TagA"))
         consumed = f"MessageTrack [consumerGroup={group}, trackType=CONSUMED, exceptionDesc=null]"

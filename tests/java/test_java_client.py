@@ -12,6 +12,7 @@ import pytest
 
 from finchmq.client import AdminClient
 from finchmq.testing.process import ServerProcess
+from tests.client.conftest import create_topic
 
 from .conftest import run_java
 
@@ -165,6 +166,8 @@ def test_java_transaction_producer_commits_rolls_back_and_answers_checks(java_cl
 def test_java_request_reply_through_finchmq(java_classes: str, finchmq_server: ServerProcess) -> None:
     """Java's request(msg, timeout) and MessageUtil.createReplyMessage: the reply goes through
     finchmq's SEND_REPLY_MESSAGE_V2 and PUSH_REPLY_MESSAGE_TO_CLIENT back to the Java requester."""
+    # the topic exists before the responder subscribes (else it learns the route 30 s later)
+    asyncio.run(create_topic(finchmq_server.namesrv_addr, "JavaRequests"))
     records = run_java(java_classes, "requestreply", finchmq_server.namesrv_addr, "JavaRequests", "3")
     assert not [r for r in records if "error" in r], records
     assert [r["reply"] for r in records if "reply" in r] == ["re:q0", "re:q1", "re:q2"]

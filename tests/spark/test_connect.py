@@ -71,7 +71,13 @@ def test_read_write_and_stream_over_spark_connect(server: EmbeddedServer, name: 
     batch_out, stream_out = f"{name}_b", f"{name}_s"
     create_topic(namesrv, batch_out, 2)
     create_topic(namesrv, stream_out, 2)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    # SPARK_TESTING: the local Connect server takes a free port (not 15002), so two suites can run
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_TESTING": "1",
+    }
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, namesrv, name, batch_out, stream_out, str(tmp_path / "checkpoint")],
         capture_output=True, text=True, timeout=540, env=env, check=False,

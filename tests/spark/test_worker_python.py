@@ -69,7 +69,8 @@ def test_register_says_what_to_set_when_workers_lack_finchmq(tmp_path: Path, scr
     if script is CONNECT_SCRIPT:
         pytest.importorskip("grpc", reason="Spark Connect needs the connect extra")
     python = worker_python_without_finchmq(tmp_path / "bare")
-    env = {**os.environ, "PYSPARK_PYTHON": str(python), "SPARK_LOCAL_IP": "127.0.0.1"}
+    # SPARK_TESTING: a local Connect server takes a free port (not 15002), so two suites can run
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_TESTING": "1"}
     done = subprocess.run(
         [sys.executable, "-c", script, str(python)],
         capture_output=True,

@@ -73,7 +73,8 @@ async def test_request_gets_the_reply(server: EmbeddedServer, name: str) -> None
     finally:
         await stop(consumer)
     assert server.broker is not None  # storeReplyMessageEnable (Java's default): replies are kept
-    assert server.broker.store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 4
+    store = server.broker.store
+    await wait_until(lambda: store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 4)
 
 
 async def test_a_request_nobody_answers_times_out(server: EmbeddedServer, name: str) -> None:

@@ -14,16 +14,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from finchmq.cli.__main__ import main as cli_main
 from finchmq.client import (
     AdminClient,
     ConsumeConcurrentlyStatus,
@@ -229,9 +235,41 @@ def mqadmin(
         [str(java_home / "run.sh"), "mqadmin", command, *[a.format(broker=broker, **fields) for a in args], "-n", namesrv],
         capture_output=True, text=True, timeout=120, check=False, cwd=cwd,
     )  # fmt: skip
-    output = done.stdout + done.stderr  # a stack trace or mqadmin's "... command failed"
-    assert not re.search(r"^\s+at \S+\(|command failed", output, re.M), f"mqadmin {command}: {output}"
+    assert_no_java_failure(command, done.stdout + done.stderr)
     return done.stdout
+
+
+def mqadmin_batch(
+    java_home: Path, java_classes: str, namesrv: str, commands: list[tuple[str, list[str]]], **fields: str
+) -> list[str]:
+    """Java's mqadmin, every command in one JVM (a JVM start per command made these tests take
+    minutes): the output of each, checked for stack traces as ``mqadmin`` does."""
+    with tempfile.TemporaryDirectory(prefix="finchmq-mqadmin-") as home:
+        (Path(home) / "conf").mkdir()
+        for logback in (java_home / "conf").glob("logback_*.xml"):
+            shutil.copy(logback, Path(home) / "conf")
+        script = Path(home) / "commands.tsv"
+        script.write_text(
+            "".join(
+                "\t".join([command, *[a.format(**fields) for a in args], "-n", namesrv]) + "\n"
+                for command, args in commands
+            )
+        )
+        done = subprocess.run(
+            ["java", "-Xmx256m", f"-Duser.home={home}", f"-Drocketmq.home.dir={home}", "-cp", java_classes,
+             "Interop", "mqadmin", str(script)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    outputs = [json.loads(line)["out"] for line in done.stdout.splitlines() if line.startswith('{"out"')]
+    assert done.returncode == 0 and len(outputs) == len(commands), done.stdout[-2000:] + done.stderr[-2000:]
+    for (command, _), output in zip(commands, outputs, strict=True):
+        assert_no_java_failure(command, output)
+    return outputs
+
+
+def assert_no_java_failure(command: str, output: str) -> None:
+    """No stack trace and no mqadmin "... command failed" in what a command printed."""
+    assert not re.search(r"^\s+at \S+\(|command failed", output, re.M), f"mqadmin {command}: {output}"
 
 
 def prepared(java_classes: str, namesrv: str) -> None:
@@ -246,19 +284,19 @@ def test_java_mqadmin_prints_the_same_against_finchmq(
     finch_broker = f"127.0.0.1:{finchmq_server.broker_port}"
     prepared(java_classes, java_cluster.namesrv_addr)
     prepared(java_classes, finchmq_server.namesrv_addr)
-    for command, args in SIDE_BY_SIDE:
-        java = mqadmin(java_home, java_cluster.namesrv_addr, command, args, java_cluster.broker_addr)
-        finch = mqadmin(java_home, finchmq_server.namesrv_addr, command, args, finch_broker)
+    commands = [*SIDE_BY_SIDE, ("brokerStatus", ["-b", "{broker}"])]
+    java_outputs = mqadmin_batch(
+        java_home, java_classes, java_cluster.namesrv_addr, commands, broker=java_cluster.broker_addr
+    )
+    finch_outputs = mqadmin_batch(
+        java_home, java_classes, finchmq_server.namesrv_addr, commands, broker=finch_broker
+    )
+    for (command, _), java, finch in zip(SIDE_BY_SIDE, java_outputs, finch_outputs, strict=False):
         java_headers = [line.split() for line in java.splitlines() if line.startswith("#")]
         finch_headers = [line.split() for line in finch.splitlines() if line.startswith("#")]
         assert finch_headers == java_headers, command
         assert bool(finch.strip()) == bool(java.strip()), (command, java, finch)
-    java_status = mqadmin(
-        java_home, java_cluster.namesrv_addr, "brokerStatus", ["-b", "{broker}"], java_cluster.broker_addr
-    )
-    finch_status = mqadmin(
-        java_home, finchmq_server.namesrv_addr, "brokerStatus", ["-b", "{broker}"], finch_broker
-    )
+    java_status, finch_status = java_outputs[-1], finch_outputs[-1]
 
     def keys(text: str) -> set[str]:
         return {line.split(":")[0].strip() for line in text.splitlines() if ":" in line}
@@ -298,6 +336,10 @@ FINCH_VS_JAVA = [  # the same command, the same finchmq server: finchmq admin's 
     ("queryMsgByUniqueKey", ["-i", "{uniq}", "-t", MQADMIN_TOPIC]),
     ("queryMsgByOffset", ["-t", MQADMIN_TOPIC, "-b", "broker-a", "-i", "{queue}", "-o", "0"]),
     ("statsAll", ["-t", MQADMIN_TOPIC]),
+]
+# Commands that change what the ones above print (messages sent, offsets moved, groups made):
+# Java's and finchmq's run in turn, one by one, after the batch.
+FINCH_VS_JAVA_IN_TURN = [
     ("checkMsgSendRT", ["-t", MQADMIN_TOPIC, "-a", "3", "-s", "16"]),
     ("skipAccumulatedMessage", ["-g", MQADMIN_GROUP, "-t", MQADMIN_TOPIC]),
     ("updateSubGroup", ["-c", "DefaultCluster", "-g", "mqadmin_side_group", "-r", "5"]),
@@ -315,6 +357,15 @@ def finch_admin(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def finch_admin_here(namesrv: str, command: str, args: list[str], broker: str, **fields: str) -> str:
+    """``finchmq admin`` in this process (a Python start per command costs a second)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli_main(["admin", command, *[a.format(broker=broker, **fields) for a in args], "-n", namesrv])
+    assert code == 0, f"finchmq admin {command} exited {code}"
+    return out.getvalue()
 
 
 def test_finchmq_admin_prints_what_java_mqadmin_prints(
@@ -338,9 +389,9 @@ def test_finchmq_admin_prints_what_java_mqadmin_prints(
     def lines(text: str) -> list[str]:
         return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
-    for command, args in FINCH_VS_JAVA:
-        java = lines(mqadmin(java_home, ns, command, args, broker, **fields))
-        finch = lines(finch_admin(ns, command, args, broker, **fields))
+    def compare(command: str, args: list[str], java_output: str) -> None:
+        java = lines(java_output)
+        finch = lines(finch_admin_here(ns, command, args, broker, **fields))
         if command == "statsAll":  # the TPS over the last minute moves between the two runs
             assert [masked_decimals(line) for line in finch] == [masked_decimals(line) for line in java]
         elif command == "checkMsgSendRT":  # each send's RT
@@ -349,6 +400,12 @@ def test_finchmq_admin_prints_what_java_mqadmin_prints(
             ]
         else:
             assert finch == java, command
+
+    java_outputs = mqadmin_batch(java_home, java_classes, ns, FINCH_VS_JAVA, broker=broker, **fields)
+    for (command, args), java_output in zip(FINCH_VS_JAVA, java_outputs, strict=True):
+        compare(command, args, java_output)
+    for command, args in FINCH_VS_JAVA_IN_TURN:
+        compare(command, args, mqadmin(java_home, ns, command, args, broker, **fields))
 
 
 def masked_decimals(line: str) -> str:

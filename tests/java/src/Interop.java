@@ -7,6 +7,8 @@
 //                                     a producer sends COUNT requests and prints the replies
 //   sqlpush NAMESRV GROUP TOPIC EXPECT SQL   a push consumer with MessageSelector.bySql
 //   traced NAMESRV TOPIC              one send with enableMsgTrace, consumed with enableMsgTrace
+//   mqadmin FILE                      Java's mqadmin commands (one per line, arguments tab-separated)
+//                                     in this one JVM, each one's output printed as a JSON string
 //   transaction NAMESRV TOPIC COUNT   TransactionMQProducer: COUNT commits, rollbacks and unknowns
 //                                     (the broker's check commits those)
 import java.nio.charset.StandardCharsets;
@@ -44,7 +46,13 @@ public class Interop {
     }
 
     static String q(String s) {
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n").replace("\r", "\\r") + "\"";
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
     }
 
     static Message message(String topic, String key) {
@@ -318,6 +326,27 @@ public class Interop {
         emit("{\"done\":" + ok + "}");
     }
 
+    static void mqadminBatch(String file) throws Exception {
+        java.io.PrintStream out = System.out;
+        java.io.PrintStream err = System.err;
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Paths.get(file), StandardCharsets.UTF_8)) {
+            if (line.isEmpty()) continue;
+            java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+            java.io.PrintStream stream = new java.io.PrintStream(captured, true, "UTF-8");
+            System.setOut(stream);
+            System.setErr(stream);
+            try {
+                org.apache.rocketmq.tools.command.MQAdminStartup.main0(line.split("\t"), null);
+            } finally {
+                stream.flush();
+                System.setOut(out);
+                System.setErr(err);
+            }
+            emit("{\"out\":" + q(captured.toString("UTF-8")) + "}");
+        }
+        emit("{\"done\":true}");
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "produce": produce(a[1], a[2], Integer.parseInt(a[3])); break;
@@ -325,6 +354,7 @@ public class Interop {
             case "litepull": litePull(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
             case "transaction": transaction(a[1], a[2], Integer.parseInt(a[3])); break;
             case "traced": traced(a[1], a[2]); break;
+            case "mqadmin": mqadminBatch(a[1]); break;
             case "requestreply": requestReply(a[1], a[2], Integer.parseInt(a[3])); break;
             case "sqlpush": sqlPush(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5]); break;
             default: throw new IllegalArgumentException(a[0]);

@@ -36,6 +36,7 @@ from finchmq.client.sync import Portal
 from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import (
     MASTER_ID,
+    BrokerData,
     BrokerStatsData,
     ConsumerRunningInfo,
     ConsumeType,
@@ -312,6 +313,7 @@ def _message_tracks(admin: BlockingAdminClient, msg: MessageExt) -> list[str]:
     """Java ``DefaultMQAdminExtImpl.messageTrackDetail``: for each group consuming the topic,
     whether it consumed the message (``MessageTrack.toString``)."""
     tracks = []
+    brokers: dict[str, BrokerData] | None = None  # the cluster's, read once if a group needs it
     for group in java_hash_order(admin.examine_topic_consume_by_who(msg.topic), java_key_hash):
         track, desc = "UNKNOWN", None
         try:
@@ -320,7 +322,9 @@ def _message_tracks(admin: BlockingAdminClient, msg: MessageExt) -> list[str]:
                 track = "PULL"
             elif conn.consume_type is ConsumeType.CONSUME_PASSIVELY:
                 track = "NOT_CONSUME_YET"
-                if _consumed(admin, msg, group):
+                if brokers is None:
+                    brokers = dict(admin.cluster_info().broker_addr_table)
+                if _consumed(admin, msg, group, brokers):
                     track = "CONSUMED"
                     sub = conn.subscription_table.get(msg.topic)
                     if (
@@ -340,11 +344,12 @@ def _message_tracks(admin: BlockingAdminClient, msg: MessageExt) -> list[str]:
     return [t.replace("exceptionDesc=None]", "exceptionDesc=null]") for t in tracks]
 
 
-def _consumed(admin: BlockingAdminClient, msg: MessageExt, group: str) -> bool:
+def _consumed(
+    admin: BlockingAdminClient, msg: MessageExt, group: str, brokers: dict[str, BrokerData]
+) -> bool:
     """Java ``DefaultMQAdminExtImpl.consumed``: the group's offset of the message's queue, on the
     master that stored it, is past the message."""
     stats = admin.consume_stats(group)
-    brokers = admin.cluster_info().broker_addr_table
     for mq, offsets in stats.offset_table.items():
         if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
             continue

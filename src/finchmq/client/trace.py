@@ -12,7 +12,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
@@ -20,8 +20,11 @@ from finchmq.protocol.message import Message, UniqueKeyGenerator
 from finchmq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from finchmq.protocol.trace import TraceBean, TraceContext, TraceType, encode_trace_context
 
-from .consumer.listener import ConsumeMessageContext
+from .consumer.listener import CONSUME_CONTEXT_TYPE, ConsumeMessageContext
 from .errors import MQClientError
+
+if TYPE_CHECKING:
+    from .producer import Producer
 
 __all__ = ["ConsumeMessageTraceHook", "TraceDispatcher"]
 
@@ -49,7 +52,7 @@ class TraceDispatcher:
         self._batch_bytes = 0
         self._first_at = 0.0
         self._tasks = BackgroundTasks("trace")
-        self._producer: object | None = None
+        self._producer: Producer | None = None
 
     def append(self, ctx: TraceContext) -> None:
         """Queue a record (from any thread); dropped when the queue is full."""
@@ -78,7 +81,7 @@ class TraceDispatcher:
         await self._drain(flush=True)
         producer = self._producer
         if producer is not None:
-            await producer.close()  # type: ignore[attr-defined]
+            await producer.close()
 
     async def _drain(self, *, flush: bool = False) -> None:
         while self._records:
@@ -102,7 +105,7 @@ class TraceDispatcher:
         if producer is None:
             return
         try:
-            await producer.send(msg)  # type: ignore[attr-defined]
+            await producer.send(msg)
         except MQClientError as exc:
             limited.error("trace-send", "send trace data failed: %s", exc)
 
@@ -157,7 +160,7 @@ class ConsumeMessageTraceHook:
                 request_id=before.request_id,
                 success=context.success,
                 cost_time=cost,
-                context_code=_CONTEXT_CODES.get(context.props.get("ConsumeContextType", ""), 0),
+                context_code=_CONTEXT_CODES.get(context.props.get(CONSUME_CONTEXT_TYPE, ""), 0),
                 trace_beans=before.trace_beans,
             )
         )

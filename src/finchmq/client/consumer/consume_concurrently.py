@@ -25,9 +25,11 @@ from finchmq.protocol.topics import retry_topic
 from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly
 from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
 from .listener import (
+    CONSUME_CONTEXT_TYPE,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeMessageContext,
+    consume_return_type,
 )
 from .process_queue import ProcessQueue
 
@@ -153,14 +155,9 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     def _after(
         self, request: _ConsumeRequest, status: object, hook_context: ConsumeMessageContext | None
     ) -> None:
-        if hook_context is not None:  # Java ConsumeReturnType, as MixAll.CONSUME_CONTEXT_TYPE
-            hook_context.props["ConsumeContextType"] = (
-                "RETURNNULL"
-                if status is None
-                else "SUCCESS"
-                if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-                else "FAILED"
-            )
+        if hook_context is not None:
+            ok = status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+            hook_context.props[CONSUME_CONTEXT_TYPE] = consume_return_type(status, ok)
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
                 log.warning(

@@ -30,7 +30,13 @@ from finchmq.protocol.topics import retry_topic
 
 from .consume_concurrently import reset_retry_topic
 from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly
-from .listener import ConsumeMessageContext, ConsumeOrderlyContext, ConsumeOrderlyStatus
+from .listener import (
+    CONSUME_CONTEXT_TYPE,
+    ConsumeMessageContext,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    consume_return_type,
+)
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
@@ -199,6 +205,7 @@ class ConsumeMessageOrderlyService(ConsumeMessageService):
                 )
                 hook_context.status = name
                 hook_context.success = status is ConsumeOrderlyStatus.SUCCESS
+                hook_context.props[CONSUME_CONTEXT_TYPE] = consume_return_type(status, hook_context.success)
                 consumer.execute_hook_after(hook_context)
             return status
 

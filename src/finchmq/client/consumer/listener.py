@@ -150,6 +150,17 @@ class ConsumeMessageContext:
     mq_trace_context: object = None  # a trace hook's state between before and after
 
 
+CONSUME_CONTEXT_TYPE = "ConsumeContextType"  # Java MixAll.CONSUME_CONTEXT_TYPE: a props key
+
+
+def consume_return_type(status: object, success: bool) -> str:
+    """Java ``ConsumeReturnType`` of a listener call (kept in ``props[CONSUME_CONTEXT_TYPE]``):
+    RETURNNULL when the listener gave no status (or raised), else SUCCESS or FAILED."""
+    if status is None:
+        return "RETURNNULL"
+    return "SUCCESS" if success else "FAILED"
+
+
 @runtime_checkable
 class ConsumeMessageHook(Protocol):
     """Called around every listener call (in the thread that runs the listener); exceptions

@@ -43,6 +43,7 @@ from .broker2client import Broker2Client
 from .config import BrokerConfig
 from .context import build_broker_context
 from .flow_control import BrokerFastFailure
+from .ha import HAService
 from .long_polling import PullRequestHoldService
 from .outer_api import BrokerOuterAPI
 from .processor import (
@@ -54,6 +55,7 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .slave_sync import SlaveSynchronize
 from .stats import java_human_bytes
 from .transaction import TransactionalMessageService
 
@@ -153,6 +155,8 @@ class BrokerController(AsyncService):
             capacity=config.end_transaction_pool_queue_capacity,
         )
         self.transactions = TransactionalMessageService(context)
+        self.ha_service = HAService(self.store, bind_address=config.bind_address, port=0)
+        self.slave_synchronize = SlaveSynchronize(context, self.namesrv_client, lambda: self.broker_addr)
 
         self.pull_hold_service = PullRequestHoldService(
             max_offset=self.store.get_max_offset_in_queue,
@@ -269,8 +273,13 @@ class BrokerController(AsyncService):
         port = self.server.port
         self.context.broker_addr = f"{self.config.broker_ip1}:{port}"
         self.context.store_host = pack_host(self.config.broker_ip1, port)
+        # Java: haListenPort is listenPort + 1 (an ephemeral port when the broker's is)
+        self.ha_service.port = port + 1 if self.config.listen_port else 0
+        await self.ha_service.start()
         self.pull_hold_service.start()
-        self.schedule_message_service.start()
+        is_slave = self.store.config.broker_role is BrokerRole.SLAVE
+        if not is_slave:  # Java: a slave's delay levels are the master's to deliver
+            self.schedule_message_service.start()
         self.fast_failure.start()
         every = self._periodic.every
         every(
@@ -284,7 +293,9 @@ class BrokerController(AsyncService):
         every(1000, self._persist_dirty_state, "persist", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
-        if self.store.config.broker_role is not BrokerRole.SLAVE:  # Java: the master checks
+        if is_slave:
+            every(10_000, self.slave_synchronize.sync_all, "slave-sync", 3000)
+        else:  # Java: the master checks transactions
             every(
                 lambda: self.config.transaction_check_interval,
                 self.transactions.check,
@@ -331,6 +342,7 @@ class BrokerController(AsyncService):
                 broker_id=self.config.broker_id,
             )
         await self.server.close()
+        await self.ha_service.close()
         await self.pull_hold_service.close()
         await self.schedule_message_service.close()
         await self.fast_failure.close()
@@ -421,17 +433,27 @@ class BrokerController(AsyncService):
                 },
                 data_version=wrapper.data_version,
             )
-        await self.outer_api.register_broker_all(
+        results = await self.outer_api.register_broker_all(
             addrs,
             cluster_name=self.config.broker_cluster_name,
             broker_addr=self.broker_addr,
             broker_name=self.config.broker_name,
             broker_id=self.config.broker_id,
-            ha_server_addr=self.config.ha_server_addr,
+            ha_server_addr=self.ha_server_addr,
             topic_config_wrapper=wrapper,
             timeout_millis=self.config.register_broker_timeout_mills,
             compressed=self.config.compressed_register,
         )
+        answer = next((r for r in results.values() if r is not None), None)
+        if answer is not None and self.store.config.broker_role is BrokerRole.SLAVE:
+            if not self.store.config.ha_master_address:  # Java: updateMasterHAServerAddrPeriodically
+                self.ha_service.update_master_address(answer.ha_server_addr)
+            self.slave_synchronize.master_addr = answer.master_addr
+
+    @property
+    def ha_server_addr(self) -> str:
+        """Where slaves reach this broker's HA port (brokerIP2, listenPort + 1)."""
+        return f"{self.config.broker_ip2 or self.config.broker_ip1}:{self.ha_service.port}"
 
     # -- configuration ----------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from finchmq.common import SettingsError, config_from_properties, parse_properti
 from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import run
 from finchmq.store import MessageStoreConfig
+from finchmq.store.config import BrokerRole
 
 __all__ = ["add_server_parsers", "host_address", "load_broker_config"]
 
@@ -79,6 +80,13 @@ def load_broker_config(
         log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
     if not broker.broker_ip2:
         broker = replace(broker, broker_ip2=broker.broker_ip1)
+    if store.broker_role is BrokerRole.SLAVE:
+        if broker.broker_id <= 0:
+            raise ConfigError("a SLAVE's brokerId must be > 0 (brokerRole=SLAVE, brokerId=0 is the master's)")
+    elif broker.broker_id != 0:  # Java BrokerStartup: a master is brokerId 0 whatever the file says
+        log.warning("brokerId=%d ignored: a %s is brokerId 0", broker.broker_id, store.broker_role.value)
+        broker = replace(broker, broker_id=0)
+    store = replace(store, ha_listen_port=broker.listen_port + 1)
     return broker, store, props
 
 
@@ -175,7 +183,8 @@ async def _broker_main(
     try:
         name, cluster = broker_config.broker_name, broker_config.broker_cluster_name
         _print(
-            f"finchmq broker {name} ({cluster}) at {broker.broker_addr}, "
+            f"finchmq broker {name} ({cluster}) {store_config.broker_role.value} brokerId="
+            f"{broker_config.broker_id} at {broker.broker_addr}, HA port {broker.ha_service.port}, "
             f"store {store_config.store_path_root_dir}, name servers {broker_config.namesrv_addr or 'none'} "
             f"(ready in {(time.monotonic() - began) * 1000:.0f} ms)"
         )

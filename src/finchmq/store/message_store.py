@@ -16,6 +16,7 @@ Threading:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import fcntl
 import logging
@@ -24,7 +25,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -49,6 +50,7 @@ from .inner import MessageExtBatch, MessageExtBrokerInner
 from .mapped_file import TransientStorePool
 from .mapped_file_queue import AllocateMappedFileService
 from .message_filter import MessageFilter
+from .replication import ReplicationState
 from .services import (
     CleanupService,
     FlushConsumeQueueService,
@@ -68,6 +70,33 @@ from .status import (
 __all__ = ["DefaultMessageStore", "DiskUsage", "StoreState"]
 
 _PutOutcome = tuple[PutMessageResult, Future[PutMessageResult] | None]
+
+
+def _combine(
+    flushed: Future[PutMessageResult], replicated: PutMessageResult | Future[PutMessageResult]
+) -> Future[PutMessageResult]:
+    """Java's ``flushResultFuture.thenCombine(replicaResultFuture)``: a failed flush sets the status,
+    a failed replication then overrides it."""
+    combined: Future[PutMessageResult] = Future()
+
+    def both_done(_: object = None) -> None:
+        if not flushed.done() or (isinstance(replicated, Future) and not replicated.done()):
+            return
+        flush_result = flushed.result()
+        replica_result = replicated.result() if isinstance(replicated, Future) else replicated
+        final = flush_result
+        if replica_result.status is not PutMessageStatus.PUT_OK:
+            final = PutMessageResult(replica_result.status, flush_result.append_message_result)
+        with contextlib.suppress(InvalidStateError):  # both callbacks saw both done
+            combined.set_result(final)
+
+    flushed.add_done_callback(both_done)
+    if isinstance(replicated, Future):
+        replicated.add_done_callback(both_done)
+    else:
+        both_done()
+    return combined
+
 
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
@@ -139,6 +168,8 @@ class DefaultMessageStore:
         self._cq_flush_service: FlushConsumeQueueService | None = None
         self._cleanup_service: CleanupService | None = None
         self._memory = _total_physical_memory() * config.access_message_in_memory_max_ratio // 100
+        self.replication = ReplicationState(config.ha_slave_fallbehind_max, config.slave_timeout)
+        self._slave_dispatched = -1  # slave: commit-log offset up to which replicated records are dispatched
 
     # ================================================================== lifecycle
 
@@ -191,6 +222,7 @@ class DefaultMessageStore:
         self._cq_flush_service.start()
         self._cleanup_service = CleanupService(self)
         self._cleanup_service.start()
+        self.replication.start()
         self.state = StoreState.RUNNING
         log.info("message store started at %s", cfg.store_path_root_dir)
 
@@ -206,6 +238,7 @@ class DefaultMessageStore:
             self._cleanup_service.shutdown()
         if self._flush is not None:
             self._flush.shutdown()
+        self.replication.shutdown()
         self.dispatch_pending()
         if self._cq_flush_service is not None:
             self._cq_flush_service.shutdown()
@@ -501,14 +534,25 @@ class DefaultMessageStore:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
         ok = PutMessageResult(PutMessageStatus.PUT_OK, append)
+        on_data = self.replication.on_data
+        if on_data is not None:
+            on_data()
         flush = self._flush
         if flush is None:
             return ok, None
-        return ok, flush.handle_disk_flush(ok, wait is None or wait.lower() == "true")
+        wait_store_ok = wait is None or wait.lower() == "true"
+        flushed = flush.handle_disk_flush(ok, wait_store_ok)
+        if not wait_store_ok or self.config.broker_role is not BrokerRole.SYNC_MASTER:
+            return ok, flushed
+        replicated = self.replication.wait_for_slave(append)
+        if flushed is None:
+            return (replicated, None) if isinstance(replicated, PutMessageResult) else (ok, replicated)
+        return ok, _combine(flushed, replicated)
 
     def _wait(self, appended: PutMessageResult, fut: Future[PutMessageResult]) -> PutMessageResult:
+        cfg = self.config
         try:
-            return fut.result(self.config.sync_flush_timeout / 1000 + 0.05)
+            return fut.result(max(cfg.sync_flush_timeout, cfg.slave_timeout) / 1000 + 0.05)
         except TimeoutError:  # Java: flushOkFuture.get(syncFlushTimeout) timed out
             return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, appended.append_message_result)
 
@@ -517,6 +561,49 @@ class DefaultMessageStore:
         reput = self.reput
         if reput.pending:
             reput.dispatch_pending(self.commit_log.get_max_offset())
+
+    # ================================================================== replication (HA)
+
+    def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None:
+        """Master: up to ``max_size`` readable commit-log bytes from ``offset``, never past the end of
+        its segment (Java ``getCommitLogData``); None when nothing is readable there yet."""
+        mf = self.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        view = mf.select_from(offset - mf.file_from_offset)
+        if view is None:
+            return None
+        with view:
+            return bytes(view[:max_size])
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """Slave: append replicated commit-log bytes at ``start_offset`` and dispatch the whole
+        records they complete to consume queues and the index (Java ``appendToCommitLog`` and the
+        slave's reput). False, appending nothing, when ``start_offset`` is not the end of the log
+        (or a segment boundary of an empty log), the bytes do not fit their segment, or the store
+        cannot write; the replication stream must then restart from the slave's offset."""
+        if self.state is not StoreState.RUNNING or not data:
+            return False
+        cl = self.commit_log
+        mfq = cl.mapped_file_queue
+        with cl.put_lock:
+            if mfq.files:
+                if start_offset != mfq.get_max_offset():
+                    return False
+            elif start_offset % cl.file_size:
+                return False
+            mf = mfq.get_last_mapped_file_create(start_offset)
+            if mf is None:
+                self._check_disk()
+                return False
+            if mf.file_from_offset + mf.wrote_position != start_offset or not mf.append(data, commit=True):
+                return False
+            end = start_offset + len(data)
+        with self.reput.lock:
+            begin = self._slave_dispatched if self._slave_dispatched >= 0 else start_offset
+            _, self._slave_dispatched = self.reput.dispatch_range(mfq, begin, end)
+        mf.store_timestamp = self.reput.last_store_timestamp or mf.store_timestamp
+        return True
 
     # ================================================================== flow-control probes
 
@@ -857,9 +944,11 @@ class DefaultMessageStore:
         return result
 
     def dispatch_behind_bytes(self) -> int:
-        """Bytes appended but not yet in the consume queues."""
+        """Bytes appended but not yet in the consume queues (a slave: also a record it has only part of)."""
         pending = self.reput.pending
         if not pending:
+            if self._slave_dispatched >= 0:
+                return max(self.commit_log.get_max_offset() - self._slave_dispatched, 0)
             return 0
         return max(
             self.commit_log.mapped_file_queue.get_max_wrote_position() - pending[0].commit_log_offset, 0

@@ -22,6 +22,7 @@ from finchmq.protocol.headers import PullMessageRequestHeader, PullMessageRespon
 from finchmq.protocol.sql92 import SQLSyntaxError
 from finchmq.remoting import QueuedRequest, RemotingContext, RequestExecutor
 from finchmq.store import GetMessageStatus
+from finchmq.store.config import BrokerRole
 
 from ._base import BrokerProcessor, handles, now_ms
 
@@ -173,10 +174,17 @@ class PullMessageProcessor(BrokerProcessor):
         else:
             code = _STATUS_TO_CODE.get(status, ResponseCode.PULL_RETRY_IMMEDIATELY)
         suggest = (
-            group_config.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else MASTER_ID
+            group_config.which_broker_when_consume_slowly
+            if result.suggest_pulling_from_slave
+            else group_config.broker_id
         )
         if not c.config.slave_read_enable:
             suggest = MASTER_ID
+        on_slave = c.store.config.broker_role is BrokerRole.SLAVE
+        if code == ResponseCode.PULL_OFFSET_MOVED and on_slave and not c.store.config.offset_check_in_slave:
+            # Java: a slave does not correct offsets (it may only lag); the consumer retries
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            suggest = group_config.broker_id
         response_header = PullMessageResponseHeader(
             suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
@@ -226,7 +234,7 @@ class PullMessageProcessor(BrokerProcessor):
                     )
                 response = request.make_response(code, status.name, response_header.to_ext_fields())
 
-        if broker_allow_suspend and has_commit_offset and c.config.broker_id == MASTER_ID:
+        if broker_allow_suspend and has_commit_offset and not on_slave:
             c.consumer_offset_manager.commit_offset(
                 ctx.remote_addr, header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )

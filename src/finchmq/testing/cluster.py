@@ -74,6 +74,7 @@ class BrokerProcess(ChildServer):
     def __init__(self, data_dir: Path, conf: dict[str, str]) -> None:
         super().__init__(data_dir, "finchmq-broker-", data_dir / "broker.log")
         self.conf = conf
+        self._mark = 0
 
     @property
     def addr(self) -> str:
@@ -94,6 +95,7 @@ class BrokerProcess(ChildServer):
         with open(self.log_path, "ab") as log:
             log.write(b"--- start ---\n")
         mark = self.log_path.stat().st_size
+        self._mark = mark
         args = [sys.executable, "-m", "finchmq.cli", "--log-level", "INFO", "broker", "-c", str(conf_file)]
 
         def ready() -> bool:
@@ -115,6 +117,12 @@ class BrokerProcess(ChildServer):
                 raise RuntimeError(f"{self.label} exited with {self.proc.returncode}: {self.log_tail()}")
             time.sleep(0.05)
         raise RuntimeError(f"{self.label} did not get ready: {self.log_tail()}")
+
+    def log_since_start(self) -> str:
+        """What this process wrote since its last start."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._mark)
+            return log.read().decode(errors="replace")
 
     def kill(self) -> None:
         """SIGKILL: no flush, no unregister, as a crash."""
@@ -192,10 +200,24 @@ class LocalCluster:
             for broker in self.brokers.values():
                 broker.conf["namesrvAddr"] = self.namesrv_addr
                 broker.start()
+            self.wait_slaves_connected()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def wait_slaves_connected(self, timeout: float = 30.0) -> None:
+        """Wait until every running master has accepted the HA connection of each running slave
+        of its group (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE until then)."""
+        deadline = time.monotonic() + timeout
+        for (name, broker_id), master in self.brokers.items():
+            if broker_id != 0 or not master.running:
+                continue
+            slaves = sum(1 for (n, i), b in self.brokers.items() if n == name and i != 0 and b.running)
+            while master.log_since_start().count("requests the log from offset") < slaves:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{master.label}: its slaves did not connect: {master.log_tail()}")
+                time.sleep(0.05)
 
     def stop(self) -> None:
         for broker in reversed(list(self.brokers.values())):

@@ -308,6 +308,8 @@ class ReputMessageService:
             if pos + 8 > mf.file_size:
                 offset = mf.file_from_offset + mf.file_size
                 continue
+            if offset + 8 > end:
+                break  # not even the record's head is here yet
             total, magic = _HEAD.unpack_from(view, pos)
             if magic == BLANK_MAGIC_CODE or (total == 0 and magic == 0):
                 offset = mf.file_from_offset + mf.file_size

@@ -228,3 +228,58 @@ async def test_a_killed_group_makes_producers_move_to_the_other_group(tmp_path: 
 
 async def create_topic_on_all(cluster: LocalCluster) -> None:
     await create_topic(cluster.namesrv_addr)
+
+
+async def test_a_lagging_consumer_is_sent_to_the_slave_when_slave_reads_are_enabled(tmp_path: Path) -> None:
+    # accessMessageInMemoryMaxRatio=0: any backlog counts as "more than fits in memory"
+    conf = {"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": "0", "defaultTopicQueueNums": "4"}
+    with LocalCluster(tmp_path, groups=1, slaves=1, namesrvs=1, role="SYNC_MASTER", conf=conf) as cluster:
+        master, slave = cluster.broker("broker-a", 0), cluster.broker("broker-a", 1)
+        await create_topic(cluster.namesrv_addr)
+        bodies = [f"lag-{i}".encode() for i in range(200)]
+        async with Producer("ha_producer", namesrv_addr=cluster.namesrv_addr) as producer:
+            assert await send_all(producer, bodies) == [SendStatus.SEND_OK] * len(bodies)
+
+        async def slave_synced() -> bool:
+            return len(await stored_bodies(slave.addr, TOPIC, queues=4)) == len(bodies)
+
+        await eventually(slave_synced, 30, "the slave synced the topic")
+
+        async def pulled(addr: str) -> int:
+            async with AdminClient(namesrv_addr=cluster.namesrv_addr) as admin:
+                return int((await admin.broker_runtime_stats(addr))["msgGetTotalTodayNow"])
+
+        before = await pulled(slave.addr)
+        received: set[bytes] = set()
+
+        async def listener(
+            msgs: list[MessageExt], _: ConsumeConcurrentlyContext
+        ) -> ConsumeConcurrentlyStatus:
+            received.update(m.body for m in msgs)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            "ha_lagging",
+            namesrv_addr=cluster.namesrv_addr,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_batch_size=8,
+        )
+        consumer.subscribe(TOPIC, "*")
+        consumer.register_message_listener(listener)
+        async with consumer:
+
+            async def all_received() -> bool:
+                return received == set(bodies)
+
+            await eventually(all_received, 60, "every message consumed")
+            # the master answered the first pulls with suggestWhichBrokerId=1, the rest came from the slave
+            assert await pulled(slave.addr) > before
+
+            # offsets are committed to the master only (a slave ignores commits riding on pulls);
+            # the slave gets them from the master through SlaveSynchronize (every 10 s)
+            async def offsets_everywhere() -> bool:
+                on_master = [await committed_offset(master.addr, "ha_lagging", q) for q in range(4)]
+                on_slave = [await committed_offset(slave.addr, "ha_lagging", q) for q in range(4)]
+                return sum(on_master) == len(bodies) and on_slave == on_master
+
+            await eventually(offsets_everywhere, 40, "the slave synced the group's offsets from the master")

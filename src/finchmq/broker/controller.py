@@ -25,7 +25,7 @@ from finchmq.common.lifecycle import AsyncService
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
-from finchmq.protocol.codes import MQVersion
+from finchmq.protocol.codes import MQVersion, RequestCode
 from finchmq.protocol.message import pack_host
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.remoting import (
@@ -65,6 +65,7 @@ log = logging.getLogger(__name__)
 
 VERSION_DESC = "V4_9_8"
 _CLIENT_SCAN_INTERVAL = 10.0  # s, Java ClientHousekeepingService
+_NOT_ON_FAST_CHANNEL = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})
 
 
 class BrokerController(AsyncService):
@@ -89,6 +90,17 @@ class BrokerController(AsyncService):
             ),
             listener=ChannelGoneListener(self.forget_channel),  # Java ClientHousekeepingService
             name="broker",
+        )
+        # Java's "VIP channel": the same broker on listenPort - 2, without pulls; Java's slaves sync
+        # metadata through it and Java clients with vipChannelEnabled send through it
+        self.fast_server = RemotingServer(
+            RemotingServerConfig(
+                bind_address=config.bind_address,
+                listen_port=config.listen_port - 2 if config.listen_port >= 3 else 0,
+                server_channel_max_idle_time_seconds=config.server_channel_max_idle_time_seconds,
+            ),
+            listener=ChannelGoneListener(self.forget_channel),
+            name="broker-fast",
         )
         self.broker2client = Broker2Client(self.server, self.spawn)
         self.context = context = build_broker_context(
@@ -196,12 +208,15 @@ class BrokerController(AsyncService):
         ):
             for code, executor_name in processor.routes().items():
                 self.server.register_processor(code, processor, executors[executor_name])
-        # Java: codes without a processor go to the admin processor, which answers "not supported".
-        self.server.dispatcher.register_default(self.admin_processor, self.admin_executor)
-        self.server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
-            f"OVERLOAD:{executor.name}"
-        )
-        self.server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
+                if code not in _NOT_ON_FAST_CHANNEL:
+                    self.fast_server.register_processor(code, processor, executors[executor_name])
+        for server in (self.server, self.fast_server):
+            # Java: codes without a processor go to the admin processor, which answers "not supported".
+            server.dispatcher.register_default(self.admin_processor, self.admin_executor)
+            server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
+                f"OVERLOAD:{executor.name}"
+            )
+            server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
 
         self.fast_failure = BrokerFastFailure(
             counters=self.flow_control,
@@ -270,6 +285,15 @@ class BrokerController(AsyncService):
         self.store.start()
         self.put_service.start()
         await self.server.start()
+        try:
+            await self.fast_server.start()
+        except OSError as exc:  # Java would not start; the VIP channel is a side door, so warn
+            log.warning(
+                "VIP channel port %d (listenPort - 2) unavailable, Java slaves cannot sync from this "
+                "broker and Java clients with vipChannelEnabled cannot reach it: %s",
+                self.fast_server.config.listen_port,
+                exc,
+            )
         port = self.server.port
         self.context.broker_addr = f"{self.config.broker_ip1}:{port}"
         self.context.store_host = pack_host(self.config.broker_ip1, port)
@@ -341,6 +365,7 @@ class BrokerController(AsyncService):
                 broker_name=self.config.broker_name,
                 broker_id=self.config.broker_id,
             )
+        await self.fast_server.close()
         await self.server.close()
         await self.ha_service.close()
         await self.pull_hold_service.close()

@@ -25,20 +25,26 @@ __all__ = ["BrokerProcess", "LocalCluster", "NamesrvProcess", "free_port_pair"]
 
 
 def free_port_pair() -> int:
-    """A loopback port ``p`` with ``p + 1`` also free (a broker and its HA port)."""
-    for _ in range(200):
+    """A loopback port ``p`` with ``p - 2``, ``p - 1`` and ``p + 1`` also free: a broker, its VIP
+    channel (``listenPort - 2``) and its HA port (``listenPort + 1``)."""
+    for _ in range(500):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-            if port >= 65535:
-                continue
-            try:
-                with socket.socket() as t:
-                    t.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
+        if not 1026 <= port <= 65534:
+            continue
+        if all(_free(p) for p in (port - 2, port - 1, port, port + 1)):
             return port
-    raise RuntimeError("no two consecutive free loopback ports")
+    raise RuntimeError("no four consecutive free loopback ports")
+
+
+def _free(port: int) -> bool:
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
 
 
 class NamesrvProcess(ChildServer):

@@ -169,13 +169,14 @@ class Exposition:
             family.lines.append(f"{name}{_label_text(labels)} {format_value(value)}")
 
     def counter(self, name: str, help_text: str, value: float, labels: Labels | None = None) -> None:
-        """``name`` must end in ``_total`` (the family is named without it, as Prometheus does)."""
+        """``name`` must end in ``_total``; in the 0.0.4 text format the ``# TYPE`` line names
+        the family with it, as Prometheus' own clients write it."""
         self.counters(name, help_text, [(labels or {}, value)])
 
     def counters(self, name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
         if not name.endswith("_total"):
             raise ValueError(f"counter {name} must end in _total")
-        family = self._family(name[: -len("_total")], "counter", help_text)
+        family = self._family(name, "counter", help_text)
         for labels, value in samples:
             family.lines.append(f"{name}{_label_text(labels)} {format_value(value)}")
 

@@ -248,8 +248,9 @@ class BrokerMetrics:
                     },
                     histogram,
                 )
-                for (topic,), histogram in list(self.message_sizes.by_key.items())
-                if not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
+                for topic, histogram in list(self.message_sizes.by_key.items())
+                if isinstance(topic, str)
+                and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
             ),
         )
         outs = []

@@ -157,7 +157,7 @@ class BrokerStats:
         self._add(TOPIC_PUT_SIZE, topic, size)
         sizes = self.message_sizes
         if sizes is not None and messages:
-            sizes.observe((topic,), size / messages)  # Java: wrote bytes / messages, per put
+            sizes.observe(topic, size / messages)  # Java: wrote bytes / messages, per put
 
     def record_put_failed(self) -> None:
         self.put_failed += 1

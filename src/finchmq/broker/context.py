@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.message import pack_host
+from finchmq.remoting.metrics import RpcMetrics
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
 
 from .broker2client import Broker2Client
@@ -30,8 +31,14 @@ from .stats import BrokerStats
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
 
-if TYPE_CHECKING:
-    from .metrics import BrokerMetrics
+
+class MetricsHooks(Protocol):
+    """What processors report to the metrics (``BrokerMetrics`` provides it)."""
+
+    rpc: RpcMetrics
+
+    def record_dlq(self, group: str, topic: str) -> None: ...
+
 
 __all__ = ["BrokerContext", "build_broker_context"]
 
@@ -72,7 +79,7 @@ class BrokerContext:
     update_config: Callable[[Mapping[str, str]], Awaitable[dict[str, str]]] = _no_config_updates
     runtime_info: Callable[[], dict[str, str]] = dict
     # the broker's metrics while metricsExporterType=PROM (processors report DLQ sends, late answers)
-    metrics: BrokerMetrics | None = None
+    metrics: MetricsHooks | None = None
 
     @property
     def metadata_unwritten(self) -> bool:

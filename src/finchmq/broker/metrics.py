@@ -23,7 +23,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from finchmq.common.metrics import CONTENT_TYPE, Exposition, HistogramSet
 from finchmq.protocol.bodies import MessageModel
@@ -34,11 +34,20 @@ from finchmq.protocol.topics import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     is_system_topic,
 )
+from finchmq.remoting import RemotingServer
 from finchmq.remoting.metrics import RpcMetrics
-from finchmq.store import SCHEDULE_TOPIC
+from finchmq.store import SCHEDULE_TOPIC, DefaultMessageStore
 
-if TYPE_CHECKING:
-    from .controller import BrokerController
+from .client_manager import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .context import BrokerContext
+from .flow_control import FlowControlCounters
+from .long_polling import PullRequestHoldService
+from .offset import ConsumerOffsetManager
+from .put_service import StorePutService
+from .stats import BrokerStats
+from .subscription_group import SubscriptionGroupManager
+from .topic_config import TopicConfigManager
 
 __all__ = ["CONTENT_TYPE", "MESSAGE_SIZE_BUCKETS", "BrokerMetrics", "is_system_group"]
 
@@ -141,11 +150,36 @@ def _number(text: str) -> float | None:
         return None
 
 
+class MeteredBroker(Protocol):
+    """What the metrics read of a broker (``BrokerController`` provides it)."""
+
+    server: RemotingServer
+    context: BrokerContext
+    store: DefaultMessageStore
+    stats: BrokerStats
+    flow_control: FlowControlCounters
+    put_service: StorePutService
+    pull_hold_service: PullRequestHoldService
+    topic_config_manager: TopicConfigManager
+    subscription_group_manager: SubscriptionGroupManager
+    consumer_offset_manager: ConsumerOffsetManager
+    consumer_manager: ConsumerManager
+    producer_manager: ProducerManager
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def broker_permission(self) -> int: ...
+    @property
+    def broker_addr(self) -> str: ...
+    def runtime_info(self) -> dict[str, str]: ...
+
+
 class BrokerMetrics:
     """Collects the broker's figures for ``/metrics``; ``install()`` turns on the per-request
     parts, ``write()`` adds the figures to an exposition."""
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: MeteredBroker) -> None:
         self.broker = broker
         self.rpc = RpcMetrics()
         self.message_sizes = HistogramSet(MESSAGE_SIZE_BUCKETS)

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 
 from finchmq.common.logs import RateLimitedLog
+from finchmq.common.tasks import BackgroundTasks
 
 __all__ = ["MetricsHttpServer"]
 
@@ -63,7 +64,8 @@ class MetricsHttpServer:
         self.read_timeout = read_timeout
         self.idle_timeout = idle_timeout
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections = 0
+        self._tasks = BackgroundTasks(f"{name}-http")
 
     @property
     def port(self) -> int:
@@ -98,22 +100,17 @@ class MetricsHttpServer:
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        for task in list(self._connections):
-            task.cancel()
-        for task in list(self._connections):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.close()  # open connections are cancelled; each closes its socket
         if server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
 
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._connections) >= self.max_connections or self._server is None:
+        if self._connections >= self.max_connections or self._server is None:
             writer.close()
             return
-        task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
+        self._connections += 1  # released when _serve ends
+        self._tasks.spawn(self._serve(reader, writer), "connection")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -137,6 +134,7 @@ class MetricsHttpServer:
         except Exception as exc:
             limited.log(logging.ERROR, "http", "%s HTTP connection failed", self.name, exc_info=exc)
         finally:
+            self._connections -= 1
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1)

@@ -15,13 +15,14 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.metrics import CONTENT_TYPE, Exposition, MetricsExporterType
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
@@ -36,6 +37,7 @@ from finchmq.remoting import (
     RemotingServerConfig,
     RequestExecutor,
 )
+from finchmq.remoting.http import MetricsHttpServer
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 
@@ -45,6 +47,7 @@ from .context import build_broker_context
 from .flow_control import BrokerFastFailure
 from .ha import HAService
 from .long_polling import PullRequestHoldService
+from .metrics import BrokerMetrics
 from .outer_api import BrokerOuterAPI
 from .processor import (
     AdminBrokerProcessor,
@@ -173,7 +176,9 @@ class BrokerController(AsyncService):
         self.pull_hold_service = PullRequestHoldService(
             max_offset=self.store.get_max_offset_in_queue,
             # late-bound: the pull processor is built next, around this service
-            wakeup=lambda ctx, request: self.pull_processor.execute_request_when_wakeup(ctx, request),  # noqa: PLW0108
+            wakeup=lambda ctx, request, held_ms: self.pull_processor.execute_request_when_wakeup(  # noqa: PLW0108
+                ctx, request, held_ms
+            ),
             long_polling_enable=config.long_polling_enable,
             short_polling_time_mills=config.short_polling_time_mills,
         )
@@ -238,6 +243,14 @@ class BrokerController(AsyncService):
                 ),
             ],
         )
+
+        # metricsExporterType=PROM: GET /metrics (docs/metrics.md); ``metrics_collectors`` add
+        # figures of others in the process (the embedded name server's) to the same endpoint
+        self.metrics: BrokerMetrics | None = None
+        self.metrics_server: MetricsHttpServer | None = None
+        self.metrics_collectors: list[Callable[[Exposition], None]] = []
+        if config.metrics_exporter_type is MetricsExporterType.PROM:
+            self.metrics = BrokerMetrics(self)
 
         self._tasks = BackgroundTasks("broker")  # one-off work (registrations, notifications)
         self._periodic = BackgroundTasks("broker-periodic")  # stopped first at close
@@ -305,6 +318,7 @@ class BrokerController(AsyncService):
         if not is_slave:  # Java: a slave's delay levels are the master's to deliver
             self.schedule_message_service.start()
         self.fast_failure.start()
+        await self._start_metrics()
         every = self._periodic.every
         every(
             lambda: self.config.register_period_ms,
@@ -336,6 +350,30 @@ class BrokerController(AsyncService):
             self.config.namesrv_addrs or "none",
         )
 
+    async def _start_metrics(self) -> None:
+        metrics = self.metrics
+        if metrics is None:
+            return
+        metrics.install()
+        config = self.config
+        self.metrics_server = MetricsHttpServer(
+            config.metrics_prom_exporter_host or config.bind_address,
+            config.metrics_prom_exporter_port,
+            self.render_metrics,
+            content_type=CONTENT_TYPE,
+            name="broker metrics",
+        )
+        await self.metrics_server.start()
+
+    def render_metrics(self) -> bytes:
+        """The ``/metrics`` body: the broker's figures and those of ``metrics_collectors``."""
+        out = Exposition()
+        if self.metrics is not None:
+            self.metrics.write(out)
+        for collect in self.metrics_collectors:
+            collect(out)
+        return out.render()
+
     def _load(self) -> None:
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
@@ -365,6 +403,8 @@ class BrokerController(AsyncService):
                 broker_name=self.config.broker_name,
                 broker_id=self.config.broker_id,
             )
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
         await self.fast_server.close()
         await self.server.close()
         await self.ha_service.close()

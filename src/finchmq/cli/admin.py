@@ -45,7 +45,7 @@ from finchmq.protocol.bodies import (
     SubscriptionGroupConfig,
     java_key_hash,
 )
-from finchmq.protocol.codes import MQVersion, ResponseCode
+from finchmq.protocol.codes import ResponseCode, version_desc
 from finchmq.protocol.message import Message
 from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC
 from finchmq.protocol.trace import TraceView, trace_views
@@ -665,10 +665,7 @@ def _producer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -
 
 
 def _version_desc(version: int) -> str:
-    try:
-        return MQVersion(version).name
-    except ValueError:
-        return str(version)
+    return version_desc(version)
 
 
 def _topic_cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:

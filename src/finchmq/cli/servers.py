@@ -23,6 +23,7 @@ from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.common import SettingsError, config_from_properties, parse_properties
+from finchmq.common.metrics import MetricsExporterType
 from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import run
 from finchmq.store import MessageStoreConfig
@@ -33,6 +34,7 @@ __all__ = ["add_server_parsers", "host_address", "load_broker_config"]
 log = logging.getLogger("finchmq.cli")
 
 DEFAULT_DATA_DIR = Path("finchmq-data")
+DEFAULT_METRICS_PORT = 5557  # Java 5.x's metricsPromExporterPort
 
 
 class ConfigError(Exception):
@@ -104,6 +106,12 @@ def add_server_parsers(commands: Any) -> None:
         default=DEFAULT_DATA_DIR,
         help="where kvConfig.json lives (default ./finchmq-data)",
     )
+    namesrv.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=0,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default 0: off; 5558 is usual)",
+    )
     namesrv.set_defaults(handler=_run_namesrv)
 
     broker = commands.add_parser(
@@ -137,7 +145,24 @@ def add_server_parsers(commands: Any) -> None:
     server.add_argument("--broker-ip", help="address the broker advertises (brokerIP1; default: this host's)")
     server.add_argument("--bind", default="0.0.0.0", help="listen address of both servers (default 0.0.0.0)")
     server.add_argument("-c", "--config", type=Path, help="broker.conf with extra broker settings")
+    server.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=None,
+        help=f"serve both servers' Prometheus metrics at http://HOST:PORT/metrics (default "
+        f"{DEFAULT_METRICS_PORT}, skipped with a warning when taken; 0: off)",
+    )
     server.set_defaults(handler=_run_server)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, got {port}")
+    return port
 
 
 def _stop_on_signal() -> asyncio.Event:
@@ -158,10 +183,14 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
         listen_port=args.port,
         bind_address=args.bind,
         kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
+        metrics_exporter_type=MetricsExporterType.PROM if args.metrics_port else MetricsExporterType.DISABLE,
+        metrics_prom_exporter_port=args.metrics_port or 5558,
     )
     stop = _stop_on_signal()
     async with NamesrvController(config) as namesrv:
         _print(f"finchmq name server listening on {namesrv.address}")
+        if namesrv.metrics_server is not None:
+            _print(f"metrics at {namesrv.metrics_server.url}")
         await stop.wait()
         _print("finchmq name server shutting down")
 
@@ -188,6 +217,8 @@ async def _broker_main(
             f"store {store_config.store_path_root_dir}, name servers {broker_config.namesrv_addr or 'none'} "
             f"(ready in {(time.monotonic() - began) * 1000:.0f} ms)"
         )
+        if broker.metrics_server is not None:
+            _print(f"metrics at {broker.metrics_server.url}")
         await stop.wait()
         _print("finchmq broker shutting down")
     finally:
@@ -232,12 +263,32 @@ async def _server_main(
     )
     await namesrv.start()
     broker_config = replace(broker_config, namesrv_addr=namesrv.address)
+    metrics_port = DEFAULT_METRICS_PORT if args.metrics_port is None else args.metrics_port
+    host = broker_config.metrics_prom_exporter_host or args.bind
+    if args.metrics_port is None and not _can_listen(host, metrics_port):
+        # the default port is taken (another finchmq server, an exporter): run without metrics
+        _print(
+            f"warning: metrics port {metrics_port} on {host} is in use; running without metrics "
+            "(choose a port with --metrics-port)"
+        )
+        metrics_port = 0
+    if metrics_port:  # one endpoint for both servers (the node_type label tells them apart)
+        broker_config = replace(
+            broker_config,
+            metrics_exporter_type=MetricsExporterType.PROM,
+            metrics_prom_exporter_port=metrics_port,
+            metrics_prom_exporter_host=host,
+        )
     broker = BrokerController(broker_config, store_config, config_file=args.config, extra_properties=props)
+    if broker.metrics is not None:
+        broker.metrics_collectors.append(namesrv.enable_metrics().write)
     try:
         await broker.start()
         _print(f"finchmq name server listening on {namesrv.address}")
         store_dir = store_config.store_path_root_dir
         _print(f"finchmq broker {broker_config.broker_name} at {broker.broker_addr} (store {store_dir})")
+        if broker.metrics_server is not None:
+            _print(f"metrics at {broker.metrics_server.url}")
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )
@@ -246,6 +297,17 @@ async def _server_main(
     finally:
         await broker.close()
         await namesrv.close()
+
+
+def _can_listen(host: str, port: int) -> bool:
+    """True if ``host:port`` is free to listen on now (as asyncio does: SO_REUSEADDR)."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError:
+        return False
+    return True
 
 
 def _run_server(args: argparse.Namespace) -> int:

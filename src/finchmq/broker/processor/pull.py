@@ -57,10 +57,14 @@ class PullMessageProcessor(BrokerProcessor):
     def pull_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         return self.process(ctx, request, broker_allow_suspend=True)
 
-    def execute_request_when_wakeup(self, ctx: RemotingContext, request: RemotingCommand) -> None:
-        """Re-run a held pull through the pull executor, suspension disallowed (seed 003)."""
+    def execute_request_when_wakeup(
+        self, ctx: RemotingContext, request: RemotingCommand, held_ms: int
+    ) -> None:
+        """Re-run a held pull through the pull executor, suspension disallowed (seed 003);
+        ``held_ms`` is how long it was held (metrics time it from its arrival)."""
         executor = self.pull_executor
-        item = QueuedRequest(ctx, request, _Wakeup(self), time.monotonic())
+        now = time.monotonic()
+        item = QueuedRequest(ctx, request, _Wakeup(self), now, held_since=now - held_ms / 1000)
         if not executor.submit(item) and not request.is_oneway:
             ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy"))
 
@@ -200,6 +204,9 @@ class PullMessageProcessor(BrokerProcessor):
             finally:
                 result.release()
             c.stats.record_pull(header.consumer_group, header.topic, count, len(body))
+            c.consumer_offset_manager.commit_pull_offset(
+                header.consumer_group, header.topic, header.queue_id, result.next_begin_offset
+            )
             response = request.make_response(code, status.name, response_header.to_ext_fields(), body)
         else:
             result.release()

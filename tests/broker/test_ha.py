@@ -197,31 +197,32 @@ async def test_a_killed_group_makes_producers_move_to_the_other_group(tmp_path: 
     with LocalCluster(tmp_path, groups=2, slaves=0, namesrvs=1, role="ASYNC_MASTER") as cluster:
         await create_topic_on_all(cluster)
         ok: list[bytes] = []
-        failed: list[tuple[bytes, str]] = []
-        brokers_after_kill: list[str] = []
+        failed: list[tuple[int, str]] = []
         async with Producer(
-            "ha_failover", namesrv_addr=cluster.namesrv_addr, send_latency_fault_enable=True
+            "ha_failover",
+            namesrv_addr=cluster.namesrv_addr,
+            send_latency_fault_enable=True,
+            retry_times_when_send_failed=0,  # so that every send that met the dead broker says so
         ) as producer:
             for i in range(400):
-                body = f"f-{i}".encode()
                 if i == 100:
                     cluster.broker("broker-a").kill()
+                body = f"f-{i}".encode()
                 try:
                     result = await producer.send(Message(TOPIC, body))
                 except MQClientError as exc:  # the failure reaches the caller
-                    failed.append((body, str(exc)))
+                    failed.append((i, str(exc)))
                     continue
                 assert result.send_status is SendStatus.SEND_OK
                 ok.append(body)
-                if i > 100:
-                    brokers_after_kill.append(result.message_queue.broker_name)
-        # after the kill, the latency fault tolerance keeps the producer on broker-b: at most the
-        # first send after the kill tried broker-a (and was retried on broker-b, or failed)
-        assert brokers_after_kill.count("broker-a") == 0
-        assert len(ok) + len(failed) == 400
+        # round robin alone would send every other message to the dead broker; the latency fault
+        # tolerance avoids it after its first failure
+        assert 1 <= len(failed) <= 3, failed
+        assert all(i >= 100 for i, _ in failed)
         cluster.broker("broker-a").start()
         stored = await stored_bodies(cluster.broker("broker-a").addr, TOPIC, queues=4)
         stored += await stored_bodies(cluster.broker("broker-b").addr, TOPIC, queues=4)
+        assert len(ok) == 400 - len(failed)
         missing = set(ok) - set(stored)
         assert not missing, f"{len(missing)} acknowledged sends are lost"
 

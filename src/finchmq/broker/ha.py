@@ -154,10 +154,16 @@ class HAService:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(
-            self._accept, self.bind_address, self.port, reuse_address=True
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, self.bind_address, self.port, reuse_address=True
+            )
+        except OSError as exc:
+            if self.store.config.broker_role is BrokerRole.SYNC_MASTER:
+                raise  # it cannot keep its promise without slaves
+            log.warning("HA port %d unavailable, no slave can replicate from this broker: %s", self.port, exc)
+        else:
+            self.port = self._server.sockets[0].getsockname()[1]
         self.store.replication.on_data = self._data_arrived
         if self.store.config.broker_role is BrokerRole.SLAVE:
             self._client_task = asyncio.create_task(self._run_client(), name="ha-client")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.message import pack_host
@@ -28,6 +29,9 @@ from .schedule import ScheduleMessageService
 from .stats import BrokerStats
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
+
+if TYPE_CHECKING:
+    from .acl import PlainAccessValidator
 
 __all__ = ["BrokerContext", "build_broker_context"]
 
@@ -67,6 +71,7 @@ class BrokerContext:
     wait_registered: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     update_config: Callable[[Mapping[str, str]], Awaitable[dict[str, str]]] = _no_config_updates
     runtime_info: Callable[[], dict[str, str]] = dict
+    acl: PlainAccessValidator | None = None  # aclEnable=true: the accounts (ACL admin requests edit them)
 
     @property
     def metadata_unwritten(self) -> bool:

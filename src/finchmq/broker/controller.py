@@ -39,6 +39,7 @@ from finchmq.remoting import (
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 
+from .acl import WATCH_INTERVAL_MS, PlainAccessValidator
 from .broker2client import Broker2Client
 from .config import BrokerConfig
 from .context import build_broker_context
@@ -198,6 +199,10 @@ class BrokerController(AsyncService):
             f"OVERLOAD:{executor.name}"
         )
         self.server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
+        # Java initialAcl: the ACL check is an RPC hook run before every request
+        self.acl = context.acl = PlainAccessValidator.from_config(config) if config.acl_enable else None
+        if self.acl is not None:
+            self.server.dispatcher.before_request = self.acl.check
 
         self.fast_failure = BrokerFastFailure(
             counters=self.flow_control,
@@ -284,6 +289,8 @@ class BrokerController(AsyncService):
         every(1000, self._persist_dirty_state, "persist", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
+        if self.acl is not None:
+            every(WATCH_INTERVAL_MS, self.acl.watch, "acl-watch", WATCH_INTERVAL_MS)
         if self.store.config.broker_role is not BrokerRole.SLAVE:  # Java: the master checks
             every(
                 lambda: self.config.transaction_check_interval,
@@ -302,6 +309,8 @@ class BrokerController(AsyncService):
         )
 
     def _load(self) -> None:
+        if self.acl is not None:
+            self.acl.load()
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()

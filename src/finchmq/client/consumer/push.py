@@ -273,7 +273,11 @@ class PushConsumer(SubscribingConsumer):
         self.consumer_start_timestamp = int(time.time() * 1000)
         if config.enable_msg_trace:
             self._trace = TraceDispatcher(
-                group, "CONSUME", config.namesrv_addr, config.customized_trace_topic
+                group,
+                "CONSUME",
+                config.namesrv_addr,
+                config.customized_trace_topic,
+                config.session_credentials,
             )
             self.register_consume_message_hook(ConsumeMessageTraceHook(self._trace))
             await self._trace.start()

@@ -20,6 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from finchmq.client import (
     BlockingAdminClient,
     BlockingProducer,
@@ -29,6 +31,7 @@ from finchmq.client import (
     MQBrokerError,
     MQClientError,
     PullStatus,
+    SessionCredentials,
 )
 from finchmq.client.allocate import AllocateMessageQueueAveragely
 from finchmq.client.route import topic_route_data_to_subscribe_info
@@ -492,7 +495,11 @@ def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
         args.topic, args.body.encode("utf-8"), tags=args.tags or None, keys=args.keys or None
     )
     with BlockingProducer(
-        args.producer_group, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        args.producer_group,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as producer:
         queue = None
         if args.broker and args.queue_id is not None:
@@ -513,7 +520,11 @@ def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
 def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
     out: list[MessageExt] = []
     with BlockingPullConsumer(
-        args.consumer_group, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        args.consumer_group,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         queues = sorted(consumer.fetch_subscribe_message_queues(args.topic))
         if args.broker:
@@ -539,13 +550,19 @@ def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``queryMsgByOffset``: the message at one queue offset."""
     mq = MessageQueue(args.topic, args.broker, args.queue_id)
     with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         result = consumer.pull(mq, "*", args.offset, 1)
     if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
         raise ValueError(f"no message at {mq.topic}/{mq.broker_name}/{mq.queue_id} offset {args.offset}")
     msg = result.msg_found_list[0]
-    with BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin:
+    with BlockingAdminClient(
+        namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+    ) as admin:
         return _message_dict(msg), _java_detail(admin, msg, offset_id=True)
 
 
@@ -556,7 +573,11 @@ def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
     data = []
     elapsed_total = 0
     with BlockingProducer(
-        "PID_SMSC", namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        "PID_SMSC",
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as producer:
         queues = producer.fetch_publish_message_queues(args.topic)
         body = b"a" * args.size
@@ -815,7 +836,11 @@ def _print_msg(args: argparse.Namespace, portal: Portal) -> Result:
     lines: list[str] = []
     data = []
     with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         queues = java_hash_order(list(consumer.fetch_subscribe_message_queues(args.topic)), java_key_hash)
         for mq in queues:
@@ -851,7 +876,11 @@ def _print_msg_by_queue(args: argparse.Namespace, portal: Portal) -> Result:
     messages = []
     tag_counts: dict[str, int] = {}
     with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         low, high = _queue_range(consumer, mq, args)
         offset = low
@@ -993,10 +1022,13 @@ def _cluster_rt(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``clusterRT``: ``amount`` sync sends to each broker's own topic, the average RT
     leaving the first send out, every ``interval`` seconds (forever unless --rounds)."""
     with (
-        BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin,
+        BlockingAdminClient(
+            namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+        ) as admin,
         BlockingProducer(
             str(int(time.time() * 1000)),
             namesrv_addr=args.namesrv,
+            session_credentials=args.credentials,
             instance_name=f"cli-{os.getpid()}",
             portal=portal,
         ) as producer,
@@ -1097,14 +1129,39 @@ _CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
 _STREAMED = frozenset({"clusterRT"})  # print each row as it comes (they run until interrupted)
 
 
+def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
+    """--access-key/--secret-key, else mqadmin's $ROCKETMQ_HOME/conf/tools.yml (accessKey, secretKey)."""
+    if args.access_key or args.secret_key:
+        if not (args.access_key and args.secret_key):
+            raise ValueError("--access-key and --secret-key go together (the broker's ACL account)")
+        return SessionCredentials(args.access_key, args.secret_key)
+    home = os.environ.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    tools = Path(home) / "conf" / "tools.yml"
+    try:
+        data = yaml.safe_load(tools.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {tools}: {exc}") from None
+    if not isinstance(data, dict):
+        return None
+    access_key, secret_key = (str(data.get(k) or "").strip() for k in ("accessKey", "secretKey"))
+    return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
+
+
 def _run(args: argparse.Namespace) -> int:
     command = args.admin_command
     portal = Portal.default()
     try:
+        args.credentials = _session_credentials(args)
         if command in _CLIENT:
             data, text = _CLIENT[command](args, portal)
         else:
-            with BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin:
+            with BlockingAdminClient(
+                namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+            ) as admin:
                 data, text = _ADMIN[command](admin, args)
     except (MQClientError, TimeoutError) as exc:
         print(f"{command} failed: {exc}", file=sys.stderr)
@@ -1145,6 +1202,17 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="name server address(es), host:port;host:port (default $NAMESRV_ADDR or 127.0.0.1:9876)",
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_argument(
+        "--access-key",
+        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+        help="ACL accessKey to sign requests with (default $ROCKETMQ_ACCESS_KEY, else accessKey of "
+        "$ROCKETMQ_HOME/conf/tools.yml as mqadmin reads it)",
+    )
+    common.add_argument(
+        "--secret-key",
+        default=os.environ.get("ROCKETMQ_SECRET_KEY"),
+        help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
+    )
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:

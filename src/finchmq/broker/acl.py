@@ -12,7 +12,8 @@ Files:
 Reload:
     ``watch()`` runs every 500 ms on the broker's loop: it stats the files (microseconds) and only
     when one changed reads and parses it in a thread. A file that no longer parses is logged and
-    its last good content stays in force; the main file vanishing is treated the same way.
+    its last good content stays in force; so does an empty file (Java skips it too: an editor may
+    be half way through writing it) and the main file vanishing.
 
 Check (``check``, the remoting dispatcher's ``before_request`` hook): a peer matching a global
 white address passes; else the request must name a known AccessKey; a peer matching that
@@ -380,7 +381,7 @@ class PlainAccessValidator:
         self._stats: dict[Path, _Stat] = {}
         self._table = _Table(accounts={}, global_white=())
         self._lock = asyncio.Lock()  # a reload and an admin edit never interleave
-        self.reloads = 0  # how many times the accounts in force were replaced
+        self.reloads = 0  # how many times files were (re)read
 
     @classmethod
     def from_config(
@@ -456,6 +457,9 @@ class PlainAccessValidator:
             for path, result in results.items():
                 if isinstance(result, AclConfigError):
                     log.error("ACL file %s not reloaded, the last good content stays: %s", path, result)
+                elif not result.raw and path in self._files:
+                    # Java skips an empty file on reload (it may be caught half written)
+                    log.warning("ACL file %s is empty: not reloaded, the last good content stays", path)
                 else:
                     self._files[path] = result
             for path in gone:

@@ -27,6 +27,7 @@ an exception from an RPC hook that way.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import hmac
 import ipaddress
@@ -65,6 +66,7 @@ from finchmq.remoting import RequestRefused
 from .config import BrokerConfig
 
 __all__ = [
+    "REFUSALS",
     "AclConfigError",
     "AclError",
     "PlainAccessConfig",
@@ -91,11 +93,17 @@ class AclConfigError(RuntimeError):
 
 
 class AclError(RequestRefused):
-    """A request the ACL refuses; the remark is Java's (``AclException: <message>``)."""
+    """A request the ACL refuses; the remark is Java's (``AclException: <message>``). ``kind`` is
+    one of ``REFUSALS``."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{ACL_EXCEPTION}: {message}")
+        self.kind = kind
         self.message = message
+
+
+REFUSALS: Final = ("malformed", "no-access-key", "unknown-account", "signature", "admin", "permission")
+"""Why requests are refused: ``PlainAccessValidator.refusals`` counts them by these kinds."""
 
 
 # -- the file -------------------------------------------------------------------------------------
@@ -382,6 +390,7 @@ class PlainAccessValidator:
         self._table = _Table(accounts={}, global_white=())
         self._lock = asyncio.Lock()  # a reload and an admin edit never interleave
         self.reloads = 0  # how many times files were (re)read
+        self.refusals: collections.Counter[str] = collections.Counter()  # by kind (REFUSALS)
 
     @classmethod
     def from_config(
@@ -505,7 +514,7 @@ class PlainAccessValidator:
         try:
             access = parse_access_request(request, remote_addr)
         except ProtocolError as exc:
-            raise self._refuse(remote_addr, request, str(exc)) from None
+            raise self._refuse(remote_addr, request, "malformed", str(exc)) from None
         table = self._table
         ip = _peer_ip(access.remote_ip)
         for pattern in table.global_white:
@@ -513,19 +522,21 @@ class PlainAccessValidator:
                 return
         key = access.access_key
         if key is None:
-            raise self._refuse(remote_addr, request, "No accessKey is configured")
+            raise self._refuse(remote_addr, request, "no-access-key", "No accessKey is configured")
         account = table.accounts.get(key)
         if account is None:
-            raise self._refuse(remote_addr, request, f"No acl config for {key}")
+            raise self._refuse(remote_addr, request, "unknown-account", f"No acl config for {key}")
         if account.white_remote_address.matches(ip):
             return
         if not self._signature_ok(account, request, access):
-            raise self._refuse(remote_addr, request, f"Check signature failed for accessKey={key}")
+            raise self._refuse(
+                remote_addr, request, "signature", f"Check signature failed for accessKey={key}"
+            )
         if is_trace_publish(access):
             return
-        message = self._missing_permission(access, account)
-        if message is not None:
-            raise self._refuse(remote_addr, request, message)
+        missing = self._missing_permission(access, account)
+        if missing is not None:
+            raise self._refuse(remote_addr, request, *missing)
 
     @staticmethod
     def _signature_ok(account: PlainAccount, request: RemotingCommand, access: AccessRequest) -> bool:
@@ -538,11 +549,14 @@ class PlainAccessValidator:
         )
 
     @staticmethod
-    def _missing_permission(access: AccessRequest, account: PlainAccount) -> str | None:
-        """Java ``checkPerm``: ``None`` when granted, else why not."""
+    def _missing_permission(access: AccessRequest, account: PlainAccount) -> tuple[str, str] | None:
+        """Java ``checkPerm``: ``None`` when granted, else (kind, why not)."""
         code = access.request_code
         if code in ADMIN_CODES and not account.admin:
-            return f"Need admin permission for request code={code}, but accessKey={account.access_key} is not"
+            return (
+                "admin",
+                f"Need admin permission for request code={code}, but accessKey={account.access_key} is not",
+            )
         owned_perms = account.resource_perms
         if not access.resources or (not owned_perms and account.admin):
             return None
@@ -553,18 +567,18 @@ class PlainAccessValidator:
                 owned = account.default_group_perm if is_group else account.default_topic_perm
             if not check_permission(needed, owned):
                 needs, has = perm_to_string(needed), perm_to_string(owned)
-                return (
+                return "permission", (
                     f"No default permission for {_print_resource(resource)} "
                     f"(needs {needs}, accessKey={account.access_key} has {has})"
                 )
         return None
 
-    @staticmethod
-    def _refuse(remote_addr: str, request: RemotingCommand, message: str) -> AclError:
+    def _refuse(self, remote_addr: str, request: RemotingCommand, kind: str, message: str) -> AclError:
+        self.refusals[kind] += 1
         limited.log(
             logging.WARNING, "refused", "ACL refused code=%d from %s: %s", request.code, remote_addr, message
         )
-        return AclError(message)
+        return AclError(kind, message)
 
     # -- edits by admin requests (Java AdminBrokerProcessor's ACL codes) ------------------------------
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from finchmq.broker import BrokerConfig
 from finchmq.broker.acl import AclConfigError, AclError, PlainAccessValidator, find_acl_files
+from finchmq.cli.__main__ import main as cli_main
 from finchmq.client import (
     AclRefusedError,
     AdminClient,
@@ -31,7 +32,7 @@ from finchmq.client import (
     PushConsumer,
     SessionCredentials,
 )
-from finchmq.client.sync import BlockingAdminClient
+from finchmq.client.sync import BlockingAdminClient, BlockingProducer
 from finchmq.protocol import RemotingCommand, RequestCode
 from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, SIGNATURE, sign_request
 from finchmq.protocol.codec import decode_frame, encode_command
@@ -446,3 +447,78 @@ async def test_the_file_reloads(tmp_path: Path, caplog: pytest.LogCaptureFixture
             await wait_until_async(lambda: sends(unsigned, "acl_denied"), timeout=15)
     finally:
         await asyncio.to_thread(server.stop)
+
+
+# -- ACL admin requests (mqadmin updateAclConfig & co.) --------------------------------------------
+
+
+def blocking_send(server: EmbeddedServer, credentials: SessionCredentials | None, topic: str) -> str:
+    """ "SEND_OK", or the refusal's remark."""
+    with BlockingProducer(
+        "acl_pg", namesrv_addr=server.namesrv_addr, session_credentials=credentials,
+        instance_name=f"p-{time.monotonic_ns()}", retry_times_when_send_failed=0,
+    ) as p:  # fmt: skip
+        try:
+            return p.send(Message.create(topic, b"x")).send_status.name
+        except AclRefusedError as exc:
+            return exc.remark
+
+
+def test_acl_admin_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    acl_file = write(tmp_path / "plain_acl.yml", ACL_FILE)
+    monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
+    with EmbeddedServer(
+        tmp_path, {**SMALL_STORE, "aclEnable": "true", "aclFilePath": str(acl_file)}
+    ) as server:
+        broker = server.broker_addr
+
+        def admin(*args: str, keys: SessionCredentials | None = ADMIN) -> tuple[int, str, str]:
+            login = ["--access-key", keys.access_key, "--secret-key", keys.secret_key] if keys else []
+            code = cli_main(["admin", *args, "-n", server.namesrv_addr, *login])
+            out, err = capsys.readouterr()
+            return code, out, err
+
+        new = SessionCredentials("new_account", "new_secret_1")
+        assert "No acl config for new_account" in blocking_send(server, new, "new_topic")
+        code, out, err = admin("updateAclConfig", "-a", "new_account", "-s", "new_secret_1",
+                               "-t", "new_topic=PUB,other=SUB", "-i", "DENY", "-b", broker)  # fmt: skip
+        assert code == 0, err
+        assert f"create or update plain access config to {broker} success." in out
+        assert blocking_send(server, new, "new_topic") == "SEND_OK"  # in force at once
+        assert "topic:other" in blocking_send(server, new, "other")
+        assert "new_account" in acl_file.read_text()
+
+        # only an admin account may edit the file
+        code, _, err = admin(
+            "updateAclConfig", "-a", "reader_account", "-m", "true", "-b", broker, keys=READER
+        )
+        assert code == 1
+        assert "Need admin permission for request code=50, but accessKey=reader_account is not" in err
+        code, _, err = admin("updateAclConfig", "-a", "bad_account", "-s", "short", "-b", broker)
+        assert code == 1 and "secretKey (of 5 characters)" in err
+
+        code, out, err = admin("clusterAclConfigVersion", "-c", "DefaultCluster")
+        assert code == 0, err
+        [row] = [line for line in out.splitlines() if str(acl_file) in line]
+        assert row.split()[:3] == ["DefaultCluster", "broker-a", broker]
+        assert row.split()[4] == "1"  # one edit so far
+
+        assert "No accessKey is configured" in blocking_send(server, None, "new_topic")
+        code, out, err = admin("updateGlobalWhiteAddr", "-g", "10.9.9.*,127.0.0.1", "-b", broker)
+        assert code == 0, err
+        assert blocking_send(server, None, "new_topic") == "SEND_OK"
+
+        code, out, err = admin("deleteAccessConfig", "-a", "new_account", "-b", broker)
+        assert code == 0, err
+        code, out, err = admin("updateGlobalWhiteAddr", "-g", "10.9.9.*", "-b", broker)
+        assert "No acl config for new_account" in blocking_send(server, new, "new_topic")
+
+        # mqadmin's $ROCKETMQ_HOME/conf/tools.yml gives the keys when the options do not
+        (tmp_path / "home" / "conf").mkdir(parents=True)
+        write(tmp_path / "home" / "conf" / "tools.yml", "accessKey: admin_account\nsecretKey: 12345678\n")
+        monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path / "home"))
+        code, out, err = admin("clusterAclConfigVersion", "-b", broker, keys=None)
+        assert code == 0, err
+        assert row.split()[4] != out.splitlines()[1].split()[4]  # three more edits since

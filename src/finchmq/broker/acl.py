@@ -612,9 +612,10 @@ class PlainAccessValidator:
         return self._write(path, tree)
 
     async def update_access_config(self, config: PlainAccessConfig) -> None:
-        """UPDATE_AND_CREATE_ACL_CONFIG: change the account in its file, or add it to the main file."""
-        check_keys(config)
-        build_account(config, self.main_file)  # every field must be valid before the file changes
+        """UPDATE_AND_CREATE_ACL_CONFIG: change the account in the file that defines it, or add it
+        to the main file. Fields left empty keep their value (``admin`` is always set, as Java);
+        a new account needs a secret key. Raises ``AclConfigError`` (nothing is written) when the
+        result would not load."""
         existing = self._table.accounts.get(config.access_key)
         path = existing.path if existing is not None else self.main_file
 
@@ -626,10 +627,10 @@ class PlainAccessValidator:
                 if isinstance(entry, dict) and _text(entry.get("accessKey"), "", "") == config.access_key:
                     break
             else:
-                entry = {}
+                entry = {"accessKey": config.access_key}
                 accounts.append(entry)
-            entry["accessKey"] = config.access_key
-            entry["secretKey"] = config.secret_key
+            if config.secret_key:
+                entry["secretKey"] = config.secret_key
             if config.white_remote_address is not None:
                 entry["whiteRemoteAddress"] = config.white_remote_address
             entry["admin"] = config.admin

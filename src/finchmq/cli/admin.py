@@ -490,6 +490,74 @@ def _update_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) 
     return results, text
 
 
+def _acl_brokers(args: argparse.Namespace, command: str) -> None:
+    if not args.cluster and not args.broker:
+        raise ValueError(f"give -c CLUSTER or -b BROKER_ADDR (mqadmin {command})")
+
+
+def _perm_list(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _update_acl_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "updateAclConfig")
+    addrs = admin.create_and_update_plain_access_config(
+        args.access_key_arg,
+        args.secret_key_arg,
+        white_remote_address=args.white_remote_address,
+        admin=args.admin,
+        default_topic_perm=args.default_topic_perm,
+        default_group_perm=args.default_group_perm,
+        topic_perms=_perm_list(args.topic_perms),
+        group_perms=_perm_list(args.group_perms),
+        cluster=args.cluster,
+        broker_addr=args.broker,
+    )
+    text = "".join(f"create or update plain access config to {a} success.\n" for a in addrs)
+    return {"brokers": addrs, "accessKey": args.access_key_arg}, text + f"accessKey: {args.access_key_arg}"
+
+
+def _delete_access_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "deleteAccessConfig")
+    addrs = admin.delete_plain_access_config(
+        args.access_key_arg, cluster=args.cluster, broker_addr=args.broker
+    )
+    text = "".join(f"delete plain access config account from {a} success.\n" for a in addrs)
+    return {
+        "brokers": addrs,
+        "accessKey": args.access_key_arg,
+    }, text + f"account's accesskey is:{args.access_key_arg}"
+
+
+def _update_global_white_addr(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "updateGlobalWhiteAddr")
+    addresses = _perm_list(args.global_white_addrs)
+    addrs = admin.update_global_white_addr_config(
+        addresses, acl_file_full_path=args.acl_file_full_path, cluster=args.cluster, broker_addr=args.broker
+    )
+    text = "".join(f"update global white remote addresses to {a} success.\n" for a in addrs)
+    return {"brokers": addrs, "globalWhiteRemoteAddresses": addresses}, text.rstrip("\n")
+
+
+def _cluster_acl_config_version(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "clusterAclConfigVersion")
+    addrs = [args.broker] if args.broker else sorted(admin.master_addrs(args.cluster).values())
+    row = "{:<16}  {:<22}  {:<22}  {:<20}  {:<22}  {:<22}"
+    lines = [row.format("#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
+                        "#AclConfigVersionNum", "#AclLastUpdateTime")]  # fmt: skip
+    data = []
+    for addr in addrs:
+        info = admin.examine_broker_cluster_acl_version_info(addr)
+        for path, version in info.all_acl_config_data_version.items():
+            when = datetime.fromtimestamp(version.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(row.format(info.cluster_name, info.broker_name, info.broker_addr, path,
+                                    str(version.counter), when))  # fmt: skip
+            data.append({"clusterName": info.cluster_name, "brokerName": info.broker_name,
+                         "brokerAddr": info.broker_addr, "aclFilePath": path, "counter": version.counter,
+                         "timestamp": version.timestamp})  # fmt: skip
+    return data, "\n".join(lines)
+
+
 def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
     msg = Message.create(
         args.topic, args.body.encode("utf-8"), tags=args.tags or None, keys=args.keys or None
@@ -1095,6 +1163,10 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "brokerStatus": _broker_status,
     "updateBrokerConfig": _update_broker_config,
     "updateSubGroup": _update_sub_group,
+    "updateAclConfig": _update_acl_config,
+    "deleteAccessConfig": _delete_access_config,
+    "updateGlobalWhiteAddr": _update_global_white_addr,
+    "clusterAclConfigVersion": _cluster_acl_config_version,
     "deleteSubGroup": _delete_sub_group,
     "getBrokerConfig": _get_broker_config,
     "producerConnection": _producer_connection,
@@ -1284,6 +1356,34 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-c", "--clusterName", dest="cluster")
     p.add_argument("-k", "--key", required=True)
     p.add_argument("-v", "--value", required=True)
+
+    p = add("updateAclConfig", "create or update an ACL account in the brokers' plain_acl.yml (admin only)")
+    p.add_argument("-a", "--accessKey", dest="access_key_arg", required=True)
+    p.add_argument("-s", "--secretKey", dest="secret_key_arg", help="required for a new account")
+    p.add_argument("-w", "--whiteRemoteAddress", dest="white_remote_address")
+    p.add_argument("-i", "--defaultTopicPerm", dest="default_topic_perm", help="PUB, SUB, PUB|SUB or DENY")
+    p.add_argument("-u", "--defaultGroupPerm", dest="default_group_perm", help="PUB, SUB, PUB|SUB or DENY")
+    p.add_argument("-t", "--topicPerms", dest="topic_perms", help="topicA=DENY,topicD=SUB")
+    p.add_argument("-g", "--groupPerms", dest="group_perms", help="groupD=DENY,groupE=SUB")
+    p.add_argument("-m", "--admin", type=_bool, default=False)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("deleteAccessConfig", "delete an ACL account from the brokers' plain_acl.yml (admin only)")
+    p.add_argument("-a", "--accessKey", dest="access_key_arg", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("updateGlobalWhiteAddr", "set the brokers' ACL globalWhiteRemoteAddresses (admin only)")
+    p.add_argument("-g", "--globalWhiteRemoteAddresses", dest="global_white_addrs", required=True,
+                   help="10.10.103.*,192.168.0.*")  # fmt: skip
+    p.add_argument("-p", "--aclFileFullPath", dest="acl_file_full_path", help="default: the main ACL file")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("clusterAclConfigVersion", "the brokers' ACL files and their versions (admin only)")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
 
     p = add("updateSubGroup", "create or update a consumer group's settings (mqadmin updateSubGroup)")
     p.add_argument("-g", "--groupName", dest="group", required=True)

@@ -519,9 +519,33 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
         return self._call(self.admin.examine_topic_consume_by_who(topic))
 
     def create_and_update_plain_access_config(
-        self, access_key: str, secret_key: str | None = None, **options: Any
+        self,
+        access_key: str,
+        secret_key: str | None = None,
+        *,
+        white_remote_address: str | None = None,
+        admin: bool = False,
+        default_topic_perm: str | None = None,
+        default_group_perm: str | None = None,
+        topic_perms: Sequence[str] = (),
+        group_perms: Sequence[str] = (),
+        cluster: str | None = None,
+        broker_addr: str | None = None,
     ) -> list[str]:
-        return self._call(self.admin.create_and_update_plain_access_config(access_key, secret_key, **options))
+        return self._call(
+            self.admin.create_and_update_plain_access_config(
+                access_key,
+                secret_key,
+                white_remote_address=white_remote_address,
+                admin=admin,
+                default_topic_perm=default_topic_perm,
+                default_group_perm=default_group_perm,
+                topic_perms=topic_perms,
+                group_perms=group_perms,
+                cluster=cluster,
+                broker_addr=broker_addr,
+            )
+        )
 
     def delete_plain_access_config(
         self, access_key: str, *, cluster: str | None = None, broker_addr: str | None = None
@@ -530,8 +554,19 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
             self.admin.delete_plain_access_config(access_key, cluster=cluster, broker_addr=broker_addr)
         )
 
-    def update_global_white_addr_config(self, addresses: Sequence[str], **options: Any) -> list[str]:
-        return self._call(self.admin.update_global_white_addr_config(addresses, **options))
+    def update_global_white_addr_config(
+        self,
+        addresses: Sequence[str],
+        *,
+        acl_file_full_path: str | None = None,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.update_global_white_addr_config(
+                addresses, acl_file_full_path=acl_file_full_path, cluster=cluster, broker_addr=broker_addr
+            )
+        )
 
     def examine_broker_cluster_acl_version_info(self, broker_addr: str) -> ClusterAclVersionInfo:
         return self._call(self.admin.examine_broker_cluster_acl_version_info(broker_addr))

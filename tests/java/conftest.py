@@ -67,7 +67,9 @@ def java_classes(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) 
     return f"{java_classpath}:{out}"
 
 
-def run_java(classpath: str, *args: str, timeout: float = 110) -> list[dict[str, Any]]:
+def run_java(
+    classpath: str, *args: str, timeout: float = 110, jvm_args: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """Run ``Interop ARGS`` and return the JSON objects it printed (Java's own log lines skipped).
 
     The client's home (logs, broadcasting offsets) is a fresh directory: nothing carries over
@@ -75,7 +77,7 @@ def run_java(classpath: str, *args: str, timeout: float = 110) -> list[dict[str,
     with tempfile.TemporaryDirectory(prefix="finchmq-java-client-") as home:
         done = subprocess.run(
             ["java", "-Xmx256m", f"-Duser.home={home}", f"-Drocketmq.client.localOffsetStoreDir={home}/offsets",
-             "-cp", classpath, "Interop", *args],
+             *jvm_args, "-cp", classpath, "Interop", *args],
             capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -2,12 +2,14 @@
 
 * the Java client signing with ``AclClientRPCHook`` against ``finchmq server`` (``aclEnable`` and
   ``aclFilePath`` in its broker.conf): good keys send and consume, a wrong secret is refused;
+* Java's mqadmin (keys from its ``conf/tools.yml``) editing finchmq's ACL file;
 * finchmq's client against the Java broker with ``aclEnable=true``: its signature verifies there,
   and the Java broker's refusals (SYSTEM_ERROR, ``AclException: ...``) are what finchmq answers.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +29,7 @@ from finchmq.protocol.acl import ACL_EXCEPTION
 from finchmq.protocol.codes import ResponseCode
 from finchmq.testing.process import ServerProcess
 
-from .conftest import JavaCluster, run_java, run_java_cluster
+from .conftest import JavaCluster, java_rocketmq_home, run_java, run_java_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -40,6 +42,9 @@ accounts:
     defaultGroupPerm: DENY
     topicPerms: [JavaAcl=PUB|SUB, JavaAclReadOnly=SUB]
     groupPerms: [java_acl_group=SUB]
+  - accessKey: java_admin
+    secretKey: java_admin_secret
+    admin: true
 """
 KEYS = SessionCredentials("java_account", "java_secret_1")
 WRONG = SessionCredentials("java_account", "not_the_secret")
@@ -86,6 +91,47 @@ def test_the_java_client_with_a_wrong_secret_is_refused(java_classes: str, acl_s
         "CODE: 1  DESC: org.apache.rocketmq.acl.common.AclException: Check signature failed for accessKey=java_account"
         in send["error"]
     )
+
+
+def java_mqadmin(
+    java_classes: str, tmp_path: Path, keys: SessionCredentials, *commands: list[str]
+) -> list[str]:
+    """Java's mqadmin commands in one JVM, signing with ``keys`` from $ROCKETMQ_HOME/conf/tools.yml."""
+    (tmp_path / "home" / "conf").mkdir(parents=True, exist_ok=True)
+    for logback in (java_rocketmq_home() / "conf").glob("logback_*.xml"):
+        shutil.copy(logback, tmp_path / "home" / "conf")
+    (tmp_path / "home" / "conf" / "tools.yml").write_text(
+        f"accessKey: {keys.access_key}\nsecretKey: {keys.secret_key}\n", encoding="utf-8"
+    )
+    script = tmp_path / "commands.txt"
+    script.write_text("".join("\t".join(c) + "\n" for c in commands), encoding="utf-8")
+    records = run_java(
+        java_classes, "mqadmin", str(script), jvm_args=(f"-Drocketmq.home.dir={tmp_path / 'home'}",)
+    )
+    return [r["out"] for r in records]
+
+
+def test_java_mqadmin_edits_finchmqs_acl(
+    java_classes: str, acl_server: ServerProcess, tmp_path: Path
+) -> None:
+    ns, broker = acl_server.namesrv_addr, f"127.0.0.1:{acl_server.broker_port}"
+    admin = SessionCredentials("java_admin", "java_admin_secret")
+    update = ["updateAclConfig", "-a", "mqadmin_made", "-s", "mqadmin_secret", "-t", "JavaAcl=PUB|SUB",
+              "-g", "mqadmin_group=SUB", "-b", broker, "-n", ns]  # fmt: skip
+    [created, versions] = java_mqadmin(
+        java_classes, tmp_path, admin, update, ["clusterAclConfigVersion", "-b", broker, "-n", ns]
+    )
+    assert f"create or update plain access config to {broker} success." in created, created
+    assert "plain_acl.yml" in versions and "get broker's plain access config version success." in versions, (
+        versions
+    )
+    records = run_java(
+        java_classes, "acl", ns, "JavaAcl", "mqadmin_group", "mqadmin_made", "mqadmin_secret", "2"
+    )
+    assert [r.get("status") for r in records if r.get("mode") == "acl"] == ["SEND_OK"] * 2, records
+    # a non-admin account may not
+    [refused] = java_mqadmin(java_classes, tmp_path, KEYS, update)
+    assert "Need admin permission for request code=50, but accessKey=java_account is not" in refused, refused
 
 
 @pytest.fixture(scope="module")

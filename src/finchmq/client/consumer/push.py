@@ -671,7 +671,9 @@ class PushConsumer(SubscribingConsumer):
 def _config_properties(config: PushConsumerConfig) -> dict[str, str]:
     """Java ``MixAll.object2Properties(defaultMQPushConsumer)``: camelCase names, text values."""
     props = {
-        k: v for k, v in config_to_properties(config).items() if k not in ("offsetStore", "subscription")
+        k: v
+        for k, v in config_to_properties(config).items()
+        if k not in ("offsetStore", "subscription", "sessionCredentials")  # Java's rpcHook is not a property
     }
     props["allocateMessageQueueStrategy"] = type(config.allocate_message_queue_strategy).__name__
     return props

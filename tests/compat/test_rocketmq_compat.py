@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -227,5 +228,42 @@ def test_push_consumer_takes_an_sql92_selector(finchmq_server_factory: object) -
     consumer.start()
     try:
         wait(lambda: sorted(got) == [b"body-1", b"body-4"], timeout=30)
+    finally:
+        consumer.shutdown()
+
+
+def test_session_credentials_sign_requests(finchmq_server_factory: object, tmp_path: Path) -> None:
+    """set_session_credentials signs every request for the broker's ACL (plain_acl.yml)."""
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(
+        "accounts:\n"
+        "  - {accessKey: compat_account, secretKey: compat_secret, defaultTopicPerm: PUB|SUB, defaultGroupPerm: SUB}\n"
+    )
+    server: EmbeddedServer = finchmq_server_factory(  # type: ignore[operator]
+        {**FAST, "aclEnable": "true", "aclFilePath": str(acl_file)}
+    )
+    for secret, works in [("compat_secret", True), ("wrong_secret", False)]:
+        producer = Producer(f"compat_acl_pg_{works}")
+        producer.set_name_server_address(server.namesrv_addr)
+        producer.set_session_credentials("compat_account", secret, "ALIYUN")
+        producer.start()
+        try:
+            if works:
+                assert producer.send_sync(make_message("CompatAcl", 0)).status == SendStatus.OK
+            else:
+                with pytest.raises(
+                    ProducerSendSyncFailed, match="Check signature failed for accessKey=compat_account"
+                ):
+                    producer.send_sync(make_message("CompatAcl", 1))
+        finally:
+            producer.shutdown()
+    received: list[RecvMessage] = []
+    consumer = PushConsumer("compat_acl_cg")
+    consumer.set_name_server_address(server.namesrv_addr)
+    consumer.set_session_credentials("compat_account", "compat_secret", "ALIYUN")
+    consumer.subscribe("CompatAcl", received.append)
+    consumer.start()
+    try:
+        wait(lambda: [m.body for m in received] == [b"body-0"])
     finally:
         consumer.shutdown()

@@ -7,6 +7,9 @@ it can follow progress; the last line is ``{"done": ...}``.
     produce --namesrv A --topic T --count N --mode sync|async|oneway|orderly|batch ...
     push    --namesrv A --group G --topic T --expect N [--orderly] [--broadcast] [--fail-times K]
     pull    --namesrv A --group G --topic T --expect N
+
+Every sub-command takes ``--access-key K --secret-key S`` to sign its requests for the broker's ACL
+(``set_session_credentials``).
 """
 
 from __future__ import annotations
@@ -52,9 +55,15 @@ def make_message(args: argparse.Namespace, i: int) -> Message:
     return msg
 
 
+def set_credentials(client, args: argparse.Namespace) -> None:
+    if args.access_key:
+        client.set_session_credentials(args.access_key, args.secret_key, args.channel)
+
+
 def produce(args: argparse.Namespace) -> int:
     producer = Producer(args.group, timeout=args.timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
+    set_credentials(producer, args)
     producer.start()
     started = time.monotonic()
     errors = 0
@@ -158,6 +167,7 @@ def push(args: argparse.Namespace) -> int:
     model = MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING
     consumer = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(consumer, args)
     if args.instance:
         consumer.set_instance_name(args.instance)
     consumer.set_thread_count(args.threads)
@@ -200,6 +210,7 @@ def push(args: argparse.Namespace) -> int:
 def pull(args: argparse.Namespace) -> int:
     consumer = PullConsumer(args.group)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(consumer, args)
     consumer.start()
     records = []
     deadline = time.time() + args.timeout
@@ -226,6 +237,9 @@ def main() -> int:
     common.add_argument("--topic", required=True)
     common.add_argument("--timeout", type=float, default=60.0)
     common.add_argument("--prop-key", action="append", help="user property to report for received messages")
+    common.add_argument("--access-key", default="", help="ACL accessKey (set_session_credentials)")
+    common.add_argument("--secret-key", default="", help="ACL secretKey")
+    common.add_argument("--channel", default="ALIYUN", help="ACL channel (OnsChannel)")
 
     p = sub.add_parser("produce", parents=[common])
     p.add_argument("--group", default="cpp_producer_group")

@@ -6,6 +6,7 @@ Every test here skips, saying why, when that folder or a JDK is absent (a user's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -66,7 +67,9 @@ def java_classes(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) 
     return f"{java_classpath}:{out}"
 
 
-def run_java(classpath: str, *args: str, timeout: float = 110) -> list[dict[str, Any]]:
+def run_java(
+    classpath: str, *args: str, timeout: float = 110, jvm_args: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """Run ``Interop ARGS`` and return the JSON objects it printed (Java's own log lines skipped).
 
     The client's home (logs, broadcasting offsets) is a fresh directory: nothing carries over
@@ -74,7 +77,7 @@ def run_java(classpath: str, *args: str, timeout: float = 110) -> list[dict[str,
     with tempfile.TemporaryDirectory(prefix="finchmq-java-client-") as home:
         done = subprocess.run(
             ["java", "-Xmx256m", f"-Duser.home={home}", f"-Drocketmq.client.localOffsetStoreDir={home}/offsets",
-             "-cp", classpath, "Interop", *args],
+             *jvm_args, "-cp", classpath, "Interop", *args],
             capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -112,14 +115,27 @@ def _broker_registered(namesrv: str) -> bool:
     return run(ask())
 
 
-@pytest.fixture(scope="session")
-def java_cluster(
-    java_home: Path, java_classpath: str, tmp_path_factory: pytest.TempPathFactory
+@contextlib.contextmanager
+def run_java_cluster(
+    java_home: Path, base: Path, *broker_settings: str, acl_file: str | None = None
 ) -> Iterator[JavaCluster]:
-    """A Java name server and broker (brokerName broker-a, autoCreateTopicEnable) on free ports."""
-    base = tmp_path_factory.mktemp("java-rocketmq")
+    """A Java name server and broker (brokerName broker-a, autoCreateTopicEnable, the extra
+    ``KEY=VALUE`` settings) on free ports under ``base``; ``acl_file`` becomes the broker's
+    ``$ROCKETMQ_HOME/conf/plain_acl.yml``."""
     ns_port, broker_port = free_port(), free_port()
     run_sh = str(java_home / "run.sh")
+    env = dict(os.environ)
+    if acl_file is not None:
+        (base / "broker" / "home" / "conf").mkdir(parents=True, exist_ok=True)
+        (base / "broker" / "home" / "conf" / "plain_acl.yml").write_text(acl_file, encoding="utf-8")
+        # The shared build has no resources: without broker's META-INF/service file the Java broker
+        # logs "The broker dose not load the AccessValidator" and checks nothing.
+        service = base / "acl-service" / "META-INF" / "service"
+        service.mkdir(parents=True, exist_ok=True)
+        (service / "org.apache.rocketmq.acl.AccessValidator").write_text(
+            "org.apache.rocketmq.acl.plain.PlainAccessValidator\n"
+        )
+        env["EXTRA_CLASSPATH"] = str(base / "acl-service")
     procs = []
     try:
         with open(base / "namesrv.log", "wb") as log:
@@ -128,16 +144,10 @@ def java_cluster(
             )
         with open(base / "broker.log", "wb") as log:
             broker_args = [
-                run_sh,
-                "broker",
-                str(ns_port),
-                str(broker_port),
-                str(base / "broker"),
-                "brokerName=broker-a",
-                "transactionCheckInterval=1000",  # the transaction tests wait for checks
-                "transactionTimeOut=2000",
-            ]
-            procs.append(subprocess.Popen(broker_args, stdout=log, stderr=log))
+                run_sh, "broker", str(ns_port), str(broker_port), str(base / "broker"), "brokerName=broker-a",
+                *broker_settings,
+            ]  # fmt: skip
+            procs.append(subprocess.Popen(broker_args, stdout=log, stderr=log, env=env))
         namesrv = f"127.0.0.1:{ns_port}"
         deadline = time.monotonic() + 180
         while not _broker_registered(namesrv):
@@ -154,3 +164,17 @@ def java_cluster(
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+@pytest.fixture(scope="session")
+def java_cluster(
+    java_home: Path, java_classpath: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaCluster]:
+    """A Java name server and broker (brokerName broker-a, autoCreateTopicEnable) on free ports."""
+    with run_java_cluster(
+        java_home,
+        tmp_path_factory.mktemp("java-rocketmq"),
+        "transactionCheckInterval=1000",  # the transaction tests wait for checks
+        "transactionTimeOut=2000",
+    ) as cluster:
+        yield cluster

@@ -179,6 +179,22 @@ def test_write_options() -> None:
         )
 
 
+def test_acl_keys() -> None:
+    """accessKey + secretKey sign every request for the broker's ACL; one without the other is refused."""
+    assert parse().credentials is None
+    opts = parse(accessKey=" app_account ", secretKey="app_secret_1")
+    assert opts.credentials is not None
+    assert (opts.credentials.access_key, opts.credentials.secret_key) == ("app_account", "app_secret_1")
+    assert "app_secret_1" not in repr(opts)
+    assert pickle.loads(pickle.dumps(opts)) == opts
+    write = WriteOptions.parse({"nameServer": "h:1", "accessKey": "k", "secretKey": "s"})
+    assert write.credentials is not None and write.credentials.access_key == "k"
+    with pytest.raises(OptionError, match="rocketmq option secretKey='': required with accessKey"):
+        parse(accessKey="app_account")
+    with pytest.raises(OptionError, match="rocketmq option accessKey='': required with secretKey"):
+        WriteOptions.parse({"nameServer": "h:1", "secretKey": "s"})
+
+
 def schema(*fields: tuple[str, object]) -> StructType:
     return StructType([StructField(n, t) for n, t in fields])  # type: ignore[arg-type]
 

@@ -94,6 +94,11 @@ class BrokerConfig:
     # request-reply: also store replies in <cluster>_REPLY_TOPIC (Java's default)
     store_reply_message_enable: bool = True
 
+    # ACL 1.0 (broker/acl.py): plain_acl.yml; aclFilePath is finchmq's own key (default: Java's
+    # $ROCKETMQ_HOME/conf/plain_acl.yml). Both are read at start-up only, as Java does.
+    acl_enable: bool = False
+    acl_file_path: str = ""
+
     # transactional messages (broker/transaction.py)
     reject_transaction_message: bool = False
     transaction_time_out: int = 6000  # ms (Java transactionTimeOut)

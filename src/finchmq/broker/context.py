@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.message import pack_host
@@ -30,6 +30,9 @@ from .schedule import ScheduleMessageService
 from .stats import BrokerStats
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
+
+if TYPE_CHECKING:
+    from .acl import PlainAccessValidator
 
 
 class MetricsHooks(Protocol):
@@ -80,6 +83,7 @@ class BrokerContext:
     runtime_info: Callable[[], dict[str, str]] = dict
     # the broker's metrics while metricsExporterType=PROM (processors report DLQ sends, late answers)
     metrics: MetricsHooks | None = None
+    acl: PlainAccessValidator | None = None  # aclEnable=true: the accounts (ACL admin requests edit them)
 
     @property
     def metadata_unwritten(self) -> bool:

@@ -41,6 +41,7 @@ from finchmq.remoting.http import MetricsHttpServer
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 
+from .acl import WATCH_INTERVAL_MS, PlainAccessValidator
 from .broker2client import Broker2Client
 from .config import BrokerConfig
 from .context import build_broker_context
@@ -215,6 +216,8 @@ class BrokerController(AsyncService):
                 self.server.register_processor(code, processor, executors[executor_name])
                 if code not in _NOT_ON_FAST_CHANNEL:
                     self.fast_server.register_processor(code, processor, executors[executor_name])
+        # Java initialAcl: the ACL check is an RPC hook run before every request, on both servers
+        self.acl = context.acl = PlainAccessValidator.from_config(config) if config.acl_enable else None
         for server in (self.server, self.fast_server):
             # Java: codes without a processor go to the admin processor, which answers "not supported".
             server.dispatcher.register_default(self.admin_processor, self.admin_executor)
@@ -222,6 +225,8 @@ class BrokerController(AsyncService):
                 f"OVERLOAD:{executor.name}"
             )
             server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
+            if self.acl is not None:
+                server.dispatcher.before_request = self.acl.check
 
         self.fast_failure = BrokerFastFailure(
             counters=self.flow_control,
@@ -331,6 +336,8 @@ class BrokerController(AsyncService):
         every(1000, self._persist_dirty_state, "persist", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
+        if self.acl is not None:
+            every(WATCH_INTERVAL_MS, self.acl.watch, "acl-watch", WATCH_INTERVAL_MS)
         if is_slave:
             every(10_000, self.slave_synchronize.sync_all, "slave-sync", 3000)
         else:  # Java: the master checks transactions
@@ -375,6 +382,8 @@ class BrokerController(AsyncService):
         return out.render()
 
     def _load(self) -> None:
+        if self.acl is not None:
+            self.acl.load()
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()

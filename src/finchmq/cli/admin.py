@@ -20,6 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from finchmq.client import (
     BlockingAdminClient,
     BlockingProducer,
@@ -29,6 +31,7 @@ from finchmq.client import (
     MQBrokerError,
     MQClientError,
     PullStatus,
+    SessionCredentials,
 )
 from finchmq.client.allocate import AllocateMessageQueueAveragely
 from finchmq.client.route import topic_route_data_to_subscribe_info
@@ -487,12 +490,84 @@ def _update_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) 
     return results, text
 
 
+def _acl_brokers(args: argparse.Namespace, command: str) -> None:
+    if not args.cluster and not args.broker:
+        raise ValueError(f"give -c CLUSTER or -b BROKER_ADDR (mqadmin {command})")
+
+
+def _perm_list(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _update_acl_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "updateAclConfig")
+    addrs = admin.create_and_update_plain_access_config(
+        args.access_key_arg,
+        args.secret_key_arg,
+        white_remote_address=args.white_remote_address,
+        admin=args.admin,
+        default_topic_perm=args.default_topic_perm,
+        default_group_perm=args.default_group_perm,
+        topic_perms=_perm_list(args.topic_perms),
+        group_perms=_perm_list(args.group_perms),
+        cluster=args.cluster,
+        broker_addr=args.broker,
+    )
+    text = "".join(f"create or update plain access config to {a} success.\n" for a in addrs)
+    return {"brokers": addrs, "accessKey": args.access_key_arg}, text + f"accessKey: {args.access_key_arg}"
+
+
+def _delete_access_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "deleteAccessConfig")
+    addrs = admin.delete_plain_access_config(
+        args.access_key_arg, cluster=args.cluster, broker_addr=args.broker
+    )
+    text = "".join(f"delete plain access config account from {a} success.\n" for a in addrs)
+    return {
+        "brokers": addrs,
+        "accessKey": args.access_key_arg,
+    }, text + f"account's accesskey is:{args.access_key_arg}"
+
+
+def _update_global_white_addr(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "updateGlobalWhiteAddr")
+    addresses = _perm_list(args.global_white_addrs)
+    addrs = admin.update_global_white_addr_config(
+        addresses, acl_file_full_path=args.acl_file_full_path, cluster=args.cluster, broker_addr=args.broker
+    )
+    text = "".join(f"update global white remote addresses to {a} success.\n" for a in addrs)
+    return {"brokers": addrs, "globalWhiteRemoteAddresses": addresses}, text.rstrip("\n")
+
+
+def _cluster_acl_config_version(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _acl_brokers(args, "clusterAclConfigVersion")
+    addrs = [args.broker] if args.broker else sorted(admin.master_addrs(args.cluster).values())
+    row = "{:<16}  {:<22}  {:<22}  {:<20}  {:<22}  {:<22}"
+    lines = [row.format("#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
+                        "#AclConfigVersionNum", "#AclLastUpdateTime")]  # fmt: skip
+    data = []
+    for addr in addrs:
+        info = admin.examine_broker_cluster_acl_version_info(addr)
+        for path, version in info.all_acl_config_data_version.items():
+            when = datetime.fromtimestamp(version.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(row.format(info.cluster_name, info.broker_name, info.broker_addr, path,
+                                    str(version.counter), when))  # fmt: skip
+            data.append({"clusterName": info.cluster_name, "brokerName": info.broker_name,
+                         "brokerAddr": info.broker_addr, "aclFilePath": path, "counter": version.counter,
+                         "timestamp": version.timestamp})  # fmt: skip
+    return data, "\n".join(lines)
+
+
 def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
     msg = Message.create(
         args.topic, args.body.encode("utf-8"), tags=args.tags or None, keys=args.keys or None
     )
     with BlockingProducer(
-        args.producer_group, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        args.producer_group,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as producer:
         queue = None
         if args.broker and args.queue_id is not None:
@@ -513,7 +588,11 @@ def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
 def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
     out: list[MessageExt] = []
     with BlockingPullConsumer(
-        args.consumer_group, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        args.consumer_group,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         queues = sorted(consumer.fetch_subscribe_message_queues(args.topic))
         if args.broker:
@@ -539,13 +618,19 @@ def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``queryMsgByOffset``: the message at one queue offset."""
     mq = MessageQueue(args.topic, args.broker, args.queue_id)
     with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         result = consumer.pull(mq, "*", args.offset, 1)
     if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
         raise ValueError(f"no message at {mq.topic}/{mq.broker_name}/{mq.queue_id} offset {args.offset}")
     msg = result.msg_found_list[0]
-    with BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin:
+    with BlockingAdminClient(
+        namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+    ) as admin:
         return _message_dict(msg), _java_detail(admin, msg, offset_id=True)
 
 
@@ -556,7 +641,11 @@ def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
     data = []
     elapsed_total = 0
     with BlockingProducer(
-        "PID_SMSC", namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        "PID_SMSC",
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as producer:
         queues = producer.fetch_publish_message_queues(args.topic)
         body = b"a" * args.size
@@ -812,7 +901,11 @@ def _print_msg(args: argparse.Namespace, portal: Portal) -> Result:
     lines: list[str] = []
     data = []
     with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         queues = java_hash_order(list(consumer.fetch_subscribe_message_queues(args.topic)), java_key_hash)
         for mq in queues:
@@ -848,7 +941,11 @@ def _print_msg_by_queue(args: argparse.Namespace, portal: Portal) -> Result:
     messages = []
     tag_counts: dict[str, int] = {}
     with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP, namesrv_addr=args.namesrv, instance_name=f"cli-{os.getpid()}", portal=portal
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
     ) as consumer:
         low, high = _queue_range(consumer, mq, args)
         offset = low
@@ -990,10 +1087,13 @@ def _cluster_rt(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``clusterRT``: ``amount`` sync sends to each broker's own topic, the average RT
     leaving the first send out, every ``interval`` seconds (forever unless --rounds)."""
     with (
-        BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin,
+        BlockingAdminClient(
+            namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+        ) as admin,
         BlockingProducer(
             str(int(time.time() * 1000)),
             namesrv_addr=args.namesrv,
+            session_credentials=args.credentials,
             instance_name=f"cli-{os.getpid()}",
             portal=portal,
         ) as producer,
@@ -1060,6 +1160,10 @@ _ADMIN: dict[str, Callable[[BlockingAdminClient, argparse.Namespace], Result]] =
     "brokerStatus": _broker_status,
     "updateBrokerConfig": _update_broker_config,
     "updateSubGroup": _update_sub_group,
+    "updateAclConfig": _update_acl_config,
+    "deleteAccessConfig": _delete_access_config,
+    "updateGlobalWhiteAddr": _update_global_white_addr,
+    "clusterAclConfigVersion": _cluster_acl_config_version,
     "deleteSubGroup": _delete_sub_group,
     "getBrokerConfig": _get_broker_config,
     "producerConnection": _producer_connection,
@@ -1094,14 +1198,39 @@ _CLIENT: dict[str, Callable[[argparse.Namespace, Portal], Result]] = {
 _STREAMED = frozenset({"clusterRT"})  # print each row as it comes (they run until interrupted)
 
 
+def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
+    """--access-key/--secret-key, else mqadmin's $ROCKETMQ_HOME/conf/tools.yml (accessKey, secretKey)."""
+    if args.access_key or args.secret_key:
+        if not (args.access_key and args.secret_key):
+            raise ValueError("--access-key and --secret-key go together (the broker's ACL account)")
+        return SessionCredentials(args.access_key, args.secret_key)
+    home = os.environ.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    tools = Path(home) / "conf" / "tools.yml"
+    try:
+        data = yaml.safe_load(tools.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {tools}: {exc}") from None
+    if not isinstance(data, dict):
+        return None
+    access_key, secret_key = (str(data.get(k) or "").strip() for k in ("accessKey", "secretKey"))
+    return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
+
+
 def _run(args: argparse.Namespace) -> int:
     command = args.admin_command
     portal = Portal.default()
     try:
+        args.credentials = _session_credentials(args)
         if command in _CLIENT:
             data, text = _CLIENT[command](args, portal)
         else:
-            with BlockingAdminClient(namesrv_addr=args.namesrv, portal=portal) as admin:
+            with BlockingAdminClient(
+                namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+            ) as admin:
                 data, text = _ADMIN[command](admin, args)
     except (MQClientError, TimeoutError) as exc:
         print(f"{command} failed: {exc}", file=sys.stderr)
@@ -1142,6 +1271,17 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="name server address(es), host:port;host:port (default $NAMESRV_ADDR or 127.0.0.1:9876)",
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_argument(
+        "--access-key",
+        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+        help="ACL accessKey to sign requests with (default $ROCKETMQ_ACCESS_KEY, else accessKey of "
+        "$ROCKETMQ_HOME/conf/tools.yml as mqadmin reads it)",
+    )
+    common.add_argument(
+        "--secret-key",
+        default=os.environ.get("ROCKETMQ_SECRET_KEY"),
+        help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
+    )
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -1213,6 +1353,34 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("-c", "--clusterName", dest="cluster")
     p.add_argument("-k", "--key", required=True)
     p.add_argument("-v", "--value", required=True)
+
+    p = add("updateAclConfig", "create or update an ACL account in the brokers' plain_acl.yml (admin only)")
+    p.add_argument("-a", "--accessKey", dest="access_key_arg", required=True)
+    p.add_argument("-s", "--secretKey", dest="secret_key_arg", help="required for a new account")
+    p.add_argument("-w", "--whiteRemoteAddress", dest="white_remote_address")
+    p.add_argument("-i", "--defaultTopicPerm", dest="default_topic_perm", help="PUB, SUB, PUB|SUB or DENY")
+    p.add_argument("-u", "--defaultGroupPerm", dest="default_group_perm", help="PUB, SUB, PUB|SUB or DENY")
+    p.add_argument("-t", "--topicPerms", dest="topic_perms", help="topicA=DENY,topicD=SUB")
+    p.add_argument("-g", "--groupPerms", dest="group_perms", help="groupD=DENY,groupE=SUB")
+    p.add_argument("-m", "--admin", type=_bool, default=False)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("deleteAccessConfig", "delete an ACL account from the brokers' plain_acl.yml (admin only)")
+    p.add_argument("-a", "--accessKey", dest="access_key_arg", required=True)
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("updateGlobalWhiteAddr", "set the brokers' ACL globalWhiteRemoteAddresses (admin only)")
+    p.add_argument("-g", "--globalWhiteRemoteAddresses", dest="global_white_addrs", required=True,
+                   help="10.10.103.*,192.168.0.*")  # fmt: skip
+    p.add_argument("-p", "--aclFileFullPath", dest="acl_file_full_path", help="default: the main ACL file")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
+
+    p = add("clusterAclConfigVersion", "the brokers' ACL files and their versions (admin only)")
+    p.add_argument("-c", "--clusterName", dest="cluster")
+    p.add_argument("-b", "--brokerAddr", dest="broker")
 
     p = add("updateSubGroup", "create or update a consumer group's settings (mqadmin updateSubGroup)")
     p.add_argument("-g", "--groupName", dest="group", required=True)

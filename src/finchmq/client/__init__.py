@@ -12,6 +12,7 @@ client's API for a drop-in switch.
 
 from __future__ import annotations
 
+from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
 from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
@@ -48,6 +49,7 @@ from .consumer.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffset
 from .consumer.pull import PullConsumer
 from .consumer.push import PushConsumer
 from .errors import (
+    AclRefusedError,
     BrokerBusyError,
     ClientStateError,
     MQBrokerError,
@@ -85,6 +87,7 @@ from .transaction import (
 )
 
 __all__ = [
+    "AclRefusedError",
     "AdminClient",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
@@ -143,6 +146,7 @@ __all__ = [
     "RequestTimeoutError",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

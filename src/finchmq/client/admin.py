@@ -12,9 +12,11 @@ the way mqadmin merges them.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from finchmq.protocol.bodies import (
@@ -26,6 +28,7 @@ from finchmq.protocol.bodies import (
     ConsumerRunningInfo,
     ConsumeStats,
     ConsumeStatsList,
+    DataVersion,
     OffsetWrapper,
     PermName,
     ProducerConnection,
@@ -35,6 +38,7 @@ from finchmq.protocol.bodies import (
     TopicStatsTable,
 )
 from finchmq.protocol.errors import ProtocolError
+from finchmq.protocol.headers import CreateAccessConfigRequestHeader
 from finchmq.protocol.message import MessageExt, MessageQueue, decode_offset_msg_id
 from finchmq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, dlq_topic, retry_topic, validate_topic
 
@@ -42,13 +46,24 @@ from .config import ClientConfig, make_config
 from .errors import MQBrokerError, MQClientError, NoRouteError, ValidationError
 from .instance import ClientService, MQClientInstance, ServiceState
 
-__all__ = ["AdminClient"]
+__all__ = ["AdminClient", "ClusterAclVersionInfo"]
 
 log = logging.getLogger(__name__)
 
 _TIMEOUT_MS = 5_000
 
 _T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAclVersionInfo:
+    """A broker's ACL files and their versions (Java ``ClusterAclVersionInfo``)."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    acl_config_data_version: DataVersion  # the main plain_acl.yml's
+    all_acl_config_data_version: dict[str, DataVersion] = field(default_factory=dict)  # by file path
 
 
 class AdminClient(ClientService):
@@ -211,6 +226,84 @@ class AdminClient(ClientService):
                 api.clone_group_offset(a, src_group, dest_group, topic, offline, _TIMEOUT_MS)
                 for a in masters.values()
             )
+        )
+
+    # -- ACL: the brokers' plain_acl.yml (mqadmin updateAclConfig, deleteAccessConfig, ...) --------
+
+    async def create_and_update_plain_access_config(
+        self,
+        access_key: str,
+        secret_key: str | None = None,
+        *,
+        white_remote_address: str | None = None,
+        admin: bool = False,
+        default_topic_perm: str | None = None,
+        default_group_perm: str | None = None,
+        topic_perms: Sequence[str] = (),
+        group_perms: Sequence[str] = (),
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Create an account or change it (fields left out keep their value; ``admin`` is always
+        set) in the ACL file of one broker or of every master of a cluster (mqadmin
+        ``updateAclConfig``); ``topic_perms`` like ``["topicA=PUB", "topicB=SUB|PUB"]``. Needs an
+        admin account. Returns the broker addresses written."""
+        header = CreateAccessConfigRequestHeader(
+            access_key=access_key,
+            secret_key=secret_key,
+            white_remote_address=white_remote_address,
+            admin=admin,
+            default_topic_perm=default_topic_perm,
+            default_group_perm=default_group_perm,
+            topic_perms=",".join(topic_perms) or None,
+            group_perms=",".join(group_perms) or None,
+        )
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        await asyncio.gather(*(api.create_plain_access_config(a, header, _TIMEOUT_MS) for a in addrs))
+        return addrs
+
+    async def delete_plain_access_config(
+        self, access_key: str, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """Remove an account from the ACL file of one broker or of every master of a cluster
+        (mqadmin ``deleteAccessConfig``); returns the broker addresses written."""
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        await asyncio.gather(*(api.delete_plain_access_config(a, access_key, _TIMEOUT_MS) for a in addrs))
+        return addrs
+
+    async def update_global_white_addr_config(
+        self,
+        addresses: Sequence[str],
+        *,
+        acl_file_full_path: str | None = None,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Replace ``globalWhiteRemoteAddresses`` in the brokers' main ACL file (or the file
+        ``acl_file_full_path``) (mqadmin ``updateGlobalWhiteAddr``); returns the brokers."""
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        text = ",".join(addresses)
+        await asyncio.gather(
+            *(api.update_global_white_addrs_config(a, text, acl_file_full_path, _TIMEOUT_MS) for a in addrs)
+        )
+        return addrs
+
+    async def examine_broker_cluster_acl_version_info(self, broker_addr: str) -> ClusterAclVersionInfo:
+        """A broker's ACL files and their data versions (mqadmin ``clusterAclConfigVersion``)."""
+        header = await self.instance.api.get_broker_cluster_acl_info(broker_addr, _TIMEOUT_MS)
+        files = json.loads(header.all_acl_file_version or "{}")
+        return ClusterAclVersionInfo(
+            broker_name=header.broker_name,
+            broker_addr=header.broker_addr,
+            cluster_name=header.cluster_name,
+            acl_config_data_version=DataVersion.from_json(header.version),
+            all_acl_config_data_version={
+                path: DataVersion(timestamp=int(v.get("timestamp", 0)), counter=int(v.get("counter", 0)))
+                for path, v in files.items()
+            },
         )
 
     async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:

@@ -57,12 +57,15 @@ from finchmq.protocol.headers import (
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
+    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
     DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -93,6 +96,7 @@ from finchmq.protocol.headers import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
@@ -693,6 +697,31 @@ class MQClientAPI:
         body = format_properties(properties).encode("utf-8")
         response = await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, timeout_millis, body)
         return response.remark
+
+    # -- ACL (Java MQClientAPIImpl's ACL calls) -------------------------------------------------
+
+    async def create_plain_access_config(
+        self, addr: str, header: CreateAccessConfigRequestHeader, timeout_millis: int
+    ) -> None:
+        await self._call(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header, timeout_millis)
+
+    async def delete_plain_access_config(self, addr: str, access_key: str, timeout_millis: int) -> None:
+        header = DeleteAccessConfigRequestHeader(access_key=access_key)
+        await self._call(addr, RequestCode.DELETE_ACL_CONFIG, header, timeout_millis)
+
+    async def update_global_white_addrs_config(
+        self, addr: str, addresses: str, acl_file_full_path: str | None, timeout_millis: int
+    ) -> None:
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader(
+            global_white_addrs=addresses, acl_file_full_path=acl_file_full_path
+        )
+        await self._call(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header, timeout_millis)
+
+    async def get_broker_cluster_acl_info(
+        self, addr: str, timeout_millis: int
+    ) -> GetBrokerAclConfigResponseHeader:
+        response = await self._call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO, None, timeout_millis)
+        return GetBrokerAclConfigResponseHeader.from_ext_fields(response.ext_fields)
 
     async def get_consumer_running_info(
         self, addr: str, group: str, client_id: str, jstack: bool, timeout_millis: int

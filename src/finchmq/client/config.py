@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar, cast
 
+from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
 from finchmq.protocol.topics import DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP
 
@@ -140,6 +141,8 @@ class ClientConfig:
     client_async_semaphore_value: int = 65_535  # async calls (sends) in flight
     enable_msg_trace: bool = False  # send message traces (Java enableMsgTrace)
     customized_trace_topic: str | None = None  # default RMQ_SYS_TRACE_TOPIC
+    # ACL 1.0: sign every request with these keys (Java AclClientRPCHook); None sends unsigned
+    session_credentials: SessionCredentials | None = None
 
     def __post_init__(self) -> None:
         if self.namesrv_addr is not None:
@@ -148,6 +151,13 @@ class ClientConfig:
                     raise ValueError(f"namesrv_addr={self.namesrv_addr!r}: {addr!r} is not host:port")
         if not self.client_ip:
             raise ValueError("client_ip must not be empty")
+        if self.session_credentials is not None and not isinstance(
+            self.session_credentials, SessionCredentials
+        ):
+            raise ValueError(
+                f"session_credentials must be a SessionCredentials(access_key, secret_key), "
+                f"got {type(self.session_credentials).__name__}"
+            )
         if not self.instance_name or "@" in self.instance_name:
             raise ValueError(f"instance_name={self.instance_name!r} must be non-empty and without '@'")
         _positive("poll_name_server_interval", self.poll_name_server_interval)

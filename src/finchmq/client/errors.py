@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
+from finchmq.protocol.acl import ACL_EXCEPTION
 from finchmq.protocol.codes import ResponseCode
 from finchmq.remoting.errors import (
     RemotingConnectError,
@@ -25,6 +26,7 @@ from finchmq.remoting.errors import (
 )
 
 __all__ = [
+    "AclRefusedError",
     "BrokerBusyError",
     "BrokerSystemError",
     "ClientStateError",
@@ -165,7 +167,9 @@ class MQBrokerError(MQClientError):
 
     @classmethod
     def from_response(cls, code: int, remark: str | None, broker_addr: str | None = None) -> MQBrokerError:
-        """An instance of the class registered for ``code``."""
+        """An instance of the class registered for ``code`` (``AclRefusedError`` for an ACL refusal)."""
+        if remark is not None and remark.startswith(ACL_EXCEPTION):
+            return AclRefusedError(code, remark, broker_addr)
         return MQBrokerError.for_code(code)(code, remark, broker_addr)
 
 
@@ -179,6 +183,14 @@ def _code_name(code: int) -> str:
 class BrokerSystemError(MQBrokerError):
     code = ResponseCode.SYSTEM_ERROR
     retriable = True
+
+
+class AclRefusedError(MQBrokerError):
+    """The broker's ACL refused the request: a missing or unknown AccessKey, a wrong secret key
+    (``Check signature failed``), a missing permission (``No default permission for topic:T``) or
+    an admin-only request. ``remark`` says which. Java's broker answers SYSTEM_ERROR with
+    ``org.apache.rocketmq.acl.common.AclException: ...``; the same call fails again until the
+    keys or the broker's ``plain_acl.yml`` change."""
 
 
 class BrokerBusyError(MQBrokerError):

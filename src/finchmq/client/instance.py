@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeVar
 from finchmq import __version__
 from finchmq.common.lifecycle import AsyncService
 from finchmq.common.tasks import BackgroundTasks
+from finchmq.protocol.acl import SessionCredentials, sign_request
 from finchmq.protocol.bodies import (
     MASTER_ID,
     ConsumeFromWhere,
@@ -254,7 +255,10 @@ class MQProducerInner(Protocol):
         ...
 
 
-_INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, MQClientInstance]] = (
+# keyed by client id and credentials: clients signing with other keys never share connections
+# (Java keys by client id only, so the first client's RPC hook signs for all of them)
+_InstanceKey = tuple[str, SessionCredentials | None]
+_INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_InstanceKey, MQClientInstance]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -265,12 +269,17 @@ class MQClientInstance:
     def __init__(self, config: ClientConfig, client_id: str) -> None:
         self.config = config
         self.client_id = client_id
+        credentials = config.session_credentials
         self.remoting = RemotingClient(
             RemotingClientConfig(
                 connect_timeout_millis=config.connect_timeout_millis,
                 client_channel_max_idle_time_seconds=config.client_channel_max_idle_time_seconds,
             ),
             name=f"client-{client_id}",
+            # Java AclClientRPCHook: every request is signed for the broker's ACL
+            rpc_hook=None
+            if credentials is None
+            else lambda addr, request: sign_request(request, credentials),
         )
         self.api = MQClientAPI(self.remoting, config.namesrv_addr_list())
         self.state = ServiceState.CREATE_JUST
@@ -306,10 +315,11 @@ class MQClientInstance:
         loop = asyncio.get_running_loop()
         table = _INSTANCES.setdefault(loop, {})
         client_id = config.build_mq_client_id()
-        instance = table.get(client_id)
+        key = (client_id, config.session_credentials)
+        instance = table.get(key)
         if instance is None or instance.state is ServiceState.SHUTDOWN_ALREADY:
             instance = cls(config, client_id)
-            table[client_id] = instance
+            table[key] = instance
             log.info("created MQClientInstance %s", client_id)
         return instance
 
@@ -319,8 +329,9 @@ class MQClientInstance:
         except RuntimeError:
             return
         table = _INSTANCES.get(loop)
-        if table is not None and table.get(self.client_id) is self:
-            del table[self.client_id]
+        key = (self.client_id, self.config.session_credentials)
+        if table is not None and table.get(key) is self:
+            del table[key]
 
     def register_consumer(self, group: str, consumer: MQConsumerInner) -> bool:
         if group in self.consumer_table:

@@ -350,7 +350,11 @@ class Producer(ClientService, MQProducerInner):
             await self._instance.send_heartbeat_to_all_broker_with_lock()
         if config.enable_msg_trace and not config.producer_group.startswith("_INNER_TRACE_PRODUCER"):
             self._trace = TraceDispatcher(
-                config.producer_group, "PRODUCE", config.namesrv_addr, config.customized_trace_topic
+                config.producer_group,
+                "PRODUCE",
+                config.namesrv_addr,
+                config.customized_trace_topic,
+                config.session_credentials,
             )
             await self._trace.start()
 

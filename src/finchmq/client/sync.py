@@ -17,7 +17,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Generic, Protocol, Self, TypeVar
 
@@ -38,7 +38,7 @@ from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.remoting import loop_factory
 
-from .admin import AdminClient
+from .admin import AdminClient, ClusterAclVersionInfo
 from .api import PullResultExt
 from .config import (
     ClientConfig,
@@ -517,6 +517,59 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
 
     def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         return self._call(self.admin.examine_topic_consume_by_who(topic))
+
+    def create_and_update_plain_access_config(
+        self,
+        access_key: str,
+        secret_key: str | None = None,
+        *,
+        white_remote_address: str | None = None,
+        admin: bool = False,
+        default_topic_perm: str | None = None,
+        default_group_perm: str | None = None,
+        topic_perms: Sequence[str] = (),
+        group_perms: Sequence[str] = (),
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.create_and_update_plain_access_config(
+                access_key,
+                secret_key,
+                white_remote_address=white_remote_address,
+                admin=admin,
+                default_topic_perm=default_topic_perm,
+                default_group_perm=default_group_perm,
+                topic_perms=topic_perms,
+                group_perms=group_perms,
+                cluster=cluster,
+                broker_addr=broker_addr,
+            )
+        )
+
+    def delete_plain_access_config(
+        self, access_key: str, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._call(
+            self.admin.delete_plain_access_config(access_key, cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def update_global_white_addr_config(
+        self,
+        addresses: Sequence[str],
+        *,
+        acl_file_full_path: str | None = None,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.update_global_white_addr_config(
+                addresses, acl_file_full_path=acl_file_full_path, cluster=cluster, broker_addr=broker_addr
+            )
+        )
+
+    def examine_broker_cluster_acl_version_info(self, broker_addr: str) -> ClusterAclVersionInfo:
+        return self._call(self.admin.examine_broker_cluster_acl_version_info(broker_addr))
 
     def view_broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
         return self._call(self.admin.view_broker_stats_data(broker_addr, stats_name, stats_key))

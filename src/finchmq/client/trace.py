@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
+from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.message import Message, UniqueKeyGenerator
 from finchmq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from finchmq.protocol.trace import TraceBean, TraceContext, TraceType, encode_trace_context
@@ -42,8 +43,16 @@ _ids = UniqueKeyGenerator()  # SubBefore/SubAfter request ids
 class TraceDispatcher:
     """Batches trace records and sends them with an internal producer on this event loop."""
 
-    def __init__(self, group: str, kind: str, namesrv_addr: str | None, trace_topic: str | None) -> None:
+    def __init__(
+        self,
+        group: str,
+        kind: str,
+        namesrv_addr: str | None,
+        trace_topic: str | None,
+        credentials: SessionCredentials | None = None,
+    ) -> None:
         self.topic = trace_topic or RMQ_SYS_TRACE_TOPIC
+        self._credentials = credentials  # Java passes the client's RPC hook to its trace producer
         self.dropped = 0
         self._group = f"_INNER_TRACE_PRODUCER-{group}-{kind}-{next(_counter)}"
         self._namesrv_addr = namesrv_addr
@@ -70,6 +79,7 @@ class TraceDispatcher:
             namesrv_addr=self._namesrv_addr,
             instance_name=f"PID_CLIENT_INNER_TRACE_PRODUCER_{abs(hash(self._namesrv_addr)) % 10**8}",
             send_msg_timeout=5_000,
+            session_credentials=self._credentials,
         )
         await producer.start()
         self._producer = producer

@@ -12,8 +12,9 @@ returns ``ConsumeStatus`` (raising means RECONSUME_LATER; ``None`` means success
 ``RecvMessage.tags``/``keys``/``body``/``get_property`` are bytes, ``topic``/``id`` text;
 ``PullConsumer.pull(topic)`` walks every queue from its remembered offset (0 at first). Errors
 are the official exception classes (``ProducerSendSyncFailed``...), with finchmq's error as
-``__cause__``. Not supported: name-server domains (``set_name_server_domain`` raises) and ACL
-credentials (stored, ignored).
+``__cause__``. ``set_session_credentials`` signs every request for the broker's ACL (the
+channel argument is not sent; Java's client does not send one either). Not supported:
+name-server domains (``set_name_server_domain`` raises).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from finchmq.client import (
     MessageSelector,
     MQClientError,
     PullStatus,
+    SessionCredentials,
     select_message_queue_by_hash,
 )
 from finchmq.client import (
@@ -374,8 +376,11 @@ class _Client(abc.ABC, Generic[_B]):
 
     set_namesrv_domain = set_name_server_domain
 
-    def set_session_credentials(self, access_key: str, access_secret: str, channel: str) -> None:
-        log.warning("ACL credentials are ignored by finchmq (no ACL support)")
+    def set_session_credentials(
+        self, access_key: str | bytes, access_secret: str | bytes, channel: str | bytes = ""
+    ) -> None:
+        """Sign every request with these keys (the broker's ACL, ``plain_acl.yml``)."""
+        self._settings["session_credentials"] = SessionCredentials(_text(access_key), _text(access_secret))
 
     def start(self) -> None:
         """Connect with the settings given so far; a second call does nothing."""

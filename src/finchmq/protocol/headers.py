@@ -50,13 +50,16 @@ __all__ = [
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
+    "CreateAccessConfigRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteAccessConfigRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
     "GetAllTopicConfigResponseHeader",
+    "GetBrokerAclConfigResponseHeader",
     "GetBrokerConfigResponseHeader",
     "GetConsumeStatsInBrokerHeader",
     "GetConsumeStatsRequestHeader",
@@ -104,6 +107,7 @@ __all__ = [
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
@@ -845,6 +849,49 @@ class GetAllTopicConfigResponseHeader(CommandHeader):
     """Has no fields in Java either; kept so every Java header has a counterpart."""
 
 
+# -- ACL 1.0 (the broker's plain_acl.yml, edited by mqadmin's ACL commands) ----------------------
+
+
+@command_header
+class CreateAccessConfigRequestHeader(CommandHeader):
+    """UPDATE_AND_CREATE_ACL_CONFIG; the perms are comma-separated (``topicA=DENY,topicB=SUB``)."""
+
+    access_key: str
+    secret_key: str | None = None
+    white_remote_address: str | None = None
+    admin: bool = False  # a Java boolean: always written
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    topic_perms: str | None = None
+    group_perms: str | None = None
+
+
+@command_header
+class DeleteAccessConfigRequestHeader(CommandHeader):
+    access_key: str
+
+
+@command_header
+class UpdateGlobalWhiteAddrsConfigRequestHeader(CommandHeader):
+    """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG; ``global_white_addrs`` is comma-separated. Java requires
+    the file path; finchmq's broker takes its main ACL file when it is absent."""
+
+    global_white_addrs: str
+    acl_file_full_path: str | None = None
+
+
+@command_header
+class GetBrokerAclConfigResponseHeader(CommandHeader):
+    """GET_BROKER_CLUSTER_ACL_INFO: ``version`` is the main file's DataVersion JSON,
+    ``all_acl_file_version`` a JSON object of every file's."""
+
+    version: str
+    all_acl_file_version: str | None = None
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+
+
 REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: GetRouteInfoRequestHeader,
     RequestCode.REGISTER_BROKER: RegisterBrokerRequestHeader,
@@ -893,5 +940,8 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
     RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
     RequestCode.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupRequestHeader,
+    RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: CreateAccessConfigRequestHeader,
+    RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigRequestHeader,
+    RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsConfigRequestHeader,
 }
 """Request code -> the header class its receiver decodes (Java's processors)."""

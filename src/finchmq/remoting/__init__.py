@@ -5,7 +5,7 @@ Imports: ``finchmq.protocol`` only. Owns sockets, framing I/O, deadlines and in-
 
 from __future__ import annotations
 
-from .client import InvokeCallback, RemotingClient, parse_addr
+from .client import InvokeCallback, RemotingClient, RpcHook, parse_addr
 from .config import RemotingClientConfig, RemotingServerConfig
 from .connection import ChannelEventListener, ChannelGoneListener, CloseReason, RemotingConnection
 from .errors import (
@@ -24,6 +24,7 @@ from .processor import (
     RequestDispatcher,
     RequestExecutor,
     RequestProcessor,
+    RequestRefused,
 )
 from .server import RemotingServer
 
@@ -50,6 +51,8 @@ __all__ = [
     "RequestDispatcher",
     "RequestExecutor",
     "RequestProcessor",
+    "RequestRefused",
+    "RpcHook",
     "loop_factory",
     "parse_addr",
     "run",

@@ -7,7 +7,9 @@ Strategy:
     ``RemotingTooMuchRequestError`` when no permit frees up within the timeout. Connections are
     created on first use (concurrent callers share one connect), replaced when they close, and
     closed after ``client_channel_max_idle_time_seconds`` without traffic. Servers may call the
-    client: register processors on ``dispatcher`` (e.g. NOTIFY_CONSUMER_IDS_CHANGED).
+    client: register processors on ``dispatcher`` (e.g. NOTIFY_CONSUMER_IDS_CHANGED). An
+    ``rpc_hook`` (Java ``RPCHook.doBeforeRequest``) rewrites every request before it is sent, e.g.
+    to sign it for the broker's ACL.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ from .config import RemotingClientConfig
 from .connection import ChannelEventListener, CloseReason, RemotingConnection
 from .errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
-__all__ = ["InvokeCallback", "RemotingClient", "parse_addr"]
+__all__ = ["InvokeCallback", "RemotingClient", "RpcHook", "parse_addr"]
 
 log = logging.getLogger(__name__)
 
 InvokeCallback = Callable[["RemotingCommand | None", "BaseException | None"], None]
 """Called with ``(response, None)`` or ``(None, error)`` when an async call finishes."""
+
+RpcHook = Callable[[str, RemotingCommand], RemotingCommand]
+"""Called with ``(address, request)`` before a request is sent; returns the request to send."""
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -51,9 +56,11 @@ class RemotingClient(RemotingEndpoint):
         *,
         listener: ChannelEventListener | None = None,
         name: str = "remoting-client",
+        rpc_hook: RpcHook | None = None,
     ) -> None:
         super().__init__(name, listener)
         self.config = config or RemotingClientConfig()
+        self.rpc_hook = rpc_hook
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self._async_semaphore = asyncio.Semaphore(self.config.client_async_semaphore_value)
@@ -156,6 +163,8 @@ class RemotingClient(RemotingEndpoint):
         Raises:
             RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError.
         """
+        if self.rpc_hook is not None:
+            request = self.rpc_hook(addr, request)
         conn = self._connections.get(addr)
         if conn is not None and conn.is_open:
             return conn.invoke(request, timeout_millis / 1000)  # no extra coroutine on the hot path
@@ -213,6 +222,8 @@ class RemotingClient(RemotingEndpoint):
         """
         await acquire_permit(self._oneway_semaphore, timeout_millis, "client_oneway_semaphore_value", addr)
         try:
+            if self.rpc_hook is not None:
+                request = self.rpc_hook(addr, request)
             conn = await self.get_connection(addr)
             await conn.send_oneway(request)
         finally:

@@ -7,7 +7,9 @@ Strategy:
     executor is a bounded FIFO of ``QueuedRequest`` (each stamped with its creation time) drained
     by a fixed number of worker coroutines, the analogue of a thread pool; a full queue answers
     SYSTEM_BUSY ``[OVERLOAD]`` (nothing for oneway requests). The queue is exposed oldest-first so
-    the broker's fast-failure service can answer requests that waited too long. An executor
+    the broker's fast-failure service can answer requests that waited too long. A dispatcher's
+    ``before_request`` hook (Java ``RPCHook.doBeforeRequest``, e.g. the broker's ACL check) runs
+    on every request about to be queued; raising ``RequestRefused`` answers it instead. An executor
     built with ``pause_reading_ms`` also pauses the connection it just refused, until its queue
     is half empty again (at most that long): decoding and refusing a flood of requests would
     otherwise take the CPU the accepted ones need.
@@ -42,6 +44,7 @@ __all__ = [
     "RequestDispatcher",
     "RequestExecutor",
     "RequestProcessor",
+    "RequestRefused",
 ]
 
 log = logging.getLogger(__name__)
@@ -67,6 +70,17 @@ class RemotingContext:
     def write_response(self, response: RemotingCommand) -> None:
         """Send a response produced outside ``process_request`` (e.g. a held long poll)."""
         self.connection.send_command(response)
+
+
+class RequestRefused(Exception):
+    """Raised by a ``RequestDispatcher.before_request`` hook: the request is answered with
+    ``response_code`` and ``remark`` and never runs (Java: an exception from an RPC hook, which
+    ``processRequestCommand`` answers SYSTEM_ERROR)."""
+
+    def __init__(self, remark: str, response_code: int = ResponseCode.SYSTEM_ERROR) -> None:
+        super().__init__(remark)
+        self.remark = remark
+        self.response_code = response_code
 
 
 class RequestProcessor(Protocol):
@@ -353,6 +367,8 @@ class RequestDispatcher:
         self._executors: dict[str, RequestExecutor] = {}
         self.on_overload: Callable[[RequestExecutor, RemotingCommand], None] | None = None
         self.on_reject: Callable[[RemotingCommand], None] | None = None
+        # Called with (remote address, request) before a request is queued; may raise RequestRefused.
+        self.before_request: Callable[[str, RemotingCommand], None] | None = None
 
     def register(
         self,
@@ -401,9 +417,28 @@ class RequestDispatcher:
             if not request.is_oneway:
                 ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_REJECT_REQUEST))
             return
+        if self.before_request is not None and not self._run_before_request(ctx, request):
+            return
         if not executor.submit(QueuedRequest(ctx, request, processor, time.monotonic())):
             if self.on_overload is not None:
                 self.on_overload(executor, request)
             if not request.is_oneway:
                 ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_OVERLOAD))
             executor.pause_sender(ctx.connection)
+
+    def _run_before_request(self, ctx: RemotingContext, request: RemotingCommand) -> bool:
+        """Run the hook; False when it refused the request (then it has been answered)."""
+        assert self.before_request is not None
+        try:
+            self.before_request(ctx.remote_addr, request)
+            return True
+        except RequestRefused as exc:
+            code, remark = exc.response_code, exc.remark
+        except Exception as exc:  # a bug in the hook: answer, keep the connection
+            limited.log(
+                logging.ERROR, "before-request", "request hook failed on code=%d", request.code, exc_info=exc
+            )
+            code, remark = ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"
+        if not request.is_oneway:
+            ctx.write_response(request.make_response(code, remark))
+        return False

@@ -1,7 +1,7 @@
 """Blocking finchmq clients shared by everything the data source runs in one Python process.
 
 Owns: one ``BlockingPullConsumer``, ``BlockingAdminClient`` or ``BlockingProducer`` per
-(process, name server[, group]), created on first use and closed at exit. Spark reuses its
+(process, name server, credentials[, group]), created on first use and closed at exit. Spark reuses its
 Python workers across tasks, so a worker connects once and every later task of any query
 reuses the connections, routes and portal thread. Imports: ``finchmq.client`` only.
 
@@ -20,7 +20,13 @@ import zlib
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from finchmq.client import BlockingAdminClient, BlockingProducer, BlockingPullConsumer, MQClientError
+from finchmq.client import (
+    BlockingAdminClient,
+    BlockingProducer,
+    BlockingPullConsumer,
+    MQClientError,
+    SessionCredentials,
+)
 
 __all__ = ["READER_GROUP", "admin", "close_all", "producer", "pull_consumer"]
 
@@ -32,7 +38,7 @@ actively), so sharing it between queries is harmless. ``consumerGroup`` offsets 
 through the admin API instead, without joining that group."""
 
 _lock = threading.Lock()
-_clients: dict[tuple[str, ...], BlockingPullConsumer | BlockingAdminClient | BlockingProducer] = {}
+_clients: dict[tuple[object, ...], BlockingPullConsumer | BlockingAdminClient | BlockingProducer] = {}
 _pid = os.getpid()
 
 
@@ -50,7 +56,7 @@ def _check_fork() -> None:
 _Client = TypeVar("_Client", BlockingPullConsumer, BlockingAdminClient, BlockingProducer)
 
 
-def _shared(key: tuple[str, ...], make: Callable[[], _Client]) -> _Client:
+def _shared(key: tuple[object, ...], make: Callable[[], _Client]) -> _Client:
     """The started client under ``key``, made and started on first use in this process."""
     with _lock:
         _check_fork()
@@ -62,35 +68,43 @@ def _shared(key: tuple[str, ...], make: Callable[[], _Client]) -> _Client:
         return client  # type: ignore[return-value]  # each key's kind is fixed by its first element
 
 
-def pull_consumer(name_server: str) -> BlockingPullConsumer:
-    """The process's started pull consumer for ``name_server``."""
+def pull_consumer(name_server: str, credentials: SessionCredentials | None = None) -> BlockingPullConsumer:
+    """The process's started pull consumer for ``name_server`` (signing with ``credentials``)."""
     return _shared(
-        ("pull", name_server),
+        ("pull", name_server, credentials),
         lambda: BlockingPullConsumer(
-            READER_GROUP, namesrv_addr=name_server, instance_name=_instance_name(name_server)
+            READER_GROUP,
+            namesrv_addr=name_server,
+            instance_name=_instance_name(name_server),
+            session_credentials=credentials,
         ),
     )
 
 
-def admin(name_server: str) -> BlockingAdminClient:
-    """The process's started admin client for ``name_server``."""
+def admin(name_server: str, credentials: SessionCredentials | None = None) -> BlockingAdminClient:
+    """The process's started admin client for ``name_server`` (signing with ``credentials``)."""
     return _shared(
-        ("admin", name_server),
+        ("admin", name_server, credentials),
         lambda: BlockingAdminClient(
-            namesrv_addr=name_server, instance_name=_instance_name(name_server) + "-admin"
+            namesrv_addr=name_server,
+            instance_name=_instance_name(name_server) + "-admin",
+            session_credentials=credentials,
         ),
     )
 
 
-def producer(name_server: str, group: str, send_timeout_ms: int) -> BlockingProducer:
-    """The process's started producer of ``group`` for ``name_server``."""
+def producer(
+    name_server: str, group: str, send_timeout_ms: int, credentials: SessionCredentials | None = None
+) -> BlockingProducer:
+    """The process's started producer of ``group`` for ``name_server`` (signing with ``credentials``)."""
     return _shared(
-        ("producer", name_server, group, str(send_timeout_ms)),
+        ("producer", name_server, group, str(send_timeout_ms), credentials),
         lambda: BlockingProducer(
             group,
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server) + f"-{send_timeout_ms}",
             send_msg_timeout=send_timeout_ms,
+            session_credentials=credentials,
         ),
     )
 

@@ -115,7 +115,7 @@ class Planner:
 
     @property
     def consumer(self) -> BlockingPullConsumer:
-        return _clients.pull_consumer(self.opts.name_server)
+        return _clients.pull_consumer(self.opts.name_server, self.opts.credentials)
 
     def _unreachable(self, exc: MQClientError) -> OptionError:
         return OptionError(
@@ -221,7 +221,7 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
         DataLossError: offsets of the range are gone and ``failOnDataLoss`` is true.
         MQClientError: the broker cannot be reached or answers with an error.
     """
-    consumer = _clients.pull_consumer(opts.name_server)
+    consumer = _clients.pull_consumer(opts.name_server, opts.credentials)
     portal = Portal.default()
     key = partition.key
     mq = MessageQueue(*key)

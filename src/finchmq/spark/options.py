@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from finchmq.client import MessageSelector
+from finchmq.client import MessageSelector, SessionCredentials
 from finchmq.client.config import check_group
 
 __all__ = [
@@ -138,6 +138,20 @@ def _name_server(options: Mapping[str, str]) -> str:
     return ";".join(a.strip() for a in value.split(";"))
 
 
+def _credentials(options: Mapping[str, str]) -> SessionCredentials | None:
+    """``accessKey`` + ``secretKey``: the ACL account every request is signed with."""
+    access_key, secret_key = _get(options, "accessKey"), _get(options, "secretKey")
+    if access_key is None and secret_key is None:
+        return None
+    if access_key is None or not access_key.strip():
+        raise OptionError("accessKey", access_key or "", "required with secretKey (the ACL account)")
+    if secret_key is None or not secret_key.strip():
+        raise OptionError(
+            "secretKey", "***" if secret_key else "", "required with accessKey (the ACL account)"
+        )
+    return SessionCredentials(access_key.strip(), secret_key.strip())
+
+
 def _check_topic(option: str, value: str, topic: str) -> str:
     if not _TOPIC.match(topic) or len(topic) > 127:
         raise OptionError(
@@ -245,6 +259,7 @@ class ReadOptions:
     max_offsets_per_trigger: int | None = None
     consumer_group: str | None = None
     streaming: bool = False
+    credentials: SessionCredentials | None = None  # accessKey/secretKey: the broker's ACL
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -323,6 +338,7 @@ class ReadOptions:
             max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger", None, low=1),
             consumer_group=consumer_group,
             streaming=streaming,
+            credentials=_credentials(options),
         )
 
 
@@ -336,6 +352,7 @@ class WriteOptions:
     send_timeout_ms: int = 3_000
     send_batch_size: int = 64
     max_in_flight: int = 4
+    credentials: SessionCredentials | None = None  # accessKey/secretKey: the broker's ACL
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -360,4 +377,5 @@ class WriteOptions:
             send_timeout_ms=send_timeout_ms,
             send_batch_size=send_batch_size,
             max_in_flight=max_in_flight,
+            credentials=_credentials(options),
         )

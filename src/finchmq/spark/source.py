@@ -238,7 +238,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if group is None or offsets == self._committed:
             return
         try:
-            _clients.admin(self.opts.name_server).update_consume_offsets(
+            _clients.admin(self.opts.name_server, self.opts.credentials).update_consume_offsets(
                 group, {MessageQueue(*key): offset for key, offset in offsets.items()}
             )
         except (MQClientError, TimeoutError) as exc:  # monitoring only: the checkpoint is the truth

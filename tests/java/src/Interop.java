@@ -11,6 +11,8 @@
 //                                     in this one JVM, each one's output printed as a JSON string
 //   transaction NAMESRV TOPIC COUNT   TransactionMQProducer: COUNT commits, rollbacks and unknowns
 //                                     (the broker's check commits those)
+//   acl NAMESRV TOPIC GROUP ACCESS_KEY SECRET_KEY COUNT   a producer and a lite pull consumer signing
+//                                     with AclClientRPCHook: COUNT sends, then the consumer reads them
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +20,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
@@ -347,6 +351,53 @@ public class Interop {
         emit("{\"done\":true}");
     }
 
+    static String causes(Throwable e) {
+        StringBuilder b = new StringBuilder();
+        for (Throwable t = e; t != null; t = t.getCause()) b.append(t.toString()).append(" | ");
+        return b.toString();
+    }
+
+    static void acl(String ns, String topic, String group, String ak, String sk, int count) throws Exception {
+        AclClientRPCHook hook = new AclClientRPCHook(new SessionCredentials(ak, sk));
+        DefaultMQProducer p = new DefaultMQProducer("java_acl_pg", hook);
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("interop-acl-" + System.nanoTime());
+        p.setRetryTimesWhenSendFailed(0);
+        p.start();
+        int ok = 0;
+        try {
+            for (int i = 0; i < count; i++) {
+                String key = "acl-" + i;
+                try {
+                    sent("acl", key, p.send(message(topic, key)));
+                    ok++;
+                } catch (Exception e) {
+                    emit("{\"mode\":\"acl\",\"key\":" + q(key) + ",\"error\":" + q(causes(e)) + "}");
+                }
+            }
+        } finally {
+            p.shutdown();
+        }
+        if (ok == count) {
+            DefaultLitePullConsumer c = new DefaultLitePullConsumer(group, hook);
+            c.setNamesrvAddr(ns);
+            c.setInstanceName("interop-acl-lite-" + System.nanoTime());
+            c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+            c.subscribe(topic, "*");
+            c.start();
+            Set<String> seen = ConcurrentHashMap.newKeySet();
+            long deadline = System.currentTimeMillis() + 60_000;
+            try {
+                while (seen.size() < count && System.currentTimeMillis() < deadline) {
+                    for (MessageExt m : c.poll(1000)) { received("acl", m); seen.add(m.getKeys()); }
+                }
+            } finally {
+                c.shutdown();
+            }
+        }
+        emit("{\"done\":true}");
+    }
+
     public static void main(String[] a) throws Exception {
         switch (a[0]) {
             case "produce": produce(a[1], a[2], Integer.parseInt(a[3])); break;
@@ -357,6 +408,7 @@ public class Interop {
             case "mqadmin": mqadminBatch(a[1]); break;
             case "requestreply": requestReply(a[1], a[2], Integer.parseInt(a[3])); break;
             case "sqlpush": sqlPush(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5]); break;
+            case "acl": acl(a[1], a[2], a[3], a[4], a[5], Integer.parseInt(a[6])); break;
             default: throw new IllegalArgumentException(a[0]);
         }
         System.exit(0);

@@ -3,9 +3,11 @@ statistics, broker config, queue locks, and the calls the broker forwards to a c
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
+from finchmq.broker.acl import AclConfigError, PlainAccessConfig
 from finchmq.common import config_to_properties, format_properties, parse_properties
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
@@ -34,9 +36,12 @@ from finchmq.protocol.bodies import (
 from finchmq.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
+    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
+    GetBrokerAclConfigResponseHeader,
     GetBrokerConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -54,6 +59,7 @@ from finchmq.protocol.headers import (
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
 from finchmq.protocol.message import MessageQueue, decode_offset_msg_id
@@ -465,6 +471,88 @@ class AdminBrokerProcessor(BrokerProcessor):
         deleted = self.context.store.clean_once(manual=True)
         log.info("manual clean-up deleted %d file(s)", deleted)
         return request.make_response(ResponseCode.SUCCESS)
+
+    # -- ACL (Java's ACL admin codes; the ACL check lets only admin accounts call them) ------
+
+    _ACL_OFF = "ACL is not enabled on this broker (aclEnable=false)"
+
+    @handles(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG)
+    async def update_and_create_acl_config(
+        self, ctx: RemotingContext, request: RemotingCommand
+    ) -> RemotingCommand:
+        acl = self.context.acl
+        failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+        if acl is None:
+            return request.make_response(failed, self._ACL_OFF)
+        header = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
+        config = PlainAccessConfig(
+            access_key=header.access_key,
+            secret_key=header.secret_key or "",
+            white_remote_address=header.white_remote_address,
+            admin=header.admin,
+            default_topic_perm=header.default_topic_perm,
+            default_group_perm=header.default_group_perm,
+            topic_perms=tuple(p for p in (header.topic_perms or "").split(",") if p),
+            group_perms=tuple(p for p in (header.group_perms or "").split(",") if p),
+        )
+        try:
+            await acl.update_access_config(config)
+        except (AclConfigError, OSError) as exc:
+            log.warning("UPDATE_AND_CREATE_ACL_CONFIG of %s failed: %s", header.access_key, exc)
+            return request.make_response(failed, str(exc))
+        log.info("ACL account %s created or updated by %s", header.access_key, ctx.remote_addr)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.DELETE_ACL_CONFIG)
+    async def delete_acl_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        acl = self.context.acl
+        failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
+        if acl is None:
+            return request.make_response(failed, self._ACL_OFF)
+        header = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
+        try:
+            deleted = await acl.delete_access_config(header.access_key)
+        except (AclConfigError, OSError) as exc:
+            return request.make_response(failed, str(exc))
+        if not deleted:  # Java's wording
+            return request.make_response(
+                failed,
+                f"The accesskey[{header.access_key}] corresponding to accessConfig has been deleted failed.",
+            )
+        log.info("ACL account %s deleted by %s", header.access_key, ctx.remote_addr)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
+    async def update_global_white_addrs_config(
+        self, ctx: RemotingContext, request: RemotingCommand
+    ) -> RemotingCommand:
+        acl = self.context.acl
+        failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
+        if acl is None:
+            return request.make_response(failed, self._ACL_OFF)
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
+        addresses = [a.strip() for a in header.global_white_addrs.split(",") if a.strip()]
+        try:
+            await acl.update_global_white_addrs(addresses, header.acl_file_full_path)
+        except (AclConfigError, OSError) as exc:
+            return request.make_response(failed, str(exc))
+        log.info("ACL global white addresses set to %s by %s", addresses, ctx.remote_addr)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+    def get_broker_cluster_acl_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.context
+        if c.acl is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, self._ACL_OFF)
+        versions = {path: json.loads(v.to_json()) for path, v in c.acl.data_versions().items()}
+        header = GetBrokerAclConfigResponseHeader(
+            version=c.acl.main_data_version().to_json().decode(),
+            all_acl_file_version=json.dumps(versions, separators=(",", ":")),
+            broker_name=c.config.broker_name,
+            broker_addr=c.broker_addr,
+            cluster_name=c.config.broker_cluster_name,
+        )
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=header.to_ext_fields())
 
     # -- forwarded to a consumer ------------------------------------------------------------
 

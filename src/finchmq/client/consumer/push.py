@@ -273,7 +273,11 @@ class PushConsumer(SubscribingConsumer):
         self.consumer_start_timestamp = int(time.time() * 1000)
         if config.enable_msg_trace:
             self._trace = TraceDispatcher(
-                group, "CONSUME", config.namesrv_addr, config.customized_trace_topic
+                group,
+                "CONSUME",
+                config.namesrv_addr,
+                config.customized_trace_topic,
+                config.session_credentials,
             )
             self.register_consume_message_hook(ConsumeMessageTraceHook(self._trace))
             await self._trace.start()
@@ -667,7 +671,9 @@ class PushConsumer(SubscribingConsumer):
 def _config_properties(config: PushConsumerConfig) -> dict[str, str]:
     """Java ``MixAll.object2Properties(defaultMQPushConsumer)``: camelCase names, text values."""
     props = {
-        k: v for k, v in config_to_properties(config).items() if k not in ("offsetStore", "subscription")
+        k: v
+        for k, v in config_to_properties(config).items()
+        if k not in ("offsetStore", "subscription", "sessionCredentials")  # Java's rpcHook is not a property
     }
     props["allocateMessageQueueStrategy"] = type(config.allocate_message_queue_strategy).__name__
     return props

@@ -38,6 +38,7 @@ from finchmq.client.views import (
     offset_table_rows,
     topic_status_rows,
     trace_view_dict,
+    version_desc,
 )
 from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import (
@@ -49,7 +50,6 @@ from finchmq.protocol.bodies import (
     SubscriptionGroupConfig,
     java_key_hash,
 )
-from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import Message
 from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TOOLS_CONSUMER_GROUP
 from finchmq.protocol.trace import TraceView
@@ -523,17 +523,10 @@ def _get_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) -> 
 def _producer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     conn = admin.producer_connection(args.group, args.topic)
     rows = [
-        f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language.name:<8} {_version_desc(c.version)}"
+        f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language.name:<8} {version_desc(c.version)}"
         for i, c in enumerate(conn.connection_set, start=1)
     ]
     return json.loads(conn.to_json(standard=True)), "\n".join(rows)
-
-
-def _version_desc(version: int) -> str:
-    try:
-        return MQVersion(version).name
-    except ValueError:
-        return str(version)
 
 
 def _topic_cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -836,7 +829,7 @@ def _consumer_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
         path = Path(str(now)) / c.client_id
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(format_consumer_running_info(info))
-        lines.append(f"{len(by_client):<10d} {c.client_id:<40} {_version_desc(c.version):<20} {path}")
+        lines.append(f"{len(by_client):<10d} {c.client_id:<40} {version_desc(c.version):<20} {path}")
     text = "\n".join(lines) + "\n"
     same = analyze_subscription(by_client, now) if by_client else True
     if by_client:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
+from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import run
@@ -129,6 +130,16 @@ def add_server_parsers(commands: Any) -> None:
     server.add_argument("--broker-ip", help="address the broker advertises (brokerIP1; default: this host's)")
     server.add_argument("--bind", default="0.0.0.0", help="listen address of both servers (default 0.0.0.0)")
     server.add_argument("-c", "--config", type=Path, help="broker.conf with extra broker settings")
+    server.add_argument(
+        "--console-port",
+        type=int,
+        help=f"web console port (default {DEFAULT_CONSOLE_PORT}, skipped with a warning if taken; 0: none)",
+    )
+    server.add_argument(
+        "--console-bind",
+        default="127.0.0.1",
+        help="web console listen address (default 127.0.0.1: this machine only; it has no login)",
+    )
     server.set_defaults(handler=_run_server)
 
 
@@ -224,19 +235,40 @@ async def _server_main(
     await namesrv.start()
     broker_config = replace(broker_config, namesrv_addr=namesrv.address)
     broker = BrokerController(broker_config, store_config, config_file=args.config, extra_properties=props)
+    console = None
     try:
         await broker.start()
         _print(f"finchmq name server listening on {namesrv.address}")
         store_dir = store_config.store_path_root_dir
         _print(f"finchmq broker {broker_config.broker_name} at {broker.broker_addr} (store {store_dir})")
+        console = await _start_console(args, namesrv.address)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )
         await stop.wait()
         _print("finchmq server shutting down")
     finally:
+        if console is not None:
+            await console.close()
         await broker.close()
         await namesrv.close()
+
+
+async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
+    """The embedded web console, unless ``--console-port 0``. The default port taken is a
+    warning (the server runs on without a console); a port the user asked for is an error."""
+    port = DEFAULT_CONSOLE_PORT if args.console_port is None else args.console_port
+    if port == 0:
+        return None
+    try:
+        console = await start_console(namesrv_addr, args.console_bind, port)
+    except OSError as exc:
+        if args.console_port is not None:
+            raise OSError(exc.errno, f"web console port {port}: {exc.strerror}") from exc
+        _print(f"finchmq console not started: port {port}: {exc.strerror} (choose one with --console-port)")
+        return None
+    _print(f"finchmq console at {console.url}")
+    return console
 
 
 def _run_server(args: argparse.Namespace) -> int:

@@ -115,7 +115,7 @@ class ChildServer:
 
 class ServerProcess(ChildServer):
     """``finchmq server`` (name server + broker) on free loopback ports; ``conf`` becomes its
-    ``broker.conf``."""
+    ``broker.conf``. ``console_port``: its web console's port (0, the default: no console)."""
 
     name = "finchmq server"
     stop_grace_seconds = 60.0
@@ -128,10 +128,12 @@ class ServerProcess(ChildServer):
         data_dir: Path | None = None,
         log_path: Path | None = None,
         cwd: Path | None = None,
+        console_port: int = 0,
     ) -> None:
         super().__init__(data_dir, "finchmq-server-", log_path)
         self.namesrv_port = free_port()
         self.broker_port = free_port()
+        self.console_port = console_port
         self.conf = conf or {}
         self.cwd = cwd
 
@@ -139,11 +141,15 @@ class ServerProcess(ChildServer):
     def namesrv_addr(self) -> str:
         return f"127.0.0.1:{self.namesrv_port}"
 
+    @property
+    def console_url(self) -> str:
+        return f"http://127.0.0.1:{self.console_port}/"
+
     def start(self) -> Self:
         args = [
             sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
             "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
-            "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1",
+            "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", "--console-port", str(self.console_port),
         ]  # fmt: skip
         if self.conf:
             self.data_dir.mkdir(parents=True, exist_ok=True)

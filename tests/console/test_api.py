@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -260,3 +261,17 @@ def test_finchmq_console_command_serves_and_stops(cluster: Cluster, tmp_path: Pa
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     assert "shutting down" in log.read_text()
+
+
+def test_server_with_a_taken_console_port_says_so(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(tmp_path), "--namesrv-port",
+             str(free_port()), "--broker-port", str(free_port()), "--bind", "127.0.0.1", "--console-port", str(port)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1, result
+    assert f"web console port {port}" in result.stderr and "in use" in result.stderr, result.stderr

@@ -51,7 +51,7 @@ def page(browser: Browser, cluster: Cluster) -> Iterator[Page]:
     opened = context.new_page()
     opened.set_default_timeout(TIMEOUT_MS)
     script_errors: list[Any] = []
-    opened.on("pageerror", lambda error: script_errors.append(error))
+    opened.on("pageerror", lambda error: script_errors.append(error))  # noqa: PLW0108  (Playwright wants a function)
     yield opened
     context.close()
     assert not script_errors, f"the page's script failed: {script_errors}"

@@ -10,7 +10,6 @@ samples divided by the time between them, so it needs no history on the broker's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finchmq.client import AdminClient, MQClientError, NoRouteError
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.topics import is_system_group
 
 __all__ = ["Sample", "Sampler"]
@@ -48,31 +48,25 @@ class Sampler:
         self.samples: deque[Sample] = deque(maxlen=max(int(window / interval), 2))
         self.last_error: str | None = None
         self._counters: dict[str, tuple[float, int, int]] = {}  # broker -> (time, put, get)
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks("console-sampler")
+        self._started = False
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="finchmq-console-sampler")
+        """Sample now and then every ``interval`` seconds, until ``close``."""
+        if not self._started:
+            self._started = True
+            self._tasks.every(self.interval * 1000, self._round, "sample")
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.close()
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_at = loop.time()
-        while True:
-            try:
-                await self.sample_once()
-                self.last_error = None
-            except (MQClientError, TimeoutError, OSError) as exc:
-                self.last_error = str(exc) or type(exc).__name__
-                log.info("console sampling failed: %s", self.last_error)
-            next_at += self.interval
-            await asyncio.sleep(max(next_at - loop.time(), 0.0))
+    async def _round(self) -> None:
+        try:
+            await self.sample_once()
+            self.last_error = None
+        except (MQClientError, TimeoutError, OSError) as exc:  # shown with the charts
+            self.last_error = str(exc) or type(exc).__name__
+            log.info("console sampling failed: %s", self.last_error)
 
     async def sample_once(self) -> Sample:
         """Take one sample now and keep it."""

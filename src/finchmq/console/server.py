@@ -18,6 +18,8 @@ from types import TracebackType
 
 import uvicorn
 
+from finchmq.common.tasks import BackgroundTasks
+
 from .app import create_app
 from .sampler import Sampler
 from .service import ConsoleService
@@ -53,6 +55,7 @@ class Console:
         self.sampler = Sampler(self.service.admin, interval=sample_interval, window=sample_window)
         self._socket: socket.socket | None = None
         self._server: _Server | None = None
+        self._tasks = BackgroundTasks("console")
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -92,9 +95,7 @@ class Console:
                 timeout_graceful_shutdown=2,
             )
             server = self._server = _Server(config)
-            self._task = asyncio.get_running_loop().create_task(
-                server.serve(sockets=[sock]), name="finchmq-console"
-            )
+            self._task = self._tasks.spawn(server.serve(sockets=[sock]), "http")
             while not server.started:  # uvicorn says when it serves; a failure ends the task
                 if self._task.done():
                     self._task.result()
@@ -110,9 +111,9 @@ class Console:
         if self._server is not None:
             self._server.should_exit = True
         task, self._task = self._task, None
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if task is not None:  # uvicorn finishes the requests in flight, then returns
+            await asyncio.wait([task])  # a failure is logged by the task supervisor
+        await self._tasks.close()
         self._server = None
         await self.sampler.close()
         await self.service.close()

@@ -568,10 +568,7 @@ class SendMessageProcessor(BrokerProcessor):
             new_topic = dlq_topic(header.group)
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             c.topic_config_manager.create_topic_in_send_message_back_method(
-                new_topic,
-                DLQ_NUMS_PER_GROUP,
-                PermName.WRITE | PermName.READ,
-                0,  # readable, as in 4.9.8
+                new_topic, DLQ_NUMS_PER_GROUP, PermName.WRITE | PermName.READ, 0
             )
             properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
         else:

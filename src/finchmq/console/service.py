@@ -51,6 +51,7 @@ __all__ = ["MAX_LISTED_MESSAGES", "ConsoleService"]
 
 MAX_LISTED_MESSAGES = 2000  # rocketmq-dashboard's cap on a time-range query
 _PULL_BATCH = 32
+_GROUP_CONCURRENCY = 8  # groups asked about at once by the group list
 SELF_TEST_PRODUCER_GROUP = "SELF_TEST_P_GROUP"  # Java MixAll: the dashboard's test-message producer
 
 
@@ -229,15 +230,19 @@ class ConsoleService:
         """Every consumer group with its online clients, consume TPS and lag (rocketmq-dashboard's
         group list). A group never consumed (no retry topic) has no figures."""
         configs = await self.admin.subscription_groups()
+        limit = asyncio.Semaphore(_GROUP_CONCURRENCY)
 
         async def summary(group: str) -> dict[str, Any]:
             row: dict[str, Any] = {"group": group, "system": is_system_group(group), "clients": 0}
             row.update({"consumeType": None, "messageModel": None, "consumeTps": None, "diffTotal": None})
             if row["system"]:
                 return row
-            stats, conn = await asyncio.gather(
-                self.admin.consume_stats(group), self.admin.consumer_connection(group), return_exceptions=True
-            )
+            async with limit:
+                stats, conn = await asyncio.gather(
+                    self.admin.consume_stats(group),
+                    self.admin.consumer_connection(group),
+                    return_exceptions=True,
+                )
             if isinstance(stats, BaseException):
                 if not isinstance(stats, MQClientError | TimeoutError):
                     raise stats

@@ -175,7 +175,7 @@ async def test_send_then_pull_then_offsets_on_a_store_in_tmp_path(context: Broke
 
     hold = PullRequestHoldService(
         max_offset=context.store.get_max_offset_in_queue,
-        wakeup=lambda ctx, request: None,
+        wakeup=lambda ctx, request, held_ms: None,
         long_polling_enable=False,
         short_polling_time_mills=0,
     )

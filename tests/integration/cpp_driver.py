@@ -123,6 +123,8 @@ def produce(args: argparse.Namespace) -> int:
                 except Exception as exc:  # the test reads the error text (e.g. SYSTEM_BUSY)
                     errors += 1
                     emit({"i": i, "error": str(exc)})
+                    if args.stop_after_errors and errors >= args.stop_after_errors:
+                        break
     finally:
         if args.mode == "async":
             # librocketmq 2.0 aborts (boost::thread_interrupted) when shutdown() meets its first
@@ -181,6 +183,8 @@ def push(args: argparse.Namespace) -> int:
                     finished.set()
         if failing:
             raise RuntimeError("asked to fail (RECONSUME_LATER)")
+        if args.sleep_ms:
+            time.sleep(args.sleep_ms / 1000)
 
     consumer.subscribe(args.topic, callback, args.expression)
     consumer.start()
@@ -236,6 +240,9 @@ def main() -> int:
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--delay-level", type=int, default=0)
     p.add_argument("--timeout-ms", type=int, default=3000)
+    p.add_argument(
+        "--stop-after-errors", type=int, default=0, help="sync mode: stop after this many failed sends"
+    )
 
     c = sub.add_parser("push", parents=[common])
     c.add_argument("--group", required=True)
@@ -245,6 +252,7 @@ def main() -> int:
     c.add_argument("--broadcast", action="store_true")
     c.add_argument("--fail-times", type=int, default=0)
     c.add_argument("--threads", type=int, default=4)
+    c.add_argument("--sleep-ms", type=float, default=0.0, help="time each message takes to consume")
     c.add_argument("--instance", default="")
     c.add_argument("--linger", type=float, default=0.0)
     c.add_argument("--expect-prefix", default="", help="count only bodies starting with this")

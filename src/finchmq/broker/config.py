@@ -4,11 +4,15 @@ defaults. The store has its own ``MessageStoreConfig``; ``broker.conf`` feeds bo
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
-__all__ = ["BrokerConfig"]
+from finchmq.common.metrics import MetricsExporterType
+
+__all__ = ["BrokerConfig", "MetricsExporterType"]
 
 _CPUS = os.cpu_count() or 2
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +100,13 @@ class BrokerConfig:
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
 
+    # metrics (Java 5.x keys): PROM serves GET /metrics in Prometheus' text format, see
+    # docs/metrics.md; an empty host means bindAddress; metricsLabel adds "k:v,k2:v2" labels
+    metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
+    metrics_prom_exporter_host: str = ""
+    metrics_prom_exporter_port: int = 5557  # 0 = any free port
+    metrics_label: str = ""
+
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
             raise ValueError(f"listen_port must be in 0..65535, got {self.listen_port!r}")
@@ -135,10 +146,29 @@ class BrokerConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.metrics_exporter_type not in (MetricsExporterType.DISABLE, MetricsExporterType.PROM):
+            raise ValueError(
+                f"metricsExporterType {self.metrics_exporter_type.name} is not supported by finchmq: "
+                "use PROM (Prometheus, GET /metrics) or DISABLE"
+            )
+        if not 0 <= self.metrics_prom_exporter_port <= 65535:
+            raise ValueError(
+                f"metricsPromExporterPort must be in 0..65535, got {self.metrics_prom_exporter_port!r}"
+            )
+        for item in filter(None, self.metrics_label.split(",")):
+            key, sep, value = item.partition(":")
+            if not sep or not _LABEL_NAME.match(key.strip()) or not value.strip() or ":" in value:
+                raise ValueError(f"metricsLabel must be 'key:value,key:value', got {self.metrics_label!r}")
         if not 0 <= self.overload_pause_read_mills <= 60_000:
             raise ValueError(
                 f"overload_pause_read_mills must be in 0..60000, got {self.overload_pause_read_mills!r}"
             )
+
+    @property
+    def metrics_labels(self) -> dict[str, str]:
+        """``metricsLabel`` as a dict (validated at construction)."""
+        pairs = (item.partition(":") for item in self.metrics_label.split(",") if item)
+        return {key.strip(): value.strip() for key, _, value in pairs}
 
     @property
     def broker_addr(self) -> str:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.message import pack_host
+from finchmq.remoting.metrics import RpcMetrics
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
 
 from .broker2client import Broker2Client
@@ -28,6 +30,15 @@ from .schedule import ScheduleMessageService
 from .stats import BrokerStats
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
+
+
+class MetricsHooks(Protocol):
+    """What processors report to the metrics (``BrokerMetrics`` provides it)."""
+
+    rpc: RpcMetrics
+
+    def record_dlq(self, group: str, topic: str) -> None: ...
+
 
 __all__ = ["BrokerContext", "build_broker_context"]
 
@@ -67,6 +78,8 @@ class BrokerContext:
     wait_registered: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     update_config: Callable[[Mapping[str, str]], Awaitable[dict[str, str]]] = _no_config_updates
     runtime_info: Callable[[], dict[str, str]] = dict
+    # the broker's metrics while metricsExporterType=PROM (processors report DLQ sends, late answers)
+    metrics: MetricsHooks | None = None
 
     @property
     def metadata_unwritten(self) -> bool:

@@ -15,17 +15,18 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.metrics import CONTENT_TYPE, Exposition, MetricsExporterType
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
-from finchmq.protocol.codes import MQVersion
+from finchmq.protocol.codes import MQVersion, RequestCode
 from finchmq.protocol.message import pack_host
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.remoting import (
@@ -36,6 +37,7 @@ from finchmq.remoting import (
     RemotingServerConfig,
     RequestExecutor,
 )
+from finchmq.remoting.http import MetricsHttpServer
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 
@@ -43,7 +45,9 @@ from .broker2client import Broker2Client
 from .config import BrokerConfig
 from .context import build_broker_context
 from .flow_control import BrokerFastFailure
+from .ha import HAService
 from .long_polling import PullRequestHoldService
+from .metrics import BrokerMetrics
 from .outer_api import BrokerOuterAPI
 from .processor import (
     AdminBrokerProcessor,
@@ -54,6 +58,7 @@ from .processor import (
     QueryMessageProcessor,
     SendMessageProcessor,
 )
+from .slave_sync import SlaveSynchronize
 from .stats import java_human_bytes
 from .transaction import TransactionalMessageService
 
@@ -63,6 +68,7 @@ log = logging.getLogger(__name__)
 
 VERSION_DESC = "V4_9_8"
 _CLIENT_SCAN_INTERVAL = 10.0  # s, Java ClientHousekeepingService
+_NOT_ON_FAST_CHANNEL = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})
 
 
 class BrokerController(AsyncService):
@@ -87,6 +93,17 @@ class BrokerController(AsyncService):
             ),
             listener=ChannelGoneListener(self.forget_channel),  # Java ClientHousekeepingService
             name="broker",
+        )
+        # Java's "VIP channel": the same broker on listenPort - 2, without pulls; Java's slaves sync
+        # metadata through it and Java clients with vipChannelEnabled send through it
+        self.fast_server = RemotingServer(
+            RemotingServerConfig(
+                bind_address=config.bind_address,
+                listen_port=config.listen_port - 2 if config.listen_port >= 3 else 0,
+                server_channel_max_idle_time_seconds=config.server_channel_max_idle_time_seconds,
+            ),
+            listener=ChannelGoneListener(self.forget_channel),
+            name="broker-fast",
         )
         self.broker2client = Broker2Client(self.server, self.spawn)
         self.context = context = build_broker_context(
@@ -153,11 +170,15 @@ class BrokerController(AsyncService):
             capacity=config.end_transaction_pool_queue_capacity,
         )
         self.transactions = TransactionalMessageService(context)
+        self.ha_service = HAService(self.store, bind_address=config.bind_address, port=0)
+        self.slave_synchronize = SlaveSynchronize(context, self.namesrv_client, lambda: self.broker_addr)
 
         self.pull_hold_service = PullRequestHoldService(
             max_offset=self.store.get_max_offset_in_queue,
             # late-bound: the pull processor is built next, around this service
-            wakeup=lambda ctx, request: self.pull_processor.execute_request_when_wakeup(ctx, request),  # noqa: PLW0108
+            wakeup=lambda ctx, request, held_ms: self.pull_processor.execute_request_when_wakeup(  # noqa: PLW0108
+                ctx, request, held_ms
+            ),
             long_polling_enable=config.long_polling_enable,
             short_polling_time_mills=config.short_polling_time_mills,
         )
@@ -192,12 +213,15 @@ class BrokerController(AsyncService):
         ):
             for code, executor_name in processor.routes().items():
                 self.server.register_processor(code, processor, executors[executor_name])
-        # Java: codes without a processor go to the admin processor, which answers "not supported".
-        self.server.dispatcher.register_default(self.admin_processor, self.admin_executor)
-        self.server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
-            f"OVERLOAD:{executor.name}"
-        )
-        self.server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
+                if code not in _NOT_ON_FAST_CHANNEL:
+                    self.fast_server.register_processor(code, processor, executors[executor_name])
+        for server in (self.server, self.fast_server):
+            # Java: codes without a processor go to the admin processor, which answers "not supported".
+            server.dispatcher.register_default(self.admin_processor, self.admin_executor)
+            server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
+                f"OVERLOAD:{executor.name}"
+            )
+            server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
 
         self.fast_failure = BrokerFastFailure(
             counters=self.flow_control,
@@ -219,6 +243,14 @@ class BrokerController(AsyncService):
                 ),
             ],
         )
+
+        # metricsExporterType=PROM: GET /metrics (docs/metrics.md); ``metrics_collectors`` add
+        # figures of others in the process (the embedded name server's) to the same endpoint
+        self.metrics: BrokerMetrics | None = None
+        self.metrics_server: MetricsHttpServer | None = None
+        self.metrics_collectors: list[Callable[[Exposition], None]] = []
+        if config.metrics_exporter_type is MetricsExporterType.PROM:
+            self.metrics = BrokerMetrics(self)
 
         self._tasks = BackgroundTasks("broker")  # one-off work (registrations, notifications)
         self._periodic = BackgroundTasks("broker-periodic")  # stopped first at close
@@ -266,12 +298,27 @@ class BrokerController(AsyncService):
         self.store.start()
         self.put_service.start()
         await self.server.start()
+        try:
+            await self.fast_server.start()
+        except OSError as exc:  # Java would not start; the VIP channel is a side door, so warn
+            log.warning(
+                "VIP channel port %d (listenPort - 2) unavailable, Java slaves cannot sync from this "
+                "broker and Java clients with vipChannelEnabled cannot reach it: %s",
+                self.fast_server.config.listen_port,
+                exc,
+            )
         port = self.server.port
         self.context.broker_addr = f"{self.config.broker_ip1}:{port}"
         self.context.store_host = pack_host(self.config.broker_ip1, port)
+        # Java: haListenPort is listenPort + 1 (an ephemeral port when the broker's is)
+        self.ha_service.port = port + 1 if self.config.listen_port else 0
+        await self.ha_service.start()
         self.pull_hold_service.start()
-        self.schedule_message_service.start()
+        is_slave = self.store.config.broker_role is BrokerRole.SLAVE
+        if not is_slave:  # Java: a slave's delay levels are the master's to deliver
+            self.schedule_message_service.start()
         self.fast_failure.start()
+        await self._start_metrics()
         every = self._periodic.every
         every(
             lambda: self.config.register_period_ms,
@@ -284,7 +331,9 @@ class BrokerController(AsyncService):
         every(1000, self._persist_dirty_state, "persist", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
-        if self.store.config.broker_role is not BrokerRole.SLAVE:  # Java: the master checks
+        if is_slave:
+            every(10_000, self.slave_synchronize.sync_all, "slave-sync", 3000)
+        else:  # Java: the master checks transactions
             every(
                 lambda: self.config.transaction_check_interval,
                 self.transactions.check,
@@ -300,6 +349,30 @@ class BrokerController(AsyncService):
             (time.monotonic() - began) * 1000,
             self.config.namesrv_addrs or "none",
         )
+
+    async def _start_metrics(self) -> None:
+        metrics = self.metrics
+        if metrics is None:
+            return
+        metrics.install()
+        config = self.config
+        self.metrics_server = MetricsHttpServer(
+            config.metrics_prom_exporter_host or config.bind_address,
+            config.metrics_prom_exporter_port,
+            self.render_metrics,
+            content_type=CONTENT_TYPE,
+            name="broker metrics",
+        )
+        await self.metrics_server.start()
+
+    def render_metrics(self) -> bytes:
+        """The ``/metrics`` body: the broker's figures and those of ``metrics_collectors``."""
+        out = Exposition()
+        if self.metrics is not None:
+            self.metrics.write(out)
+        for collect in self.metrics_collectors:
+            collect(out)
+        return out.render()
 
     def _load(self) -> None:
         self.topic_config_manager.load()
@@ -330,7 +403,11 @@ class BrokerController(AsyncService):
                 broker_name=self.config.broker_name,
                 broker_id=self.config.broker_id,
             )
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
+        await self.fast_server.close()
         await self.server.close()
+        await self.ha_service.close()
         await self.pull_hold_service.close()
         await self.schedule_message_service.close()
         await self.fast_failure.close()
@@ -421,17 +498,27 @@ class BrokerController(AsyncService):
                 },
                 data_version=wrapper.data_version,
             )
-        await self.outer_api.register_broker_all(
+        results = await self.outer_api.register_broker_all(
             addrs,
             cluster_name=self.config.broker_cluster_name,
             broker_addr=self.broker_addr,
             broker_name=self.config.broker_name,
             broker_id=self.config.broker_id,
-            ha_server_addr=self.config.ha_server_addr,
+            ha_server_addr=self.ha_server_addr,
             topic_config_wrapper=wrapper,
             timeout_millis=self.config.register_broker_timeout_mills,
             compressed=self.config.compressed_register,
         )
+        answer = next((r for r in results.values() if r is not None), None)
+        if answer is not None and self.store.config.broker_role is BrokerRole.SLAVE:
+            if not self.store.config.ha_master_address:  # Java: updateMasterHAServerAddrPeriodically
+                self.ha_service.update_master_address(answer.ha_server_addr)
+            self.slave_synchronize.master_addr = answer.master_addr
+
+    @property
+    def ha_server_addr(self) -> str:
+        """Where slaves reach this broker's HA port (brokerIP2, listenPort + 1)."""
+        return f"{self.config.broker_ip2 or self.config.broker_ip1}:{self.ha_service.port}"
 
     # -- configuration ----------------------------------------------------------------------
 

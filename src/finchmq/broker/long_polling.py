@@ -57,7 +57,7 @@ class PullRequestHoldService:
         self,
         *,
         max_offset: Callable[[str, int], int],
-        wakeup: Callable[[RemotingContext, RemotingCommand], None],
+        wakeup: Callable[[RemotingContext, RemotingCommand, int], None],
         long_polling_enable: bool,
         short_polling_time_mills: int,
     ) -> None:
@@ -76,6 +76,8 @@ class PullRequestHoldService:
         ] = {}
         self._arrivals_lock = threading.Lock()
         self._drain_scheduled = False
+        self.holds_total = 0  # pulls ever held (metrics)
+        self.wakeups = {"arrival": 0, "timeout": 0}  # held pulls run again, by why (metrics)
 
     @property
     def held_count(self) -> int:
@@ -91,6 +93,7 @@ class PullRequestHoldService:
 
     def suspend_pull_request(self, topic: str, queue_id: int, pull_request: PullRequest) -> None:
         self._table.setdefault((topic, queue_id), []).append(pull_request)
+        self.holds_total += 1
         # A message may have landed between the empty read and this call; the store makes it
         # visible in the consume queue before it calls the arrival listener, so looking at the
         # queue's end now closes the gap (Java leaves it to the 5 s check).
@@ -142,10 +145,10 @@ class PullRequestHoldService:
                 and (tags_codes is None or any(matcher.is_matched_by_consume_queue(c) for c in tags_codes))
                 and (arrived is None or any(matcher.is_matched_by_commit_log(None, p) for p in arrived))
             ):
-                self._execute(pull)
+                self._execute(pull, now, "arrival")
                 continue
             if now >= pull.deadline:
-                self._execute(pull)
+                self._execute(pull, now, "timeout")
                 continue
             keep.append(pull)
         if keep:
@@ -153,9 +156,10 @@ class PullRequestHoldService:
         else:
             self._table.pop(key, None)
 
-    def _execute(self, pull: PullRequest) -> None:
+    def _execute(self, pull: PullRequest, now_ms: int, reason: str) -> None:
+        self.wakeups[reason] += 1
         try:
-            self._wakeup(pull.ctx, pull.request)
+            self._wakeup(pull.ctx, pull.request, max(now_ms - pull.suspend_timestamp, 0))
         except Exception:
             log.exception("execute held pull from %s failed", pull.ctx.remote_addr)
 

@@ -24,6 +24,9 @@ class ConsumerOffsetManager(JsonConfigManager):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.offset_table: dict[str, dict[int, int]] = {}
+        # (topic, group, queue) -> the next offset the group will pull (Java 5.x pullOffsetTable;
+        # in memory only): what the metrics count as in flight between pulled and committed
+        self.pull_offset_table: dict[tuple[str, str, int], int] = {}
 
     def encode(self) -> bytes:
         return ConsumerOffsetSerializeWrapper(
@@ -70,6 +73,13 @@ class ConsumerOffsetManager(JsonConfigManager):
             return -1
         return offsets.get(queue_id, -1)
 
+    def commit_pull_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.pull_offset_table[topic, group, queue_id] = offset
+
+    def query_pull_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The next offset ``group`` will pull, or -1 when it has not pulled since start-up."""
+        return self.pull_offset_table.get((topic, group, queue_id), -1)
+
     def query_offsets(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.offset_table.get(self.key(topic, group), {}))
 
@@ -90,9 +100,13 @@ class ConsumerOffsetManager(JsonConfigManager):
     def remove_offsets(self, group: str) -> None:
         for key in [k for k in self.offset_table if k.endswith(TOPIC_GROUP_SEPARATOR + group)]:
             del self.offset_table[key]
+        for pulled in [k for k in self.pull_offset_table if k[1] == group]:
+            del self.pull_offset_table[pulled]
         self.mark_dirty()
 
     def remove_topic(self, topic: str) -> None:
         for key in [k for k in self.offset_table if k.startswith(topic + TOPIC_GROUP_SEPARATOR)]:
             del self.offset_table[key]
+        for pulled in [k for k in self.pull_offset_table if k[0] == topic]:
+            del self.pull_offset_table[pulled]
         self.mark_dirty()

@@ -6,15 +6,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
+from dataclasses import dataclass
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
-from finchmq.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from finchmq.protocol.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 from finchmq.remoting import RemotingClient, RemotingError
 
-__all__ = ["BrokerOuterAPI"]
+__all__ = ["BrokerOuterAPI", "RegisterBrokerResult"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerResult:
+    """A name server's answer to REGISTER_BROKER: the group's master and its HA address (for a
+    slave), and the ORDER_TOPIC_CONFIG table."""
+
+    kv_table: KVTable
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
 
 
 class BrokerOuterAPI:
@@ -33,9 +48,9 @@ class BrokerOuterAPI:
         topic_config_wrapper: TopicConfigSerializeWrapper,
         timeout_millis: int,
         compressed: bool,
-    ) -> dict[str, KVTable | None]:
-        """Register with every name server concurrently; returns each one's ORDER_TOPIC_CONFIG
-        table (None where registration failed, which is logged and retried next period)."""
+    ) -> dict[str, RegisterBrokerResult | None]:
+        """Register with every name server concurrently; returns each one's answer (None where
+        registration failed, which is logged and retried next period)."""
         body = RegisterBrokerBody(topic_config_serialize_wrapper=topic_config_wrapper).encode(
             compress=compressed
         )
@@ -50,7 +65,7 @@ class BrokerOuterAPI:
         )
         request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
 
-        async def one(addr: str) -> KVTable | None:
+        async def one(addr: str) -> RegisterBrokerResult | None:
             try:
                 response = await self.client.invoke(addr, request, timeout_millis)
             except RemotingError as exc:
@@ -66,7 +81,12 @@ class BrokerOuterAPI:
                 )
                 return None
             log.debug("registered broker %s to name server %s", broker_name, addr)
-            return KVTable.from_json(response.body) if response.body else KVTable()
+            answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+            return RegisterBrokerResult(
+                KVTable.from_json(response.body) if response.body else KVTable(),
+                answer.master_addr or None,
+                answer.ha_server_addr or None,
+            )
 
         results = await asyncio.gather(*(one(addr) for addr in namesrv_addrs))
         return dict(zip(namesrv_addrs, results, strict=True))

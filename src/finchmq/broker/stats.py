@@ -10,6 +10,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from finchmq.common.metrics import HistogramSet
 from finchmq.protocol._json import java_double
 
 __all__ = ["BrokerStats", "StatsItem", "StatsSnapshot", "java_human_bytes"]
@@ -129,6 +130,8 @@ class BrokerStats:
     _day: int = field(default_factory=lambda: time.localtime().tm_yday)
     _snapshots: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=601))
     items: dict[tuple[str, str], StatsItem] = field(default_factory=dict)
+    # per-message size by topic, kept only while metrics are on (rocketmq_message_size)
+    message_sizes: HistogramSet | None = None
 
     def _add(self, name: str, key: str, value: int) -> None:
         item = self.items.get((name, key))
@@ -152,6 +155,9 @@ class BrokerStats:
         counter.add(messages, size)
         self._add(TOPIC_PUT_NUMS, topic, messages)
         self._add(TOPIC_PUT_SIZE, topic, size)
+        sizes = self.message_sizes
+        if sizes is not None and messages:
+            sizes.observe(topic, size / messages)  # Java: wrote bytes / messages, per put
 
     def record_put_failed(self) -> None:
         self.put_failed += 1

@@ -38,7 +38,6 @@ from finchmq.client.views import (
     offset_table_rows,
     topic_status_rows,
     trace_view_dict,
-    version_desc,
 )
 from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import (
@@ -50,6 +49,7 @@ from finchmq.protocol.bodies import (
     SubscriptionGroupConfig,
     java_key_hash,
 )
+from finchmq.protocol.codes import version_desc
 from finchmq.protocol.message import Message
 from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TOOLS_CONSUMER_GROUP
 from finchmq.protocol.trace import TraceView

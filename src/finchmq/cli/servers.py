@@ -24,15 +24,18 @@ from typing import Any
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
 from finchmq.common import SettingsError, config_from_properties, parse_properties
+from finchmq.common.metrics import MetricsExporterType
 from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import run
 from finchmq.store import MessageStoreConfig
+from finchmq.store.config import BrokerRole
 
 __all__ = ["add_server_parsers", "host_address", "load_broker_config"]
 
 log = logging.getLogger("finchmq.cli")
 
 DEFAULT_DATA_DIR = Path("finchmq-data")
+DEFAULT_METRICS_PORT = 5557  # Java 5.x's metricsPromExporterPort
 
 
 class ConfigError(Exception):
@@ -80,6 +83,13 @@ def load_broker_config(
         log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
     if not broker.broker_ip2:
         broker = replace(broker, broker_ip2=broker.broker_ip1)
+    if store.broker_role is BrokerRole.SLAVE:
+        if broker.broker_id <= 0:
+            raise ConfigError("a SLAVE's brokerId must be > 0 (brokerRole=SLAVE, brokerId=0 is the master's)")
+    elif broker.broker_id != 0:  # Java BrokerStartup: a master is brokerId 0 whatever the file says
+        log.warning("brokerId=%d ignored: a %s is brokerId 0", broker.broker_id, store.broker_role.value)
+        broker = replace(broker, broker_id=0)
+    store = replace(store, ha_listen_port=broker.listen_port + 1)
     return broker, store, props
 
 
@@ -96,6 +106,12 @@ def add_server_parsers(commands: Any) -> None:
         type=Path,
         default=DEFAULT_DATA_DIR,
         help="where kvConfig.json lives (default ./finchmq-data)",
+    )
+    namesrv.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=0,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default 0: off; 5558 is usual)",
     )
     namesrv.set_defaults(handler=_run_namesrv)
 
@@ -131,9 +147,18 @@ def add_server_parsers(commands: Any) -> None:
     server.add_argument("--bind", default="0.0.0.0", help="listen address of both servers (default 0.0.0.0)")
     server.add_argument("-c", "--config", type=Path, help="broker.conf with extra broker settings")
     server.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=None,
+        help=f"serve both servers' Prometheus metrics at http://HOST:PORT/metrics (default "
+        f"{DEFAULT_METRICS_PORT}, skipped with a warning when taken; 0: off)",
+    )
+    server.add_argument(
         "--console-port",
-        type=int,
-        help=f"web console port (default {DEFAULT_CONSOLE_PORT}, skipped with a warning if taken; 0: none)",
+        type=_port,
+        default=None,
+        help=f"serve the web console at http://127.0.0.1:PORT/ (default {DEFAULT_CONSOLE_PORT}, "
+        "skipped with a warning when taken; 0: off)",
     )
     server.add_argument(
         "--console-bind",
@@ -141,6 +166,16 @@ def add_server_parsers(commands: Any) -> None:
         help="web console listen address (default 127.0.0.1: this machine only; it has no login)",
     )
     server.set_defaults(handler=_run_server)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, got {port}")
+    return port
 
 
 def _stop_on_signal() -> asyncio.Event:
@@ -161,10 +196,14 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
         listen_port=args.port,
         bind_address=args.bind,
         kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
+        metrics_exporter_type=MetricsExporterType.PROM if args.metrics_port else MetricsExporterType.DISABLE,
+        metrics_prom_exporter_port=args.metrics_port or 5558,
     )
     stop = _stop_on_signal()
     async with NamesrvController(config) as namesrv:
         _print(f"finchmq name server listening on {namesrv.address}")
+        if namesrv.metrics_server is not None:
+            _print(f"metrics at {namesrv.metrics_server.url}")
         await stop.wait()
         _print("finchmq name server shutting down")
 
@@ -186,10 +225,13 @@ async def _broker_main(
     try:
         name, cluster = broker_config.broker_name, broker_config.broker_cluster_name
         _print(
-            f"finchmq broker {name} ({cluster}) at {broker.broker_addr}, "
+            f"finchmq broker {name} ({cluster}) {store_config.broker_role.value} brokerId="
+            f"{broker_config.broker_id} at {broker.broker_addr}, HA port {broker.ha_service.port}, "
             f"store {store_config.store_path_root_dir}, name servers {broker_config.namesrv_addr or 'none'} "
             f"(ready in {(time.monotonic() - began) * 1000:.0f} ms)"
         )
+        if broker.metrics_server is not None:
+            _print(f"metrics at {broker.metrics_server.url}")
         await stop.wait()
         _print("finchmq broker shutting down")
     finally:
@@ -234,13 +276,33 @@ async def _server_main(
     )
     await namesrv.start()
     broker_config = replace(broker_config, namesrv_addr=namesrv.address)
+    metrics_port = DEFAULT_METRICS_PORT if args.metrics_port is None else args.metrics_port
+    host = broker_config.metrics_prom_exporter_host or args.bind
+    if args.metrics_port is None and not _can_listen(host, metrics_port):
+        # the default port is taken (another finchmq server, an exporter): run without metrics
+        _print(
+            f"warning: metrics port {metrics_port} on {host} is in use; running without metrics "
+            "(choose a port with --metrics-port)"
+        )
+        metrics_port = 0
+    if metrics_port:  # one endpoint for both servers (the node_type label tells them apart)
+        broker_config = replace(
+            broker_config,
+            metrics_exporter_type=MetricsExporterType.PROM,
+            metrics_prom_exporter_port=metrics_port,
+            metrics_prom_exporter_host=host,
+        )
     broker = BrokerController(broker_config, store_config, config_file=args.config, extra_properties=props)
+    if broker.metrics is not None:
+        broker.metrics_collectors.append(namesrv.enable_metrics().write)
     console = None
     try:
         await broker.start()
         _print(f"finchmq name server listening on {namesrv.address}")
         store_dir = store_config.store_path_root_dir
         _print(f"finchmq broker {broker_config.broker_name} at {broker.broker_addr} (store {store_dir})")
+        if broker.metrics_server is not None:
+            _print(f"metrics at {broker.metrics_server.url}")
         console = await _start_console(args, namesrv.address)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
@@ -254,6 +316,17 @@ async def _server_main(
         await namesrv.close()
 
 
+def _can_listen(host: str, port: int) -> bool:
+    """True if ``host:port`` is free to listen on now (as asyncio does: SO_REUSEADDR)."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError:
+        return False
+    return True
+
+
 async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
     """The embedded web console, unless ``--console-port 0``. The default port taken is a
     warning (the server runs on without a console); a port the user asked for is an error."""
@@ -265,7 +338,10 @@ async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
     except OSError as exc:
         if args.console_port is not None:
             raise OSError(exc.errno, f"web console port {port}: {exc.strerror}") from exc
-        _print(f"finchmq console not started: port {port}: {exc.strerror} (choose one with --console-port)")
+        _print(
+            f"warning: console port {port} on {args.console_bind} is in use; running without the console "
+            "(choose a port with --console-port)"
+        )
         return None
     _print(f"finchmq console at {console.url}")
     return console

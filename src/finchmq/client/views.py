@@ -8,7 +8,6 @@ import base64
 from typing import Any
 
 from finchmq.protocol.bodies import ConsumeStats, TopicStatsTable
-from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.trace import TraceView
 
@@ -22,7 +21,6 @@ __all__ = [
     "offset_table_rows",
     "topic_status_rows",
     "trace_view_dict",
-    "version_desc",
 ]
 
 
@@ -131,11 +129,3 @@ def cluster_broker_dict(broker: ClusterBroker) -> dict[str, Any]:
     if broker.error is not None:
         out["error"] = broker.error
     return out
-
-
-def version_desc(version: int) -> str:
-    """A client's or broker's version number as mqadmin prints it (``V4_9_8``), else the number."""
-    try:
-        return MQVersion(version).name
-    except ValueError:
-        return str(version)

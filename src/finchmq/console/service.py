@@ -33,10 +33,9 @@ from finchmq.client.views import (
     offset_table_rows,
     topic_status_rows,
     trace_view_dict,
-    version_desc,
 )
 from finchmq.protocol.bodies import PermName
-from finchmq.protocol.codes import ResponseCode
+from finchmq.protocol.codes import ResponseCode, version_desc
 from finchmq.protocol.topics import (
     TOOLS_CONSUMER_GROUP,
     dlq_topic,

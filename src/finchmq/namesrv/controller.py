@@ -12,6 +12,7 @@ import logging
 import time
 
 from finchmq.common.lifecycle import AsyncService
+from finchmq.common.metrics import CONTENT_TYPE, Exposition, MetricsExporterType
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.remoting import (
     ChannelGoneListener,
@@ -21,9 +22,11 @@ from finchmq.remoting import (
     RemotingServerConfig,
     RequestExecutor,
 )
+from finchmq.remoting.http import MetricsHttpServer
 
 from .config import NamesrvConfig
 from .kvconfig import KVConfigManager
+from .metrics import NamesrvMetrics
 from .processor import DefaultRequestProcessor
 from .route_info import RouteInfoManager
 
@@ -55,6 +58,24 @@ class NamesrvController(AsyncService):
             RequestExecutor("namesrv", workers=self.config.server_worker_threads, capacity=10_000),
         )
         self._tasks = BackgroundTasks("namesrv")
+        self.metrics: NamesrvMetrics | None = None
+        self.metrics_server: MetricsHttpServer | None = None
+        if self.config.metrics_exporter_type is MetricsExporterType.PROM:
+            self.enable_metrics()
+
+    def enable_metrics(self) -> NamesrvMetrics:
+        """Time requests and keep figures (served on the configured port with PROM, or added
+        by the caller to another endpoint, as ``finchmq server`` adds them to the broker's)."""
+        if self.metrics is None:
+            self.metrics = NamesrvMetrics(self)
+            self.metrics.install()
+        return self.metrics
+
+    def render_metrics(self) -> bytes:
+        out = Exposition()
+        if self.metrics is not None:
+            self.metrics.write(out)
+        return out.render()
 
     @property
     def port(self) -> int:
@@ -68,6 +89,20 @@ class NamesrvController(AsyncService):
     async def start(self) -> None:
         self.kv.load()
         await self.server.start()
+        config = self.config
+        if config.metrics_exporter_type is MetricsExporterType.PROM:
+            self.metrics_server = MetricsHttpServer(
+                config.metrics_prom_exporter_host or config.bind_address,
+                config.metrics_prom_exporter_port,
+                self.render_metrics,
+                content_type=CONTENT_TYPE,
+                name="name server metrics",
+            )
+            try:
+                await self.metrics_server.start()
+            except OSError:
+                await self.server.close()
+                raise
         self._tasks.every(
             self.config.scan_not_active_broker_interval,
             self._scan,
@@ -91,4 +126,6 @@ class NamesrvController(AsyncService):
 
     async def close(self) -> None:
         await self._tasks.close()
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
         await self.server.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["LanguageCode", "MQVersion", "RequestCode", "ResponseCode", "SerializeType"]
+__all__ = ["LanguageCode", "MQVersion", "RequestCode", "ResponseCode", "SerializeType", "version_desc"]
 
 
 class RequestCode(IntEnum):
@@ -190,3 +190,11 @@ class MQVersion(IntEnum):
     V3_4_9 = 121  # broker honours maxReconsumeTimes from the request header
     V4_9_4 = 401  # name server answers standard JSON routes
     V4_9_8 = 409  # MQVersion.CURRENT_VERSION of 4.9.8; what finchmq sends
+
+
+def version_desc(version: int) -> str:
+    """Java ``MQVersion.getVersionDesc`` for the versions finchmq names, else the number."""
+    try:
+        return MQVersion(version).name
+    except ValueError:
+        return str(version)

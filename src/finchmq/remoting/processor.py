@@ -85,17 +85,25 @@ class QueuedRequest:
     """A request waiting in an executor, with the monotonic time it arrived.
 
     ``done`` is set once it is taken by a worker or answered early (e.g. by fast failure).
+    ``held_since`` is, for a long-polling request run again after being held, the monotonic
+    time it first arrived (0 otherwise); metrics measure its latency from then.
     """
 
-    __slots__ = ("created_at", "ctx", "done", "processor", "request")
+    __slots__ = ("created_at", "ctx", "done", "held_since", "processor", "request")
 
     def __init__(
-        self, ctx: RemotingContext, request: RemotingCommand, processor: RequestProcessor, created_at: float
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        processor: RequestProcessor,
+        created_at: float,
+        held_since: float = 0.0,
     ) -> None:
         self.ctx = ctx
         self.request = request
         self.processor = processor
         self.created_at = created_at
+        self.held_since = held_since
         self.done = False
 
     def answer(self, code: ResponseCode, remark: str) -> None:
@@ -124,6 +132,11 @@ class RequestExecutor:
     ``pause_reading_ms`` (optional; 0 turns it off at run time) makes a refusal also pause the
     refused connection's requests until the queue holds at most half its capacity and, with
     ``shed_after_ms``, its oldest request waited less than half that; or for that many ms at most.
+
+    ``on_done`` (optional, e.g. metrics) is called after a worker answered a request, with the
+    request, its response (None for oneway) and Java's result label: ``success``, ``oneway``
+    or ``write_channel_failed``. A request whose answer comes later (None returned for a
+    two-way request) is not reported here; whoever answers it may report it.
     """
 
     def __init__(
@@ -152,6 +165,7 @@ class RequestExecutor:
         self._idle_waiters: deque[asyncio.Future[None]] = deque()
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
+        self.on_done: Callable[[QueuedRequest, RemotingCommand | None, str], None] | None = None
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -286,13 +300,20 @@ class RequestExecutor:
                 raise
             except BaseException as exc:
                 response = _error_response(item, exc)
+            result = "oneway"
             if response is not None and not request.is_oneway:
+                result = "success"
                 try:
                     item.ctx.write_response(response)
                 except RemotingSendRequestError as exc:  # the client left before its answer
+                    result = "write_channel_failed"
                     log.debug("cannot answer code=%d to %s: %s", request.code, item.ctx.remote_addr, exc)
                 except Exception:
+                    result = "write_channel_failed"
                     log.exception("cannot answer code=%d to %s", request.code, item.ctx.remote_addr)
+            on_done = self.on_done
+            if on_done is not None and (response is not None or request.is_oneway):
+                on_done(item, response, result)
 
     async def close(self) -> None:
         self._closed = True

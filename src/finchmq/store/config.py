@@ -112,6 +112,14 @@ class MessageStoreConfig:
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
     sync_flush_timeout: int = 5000  # ms
+    # master/slave replication (Java HAService); the broker sets ha_listen_port to listenPort + 1
+    ha_listen_port: int = 10912
+    ha_send_heartbeat_interval: int = 5000  # ms between offset reports / master heartbeats
+    ha_housekeeping_interval: int = 20_000  # ms without a byte before an HA connection is dropped
+    ha_transfer_batch_size: int = 32 * 1024  # bytes of commit log per transfer
+    ha_master_address: str | None = None  # slave: fixed master HA address, else learnt from name servers
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # bytes a slave may lag and still count as in sync
+    slave_timeout: int = 3000  # ms a SYNC_MASTER send waits for the slave (Java slaveTimeout)
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     clean_file_forcibly_enable: bool = True
     offset_check_in_slave: bool = False
@@ -145,6 +153,10 @@ class MessageStoreConfig:
             "max_transfer_count_on_message_in_disk",
             "transient_store_pool_size",
             "max_msgs_num_batch",
+            "ha_send_heartbeat_interval",
+            "ha_housekeeping_interval",
+            "ha_transfer_batch_size",
+            "slave_timeout",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")

@@ -283,6 +283,20 @@ class ReputMessageService:
 
     def rebuild(self, mfq: MappedFileQueue, start: int, end: int) -> int:
         """Decode the commit log records in [start, end), dispatch them (idempotent); returns how many."""
+        listener, self.listener = self.listener, None  # no arrival notices for old data
+        try:
+            count, offset = self.dispatch_range(mfq, start, end)
+        finally:
+            self.listener = listener
+        self.dispatched_offset = max(self.dispatched_offset, offset)
+        return count
+
+    def dispatch_range(self, mfq: MappedFileQueue, start: int, end: int) -> tuple[int, int]:
+        """Dispatch the whole records in [start, end): (how many, the offset after the last one).
+
+        A record reaching past ``end`` stops the walk (a slave has only part of it yet); a BLANK
+        filler moves to the next segment. Recovery and the slave's replication both use it.
+        """
         offset = start
         count = 0
         while offset < end:
@@ -294,17 +308,21 @@ class ReputMessageService:
             if pos + 8 > mf.file_size:
                 offset = mf.file_from_offset + mf.file_size
                 continue
+            if offset + 8 > end:
+                break  # not even the record's head is here yet
             total, magic = _HEAD.unpack_from(view, pos)
             if magic == BLANK_MAGIC_CODE or (total == 0 and magic == 0):
                 offset = mf.file_from_offset + mf.file_size
                 continue
             if magic != MESSAGE_MAGIC_CODE:
-                log.error("rebuild stopped at commit-log offset %d: bad magic", offset)
+                log.error("dispatch stopped at commit-log offset %d: bad magic", offset)
+                break
+            if offset + total > end:
                 break
             try:
                 msg = decode_stored(view, pos)
             except MessageDecodeError as exc:
-                log.error("rebuild stopped at commit-log offset %d: %s", offset, exc)
+                log.error("dispatch stopped at commit-log offset %d: %s", offset, exc)
                 break
             props = dict(msg.properties)
             tags_code = compute_tags_code(
@@ -329,15 +347,10 @@ class ReputMessageService:
                 msg.sys_flag,
                 msg.prepared_transaction_offset,
             )
-            listener, self.listener = self.listener, None  # no arrival notices for old data
-            try:
-                self.apply(req)
-            finally:
-                self.listener = listener
+            self.apply(req)
             count += 1
             offset += msg.store_size
-        self.dispatched_offset = max(self.dispatched_offset, offset)
-        return count
+        return count, offset
 
 
 _ = CQ_STORE_UNIT_SIZE

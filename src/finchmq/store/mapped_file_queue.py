@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from finchmq.common.logs import RateLimitedLog
+from finchmq.common.metrics import Histogram
 
 from .mapped_file import MappedFile, TransientStorePool, offset_to_file_name
 from .status import StoreCorruptedError
@@ -165,6 +166,7 @@ class MappedFileQueue:
         self.committed_where = 0
         self.store_timestamp = 0
         self._lock = threading.Lock()
+        self.flush_latency: Histogram | None = None  # seconds per flush that wrote something (metrics)
 
     # ------------------------------------------------------------------ loading
 
@@ -304,7 +306,14 @@ class MappedFileQueue:
         if mf is None:
             return True
         ts = mf.store_timestamp
-        offset = mf.flush(least_pages)
+        latency = self.flush_latency
+        if latency is None:
+            offset = mf.flush(least_pages)
+        else:
+            began = time.perf_counter()
+            offset = mf.flush(least_pages)
+            if mf.file_from_offset + offset != self.flushed_where:
+                latency.observe(time.perf_counter() - began)
         where = mf.file_from_offset + offset
         result = where == self.flushed_where
         self.flushed_where = where

@@ -16,6 +16,7 @@ Threading:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import fcntl
 import logging
@@ -23,13 +24,15 @@ import os
 import shutil
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from pathlib import Path
 from types import TracebackType
 from typing import Final
 
 from finchmq.common.logs import RateLimitedLog
+from finchmq.common.metrics import Histogram
 from finchmq.protocol.message import (
     KEY_SEPARATOR,
     MessageConst,
@@ -49,6 +52,7 @@ from .inner import MessageExtBatch, MessageExtBrokerInner
 from .mapped_file import TransientStorePool
 from .mapped_file_queue import AllocateMappedFileService
 from .message_filter import MessageFilter
+from .replication import ReplicationState
 from .services import (
     CleanupService,
     FlushConsumeQueueService,
@@ -65,9 +69,36 @@ from .status import (
     StoreCorruptedError,
 )
 
-__all__ = ["DefaultMessageStore", "DiskUsage", "StoreState"]
+__all__ = ["LATENCY_BUCKETS", "DefaultMessageStore", "DiskUsage", "StoreLatency", "StoreState"]
 
 _PutOutcome = tuple[PutMessageResult, Future[PutMessageResult] | None]
+
+
+def _combine(
+    flushed: Future[PutMessageResult], replicated: PutMessageResult | Future[PutMessageResult]
+) -> Future[PutMessageResult]:
+    """Java's ``flushResultFuture.thenCombine(replicaResultFuture)``: a failed flush sets the status,
+    a failed replication then overrides it."""
+    combined: Future[PutMessageResult] = Future()
+
+    def both_done(_: object = None) -> None:
+        if not flushed.done() or (isinstance(replicated, Future) and not replicated.done()):
+            return
+        flush_result = flushed.result()
+        replica_result = replicated.result() if isinstance(replicated, Future) else replicated
+        final = flush_result
+        if replica_result.status is not PutMessageStatus.PUT_OK:
+            final = PutMessageResult(replica_result.status, flush_result.append_message_result)
+        with contextlib.suppress(InvalidStateError):  # both callbacks saw both done
+            combined.set_result(final)
+
+    flushed.add_done_callback(both_done)
+    if isinstance(replicated, Future):
+        replicated.add_done_callback(both_done)
+    else:
+        both_done()
+    return combined
+
 
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
@@ -91,6 +122,26 @@ class StoreState(enum.Enum):
     LOADED = "LOADED"
     RUNNING = "RUNNING"
     SHUTDOWN = "SHUTDOWN"
+
+
+# seconds; Java StoreStatsService's putMessageDistributeTime edges (0, 10, 50 ms ... 10 s) are
+# among them, finer below 1 ms where a Python append lives
+LATENCY_BUCKETS: Final = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0,
+    5.0, 10.0,
+)  # fmt: skip
+
+
+class StoreLatency:
+    """Put latency (the whole ``put``: checks, append, dispatch), commit-log flush latency, and
+    the time puts spent past ``osPageCacheBusyTimeOutMills`` (the page cache counted busy)."""
+
+    __slots__ = ("flush", "page_cache_busy_seconds", "put")
+
+    def __init__(self) -> None:
+        self.put = Histogram(LATENCY_BUCKETS)
+        self.flush = Histogram(LATENCY_BUCKETS)
+        self.page_cache_busy_seconds = 0.0
 
 
 class DefaultMessageStore:
@@ -139,6 +190,17 @@ class DefaultMessageStore:
         self._cq_flush_service: FlushConsumeQueueService | None = None
         self._cleanup_service: CleanupService | None = None
         self._memory = _total_physical_memory() * config.access_message_in_memory_max_ratio // 100
+        self.replication = ReplicationState(config.ha_slave_fallbehind_max, config.slave_timeout)
+        self._slave_dispatched = -1  # slave: commit-log offset up to which replicated records are dispatched
+        self.latency: StoreLatency | None = None
+
+    def enable_latency_metrics(self) -> StoreLatency:
+        """Measure every put and commit-log flush from now on (the broker's metrics turn this
+        on; off, the put path measures nothing)."""
+        if self.latency is None:
+            self.latency = StoreLatency()
+            self.commit_log.mapped_file_queue.flush_latency = self.latency.flush
+        return self.latency
 
     # ================================================================== lifecycle
 
@@ -191,6 +253,7 @@ class DefaultMessageStore:
         self._cq_flush_service.start()
         self._cleanup_service = CleanupService(self)
         self._cleanup_service.start()
+        self.replication.start()
         self.state = StoreState.RUNNING
         log.info("message store started at %s", cfg.store_path_root_dir)
 
@@ -206,6 +269,7 @@ class DefaultMessageStore:
             self._cleanup_service.shutdown()
         if self._flush is not None:
             self._flush.shutdown()
+        self.replication.shutdown()
         self.dispatch_pending()
         if self._cq_flush_service is not None:
             self._cq_flush_service.shutdown()
@@ -453,7 +517,18 @@ class DefaultMessageStore:
         ``sync_flush_timeout`` ms); its callbacks run on that thread. No ``Future`` is made for a
         final result: this is the broker's hot path.
         """
+        latency = self.latency
+        if latency is None:
+            r, fut = self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
+            return r if fut is None else fut
+        began = time.perf_counter()
         r, fut = self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
+        elapsed = time.perf_counter() - began
+        put = latency.put
+        put.counts[bisect_left(LATENCY_BUCKETS, elapsed)] += 1  # Histogram.observe, inlined: hot path
+        put.sum += elapsed
+        if elapsed > 0.001 and elapsed * 1000 > self.config.os_page_cache_busy_time_out_mills:
+            latency.page_cache_busy_seconds += elapsed - self.config.os_page_cache_busy_time_out_mills / 1000
         return r if fut is None else fut
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
@@ -501,14 +576,25 @@ class DefaultMessageStore:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
         ok = PutMessageResult(PutMessageStatus.PUT_OK, append)
+        on_data = self.replication.on_data
+        if on_data is not None:
+            on_data()
         flush = self._flush
         if flush is None:
             return ok, None
-        return ok, flush.handle_disk_flush(ok, wait is None or wait.lower() == "true")
+        wait_store_ok = wait is None or wait.lower() == "true"
+        flushed = flush.handle_disk_flush(ok, wait_store_ok)
+        if not wait_store_ok or self.config.broker_role is not BrokerRole.SYNC_MASTER:
+            return ok, flushed
+        replicated = self.replication.wait_for_slave(append)
+        if flushed is None:
+            return (replicated, None) if isinstance(replicated, PutMessageResult) else (ok, replicated)
+        return ok, _combine(flushed, replicated)
 
     def _wait(self, appended: PutMessageResult, fut: Future[PutMessageResult]) -> PutMessageResult:
+        cfg = self.config
         try:
-            return fut.result(self.config.sync_flush_timeout / 1000 + 0.05)
+            return fut.result(max(cfg.sync_flush_timeout, cfg.slave_timeout) / 1000 + 0.05)
         except TimeoutError:  # Java: flushOkFuture.get(syncFlushTimeout) timed out
             return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, appended.append_message_result)
 
@@ -517,6 +603,49 @@ class DefaultMessageStore:
         reput = self.reput
         if reput.pending:
             reput.dispatch_pending(self.commit_log.get_max_offset())
+
+    # ================================================================== replication (HA)
+
+    def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None:
+        """Master: up to ``max_size`` readable commit-log bytes from ``offset``, never past the end of
+        its segment (Java ``getCommitLogData``); None when nothing is readable there yet."""
+        mf = self.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        view = mf.select_from(offset - mf.file_from_offset)
+        if view is None:
+            return None
+        with view:
+            return bytes(view[:max_size])
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """Slave: append replicated commit-log bytes at ``start_offset`` and dispatch the whole
+        records they complete to consume queues and the index (Java ``appendToCommitLog`` and the
+        slave's reput). False, appending nothing, when ``start_offset`` is not the end of the log
+        (or a segment boundary of an empty log), the bytes do not fit their segment, or the store
+        cannot write; the replication stream must then restart from the slave's offset."""
+        if self.state is not StoreState.RUNNING or not data:
+            return False
+        cl = self.commit_log
+        mfq = cl.mapped_file_queue
+        with cl.put_lock:
+            if mfq.files:
+                if start_offset != mfq.get_max_offset():
+                    return False
+            elif start_offset % cl.file_size:
+                return False
+            mf = mfq.get_last_mapped_file_create(start_offset)
+            if mf is None:
+                self._check_disk()
+                return False
+            if mf.file_from_offset + mf.wrote_position != start_offset or not mf.append(data, commit=True):
+                return False
+            end = start_offset + len(data)
+        with self.reput.lock:
+            begin = self._slave_dispatched if self._slave_dispatched >= 0 else start_offset
+            _, self._slave_dispatched = self.reput.dispatch_range(mfq, begin, end)
+        mf.store_timestamp = self.reput.last_store_timestamp or mf.store_timestamp
+        return True
 
     # ================================================================== flow-control probes
 
@@ -857,9 +986,11 @@ class DefaultMessageStore:
         return result
 
     def dispatch_behind_bytes(self) -> int:
-        """Bytes appended but not yet in the consume queues."""
+        """Bytes appended but not yet in the consume queues (a slave: also a record it has only part of)."""
         pending = self.reput.pending
         if not pending:
+            if self._slave_dispatched >= 0:
+                return max(self.commit_log.get_max_offset() - self._slave_dispatched, 0)
             return 0
         return max(
             self.commit_log.mapped_file_queue.get_max_wrote_position() - pending[0].commit_log_offset, 0

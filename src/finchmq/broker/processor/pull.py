@@ -22,6 +22,7 @@ from finchmq.protocol.headers import PullMessageRequestHeader, PullMessageRespon
 from finchmq.protocol.sql92 import SQLSyntaxError
 from finchmq.remoting import QueuedRequest, RemotingContext, RequestExecutor
 from finchmq.store import GetMessageStatus
+from finchmq.store.config import BrokerRole
 
 from ._base import BrokerProcessor, handles, now_ms
 
@@ -56,10 +57,14 @@ class PullMessageProcessor(BrokerProcessor):
     def pull_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         return self.process(ctx, request, broker_allow_suspend=True)
 
-    def execute_request_when_wakeup(self, ctx: RemotingContext, request: RemotingCommand) -> None:
-        """Re-run a held pull through the pull executor, suspension disallowed (seed 003)."""
+    def execute_request_when_wakeup(
+        self, ctx: RemotingContext, request: RemotingCommand, held_ms: int
+    ) -> None:
+        """Re-run a held pull through the pull executor, suspension disallowed (seed 003);
+        ``held_ms`` is how long it was held (metrics time it from its arrival)."""
         executor = self.pull_executor
-        item = QueuedRequest(ctx, request, _Wakeup(self), time.monotonic())
+        now = time.monotonic()
+        item = QueuedRequest(ctx, request, _Wakeup(self), now, held_since=now - held_ms / 1000)
         if not executor.submit(item) and not request.is_oneway:
             ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy"))
 
@@ -173,10 +178,17 @@ class PullMessageProcessor(BrokerProcessor):
         else:
             code = _STATUS_TO_CODE.get(status, ResponseCode.PULL_RETRY_IMMEDIATELY)
         suggest = (
-            group_config.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else MASTER_ID
+            group_config.which_broker_when_consume_slowly
+            if result.suggest_pulling_from_slave
+            else group_config.broker_id
         )
         if not c.config.slave_read_enable:
             suggest = MASTER_ID
+        on_slave = c.store.config.broker_role is BrokerRole.SLAVE
+        if code == ResponseCode.PULL_OFFSET_MOVED and on_slave and not c.store.config.offset_check_in_slave:
+            # Java: a slave does not correct offsets (it may only lag); the consumer retries
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            suggest = group_config.broker_id
         response_header = PullMessageResponseHeader(
             suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
@@ -192,6 +204,9 @@ class PullMessageProcessor(BrokerProcessor):
             finally:
                 result.release()
             c.stats.record_pull(header.consumer_group, header.topic, count, len(body))
+            c.consumer_offset_manager.commit_pull_offset(
+                header.consumer_group, header.topic, header.queue_id, result.next_begin_offset
+            )
             response = request.make_response(code, status.name, response_header.to_ext_fields(), body)
         else:
             result.release()
@@ -226,7 +241,7 @@ class PullMessageProcessor(BrokerProcessor):
                     )
                 response = request.make_response(code, status.name, response_header.to_ext_fields())
 
-        if broker_allow_suspend and has_commit_offset and c.config.broker_id == MASTER_ID:
+        if broker_allow_suspend and has_commit_offset and not on_slave:
             c.consumer_offset_manager.commit_offset(
                 ctx.remote_addr, header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )

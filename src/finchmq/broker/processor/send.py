@@ -237,6 +237,8 @@ class SendMessageProcessor(BrokerProcessor):
             if request.version > MQVersion.V3_4_9 and header.max_reconsume_times is not None:
                 max_reconsume = header.max_reconsume_times
             if reconsume_times >= max_reconsume:
+                if c.metrics is not None:  # Java 5.x labels it with the producer group and topic
+                    c.metrics.record_dlq(header.producer_group, header.topic)
                 topic = dlq_topic(group)
                 queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
                 c.topic_config_manager.create_topic_in_send_message_back_method(
@@ -310,20 +312,22 @@ class SendMessageProcessor(BrokerProcessor):
         if isinstance(store_future, PutMessageResult):
             return respond(store_future)
         loop = asyncio.get_running_loop()
+        began = time.monotonic()  # metrics time a late answer from here (the queue wait is missed)
 
         def flushed(f: Future[PutMessageResult]) -> None:
             with contextlib.suppress(RuntimeError):  # loop closed: shutting down
-                loop.call_soon_threadsafe(self._answer_late, ctx, request, respond, f)
+                loop.call_soon_threadsafe(self._answer_late, ctx, request, respond, f, began)
 
         store_future.add_done_callback(flushed)
         return None
 
-    @staticmethod
     def _answer_late(
+        self,
         ctx: RemotingContext,
         request: RemotingCommand,
         respond: Callable[[PutMessageResult], RemotingCommand],
         future: Future[PutMessageResult],
+        began: float,
     ) -> None:
         exc = future.exception()
         if exc is not None:
@@ -333,6 +337,9 @@ class SendMessageProcessor(BrokerProcessor):
             response = respond(future.result())
         if not request.is_oneway and ctx.connection.is_open:
             ctx.write_response(response)
+            metrics = self.context.metrics
+            if metrics is not None:
+                metrics.rpc.observe(request.code, response.code, began, False, "success")
 
     def _send_response(
         self,
@@ -565,6 +572,8 @@ class SendMessageProcessor(BrokerProcessor):
         if request.version > MQVersion.V3_4_9 and header.max_reconsume_times is not None:
             max_reconsume = header.max_reconsume_times
         if msg.reconsume_times >= max_reconsume or delay_level < 0:
+            if c.metrics is not None:
+                c.metrics.record_dlq(header.group, properties[MessageConst.PROPERTY_RETRY_TOPIC])
             new_topic = dlq_topic(header.group)
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             c.topic_config_manager.create_topic_in_send_message_back_method(

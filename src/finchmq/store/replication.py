@@ -1,0 +1,142 @@
+"""What the store knows of replication: how far slaves have acknowledged, and the SYNC_MASTER wait.
+
+The network side (the HA port, the slave's client) lives in the broker; it tells this module how
+many slaves are connected and what they acknowledged. As Java's ``HAService`` does:
+
+* ``is_slave_ok(offset)``: a slave is connected and the acknowledged offset is less than
+  ``ha_slave_fallbehind_max`` behind ``offset``;
+* ``GroupTransferService``: a SYNC_MASTER put waits until a slave acknowledged its end offset, or
+  ``slave_timeout`` passes (then FLUSH_SLAVE_TIMEOUT).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from .status import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+__all__ = ["ReplicationState"]
+
+log = logging.getLogger(__name__)
+
+
+class _TransferRequest:
+    __slots__ = ("deadline", "future", "next_offset", "result")
+
+    def __init__(
+        self, next_offset: int, deadline: float, future: Future[PutMessageResult], result: AppendMessageResult
+    ) -> None:
+        self.next_offset = next_offset
+        self.deadline = deadline
+        self.future = future
+        self.result = result
+
+
+class ReplicationState:
+    """Slave acknowledgements and the puts waiting for them (Java ``HAService`` + ``GroupTransferService``).
+
+    Thread-safe: the broker's HA connections report from the event loop, puts wait from the put
+    path, and one thread completes the waits at their deadlines.
+    """
+
+    def __init__(self, fallbehind_max: int, slave_timeout_ms: int) -> None:
+        self._fallbehind_max = fallbehind_max
+        self._timeout = slave_timeout_ms / 1000
+        self._cond = threading.Condition()
+        self._requests: list[_TransferRequest] = []
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self.connection_count = 0
+        self.push_to_slave_max_offset = 0  # the highest offset any slave acknowledged
+        self.on_data: Callable[[], None] | None = None  # the broker's HA sender: new data to send
+
+    # ------------------------------------------------------------------ slave side, from the broker
+
+    def slave_connected(self) -> None:
+        with self._cond:
+            self.connection_count += 1
+
+    def slave_disconnected(self) -> None:
+        with self._cond:
+            self.connection_count = max(0, self.connection_count - 1)
+            self._cond.notify()
+
+    def notify_transfer_some(self, offset: int) -> None:
+        """A slave acknowledged the log up to ``offset`` (Java ``notifyTransferSome``)."""
+        with self._cond:
+            if offset <= self.push_to_slave_max_offset:
+                return
+            self.push_to_slave_max_offset = offset
+            self._cond.notify()
+
+    # ------------------------------------------------------------------ the put path
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        return (
+            self.connection_count > 0
+            and master_put_where - self.push_to_slave_max_offset < self._fallbehind_max
+        )
+
+    def wait_for_slave(self, result: AppendMessageResult) -> PutMessageResult | Future[PutMessageResult]:
+        """SYNC_MASTER: SLAVE_NOT_AVAILABLE at once when no slave is in sync, else a future that
+        completes PUT_OK once a slave acknowledged the put, or FLUSH_SLAVE_TIMEOUT."""
+        next_offset = result.wrote_offset + result.wrote_bytes
+        if not self.is_slave_ok(next_offset):
+            return PutMessageResult(PutMessageStatus.SLAVE_NOT_AVAILABLE, result)
+        fut: Future[PutMessageResult] = Future()
+        with self._cond:
+            if self.push_to_slave_max_offset >= next_offset:
+                fut.set_result(PutMessageResult(PutMessageStatus.PUT_OK, result))
+                return fut
+            if self._stopped:
+                fut.set_result(PutMessageResult(PutMessageStatus.FLUSH_SLAVE_TIMEOUT, result))
+                return fut
+            self._requests.append(
+                _TransferRequest(next_offset, time.monotonic() + self._timeout, fut, result)
+            )
+            self._cond.notify()
+        return fut
+
+    # ------------------------------------------------------------------ the waiting thread
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="GroupTransferService", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if not self._stopped:
+                    wait = min((r.deadline for r in self._requests), default=time.monotonic() + 1.0)
+                    self._cond.wait(max(0.0, min(wait - time.monotonic(), 1.0)))
+                acked = self.push_to_slave_max_offset
+                now = time.monotonic()
+                done: list[tuple[_TransferRequest, PutMessageStatus]] = []
+                keep: list[_TransferRequest] = []
+                for r in self._requests:
+                    if acked >= r.next_offset:
+                        done.append((r, PutMessageStatus.PUT_OK))
+                    elif now >= r.deadline or self._stopped:
+                        done.append((r, PutMessageStatus.FLUSH_SLAVE_TIMEOUT))
+                    else:
+                        keep.append(r)
+                self._requests = keep
+                stopped = self._stopped
+            for r, status in done:
+                if status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT:
+                    log.warning("no slave acknowledged offset %d in time (acked %d)", r.next_offset, acked)
+                r.future.set_result(PutMessageResult(status, r.result))
+            if stopped:
+                return
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

@@ -3,7 +3,7 @@
 #   make test   installs and runs every check: ruff, mypy, import contracts, the pytest suite
 # Both install finchmq with its dev, spark and connect extras (pyspark, pyarrow, Spark Connect's
 # client) into .venv, and make sure Java 17+ is there for Spark (installed with apt-get when it is
-# missing and we are root).
+# missing and we are root), and chromium for the web console's browser tests (likewise).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
@@ -22,7 +22,7 @@ JAVA_MIN := 17
 # where it is absent (a user's clone). setup.sh installs its jars and a JDK once.
 JAVA_ROCKETMQ ?= $(or $(FINCHMQ_JAVA_ROCKETMQ),$(abspath ../shared/java-rocketmq))
 
-.PHONY: demo test lint typecheck imports pytest bench clean java java-rocketmq
+.PHONY: demo test lint typecheck imports pytest bench clean java java-rocketmq chromium
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
@@ -47,6 +47,19 @@ java:
 		echo "finchmq's Spark pipeline needs Java $(JAVA_MIN)+ on PATH (found: $${v:-none})." >&2; \
 		echo "Install one (e.g. apt-get install openjdk-17-jre-headless, or a JDK from your vendor) and retry." >&2; \
 		exit 1; \
+	fi
+
+# The web console's browser tests (tests/console) drive Debian's chromium through Playwright
+# (never a browser Playwright downloads). Missing: apt-get installs it when it can (root); else
+# those tests skip, printing why, and the rest of the suite runs.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "the console's browser tests need chromium; installing it with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+			|| echo "apt-get could not install chromium: the browser tests will skip" >&2; \
+	else \
+		echo "chromium is missing (install it, e.g. apt-get install chromium): the browser tests will skip" >&2; \
 	fi
 
 java-rocketmq:
@@ -75,7 +88,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) $(CPP_STAMP) java java-rocketmq
+pytest: $(STAMP) $(CPP_STAMP) java java-rocketmq chromium
 	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest

@@ -46,7 +46,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(data), "--namesrv-port",
                  str(namesrv_port), "--broker-port", str(broker_port), "--broker-ip", "127.0.0.1",
-                 "--bind", "127.0.0.1", "-c", str(conf)],
+                 "--bind", "127.0.0.1", "--console-port", "0", "-c", str(conf)],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         deadline = time.monotonic() + 30

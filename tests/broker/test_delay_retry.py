@@ -90,7 +90,7 @@ async def test_send_back_retries_then_dead_letters(broker: Broker) -> None:
     configs = TopicConfigSerializeWrapper.from_json(
         (await broker.call(RequestCode.GET_ALL_TOPIC_CONFIG)).body
     )
-    assert configs.topic_config_table["%DLQ%G_back"].perm == 2, "the DLQ is created write-only"
+    assert configs.topic_config_table["%DLQ%G_back"].perm == 6, "the DLQ is created readable (4.9.8: RW)"
     assert broker.server.broker is not None
     store = broker.server.broker.store
     with store.get_message("inspector", "%DLQ%G_back", 0, 0, 32) as result:

@@ -38,7 +38,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(data_dir),
                  "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
-                 "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", *extra],
+                 "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", "--console-port", "0", *extra],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
 

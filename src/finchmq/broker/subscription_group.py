@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from finchmq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from finchmq.protocol.topics import SYSTEM_GROUPS
 
 from ._persist import JsonConfigManager
 from .config import BrokerConfig
@@ -15,19 +16,6 @@ from .config import BrokerConfig
 __all__ = ["SYSTEM_GROUPS", "SubscriptionGroupManager"]
 
 log = logging.getLogger(__name__)
-
-SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER",
-    "FILTERSRV_CONSUMER",
-    "__MONITOR_CONSUMER",
-    "CLIENT_INNER_PRODUCER",
-    "SELF_TEST_C_GROUP",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-    "CID_SYS_RMQ_TRANS",
-)
 
 
 class SubscriptionGroupManager(JsonConfigManager):

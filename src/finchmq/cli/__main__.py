@@ -14,6 +14,7 @@ from finchmq import __version__
 from finchmq.cli.admin import add_admin_parser
 from finchmq.cli.bench import add_bench_parser
 from finchmq.cli.cluster import add_cluster_parser
+from finchmq.cli.console import add_console_parser
 from finchmq.cli.demo import add_demo_parser
 from finchmq.cli.servers import add_server_parsers
 
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
             "RocketMQ equivalents: server = mqnamesrv + mqbroker in one process, namesrv = mqnamesrv,\n"
             "broker = mqbroker, cluster = a local master/slave cluster of those as processes,\n"
             "admin = mqadmin (same command names and options), bench = the\n"
-            "benchmark's producer.sh / consumer.sh.\n\n"
+            "benchmark's producer.sh / consumer.sh, console = rocketmq-dashboard.\n\n"
             "Run 'finchmq COMMAND --help' for the options of a command; 'finchmq completion bash'\n"
             "(or zsh, fish) prints the shell completion to eval."
         ),
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(commands)
     add_admin_parser(commands)
     add_bench_parser(commands)
+    add_console_parser(commands)
     completion = commands.add_parser(
         "completion",
         help='print shell completion code: eval "$(finchmq completion bash)"',

@@ -9,7 +9,6 @@ stderr), 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import math
 import os
@@ -28,7 +27,6 @@ from finchmq.client import (
     BlockingPullConsumer,
     MessageExt,
     MessageQueue,
-    MQBrokerError,
     MQClientError,
     PullStatus,
     SessionCredentials,
@@ -36,22 +34,28 @@ from finchmq.client import (
 from finchmq.client.allocate import AllocateMessageQueueAveragely
 from finchmq.client.route import topic_route_data_to_subscribe_info
 from finchmq.client.sync import Portal
+from finchmq.client.views import (
+    cluster_broker_dict,
+    consume_progress_dict,
+    message_dict,
+    offset_table_rows,
+    topic_status_rows,
+    trace_view_dict,
+)
 from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import (
     MASTER_ID,
-    BrokerData,
     BrokerStatsData,
     ConsumerRunningInfo,
-    ConsumeType,
     PermName,
     RebalanceResult,
     SubscriptionGroupConfig,
     java_key_hash,
 )
-from finchmq.protocol.codes import ResponseCode, version_desc
+from finchmq.protocol.codes import version_desc
 from finchmq.protocol.message import Message
-from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC
-from finchmq.protocol.trace import TraceView, trace_views
+from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TOOLS_CONSUMER_GROUP
+from finchmq.protocol.trace import TraceView
 
 from .javafmt import (
     analyze_process_queue,
@@ -68,7 +72,6 @@ from .javafmt import (
 __all__ = ["add_admin_parser", "format_table"]
 
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # Java MixAll.TOOLS_CONSUMER_GROUP
 _TIMESTAMP_HELP = "now, epoch ms or yyyy-MM-dd#HH:mm:ss:SSS"
 
 
@@ -97,31 +100,6 @@ def _parse_timestamp(text: str) -> int:
         except ValueError:
             continue
     raise argparse.ArgumentTypeError(f"bad timestamp {text!r}: use now, epoch ms or yyyy-MM-dd#HH:mm:ss:SSS")
-
-
-def _message_dict(msg: MessageExt) -> dict[str, Any]:
-    try:
-        body: Any = msg.body.decode("utf-8")
-    except UnicodeDecodeError:
-        body = {"base64": base64.b64encode(msg.body).decode()}
-    return {
-        "topic": msg.topic,
-        "msgId": msg.client_msg_id,
-        "offsetMsgId": msg.msg_id,
-        "tags": msg.tags,
-        "keys": msg.keys,
-        "queueId": msg.queue_id,
-        "queueOffset": msg.queue_offset,
-        "commitLogOffset": msg.commit_log_offset,
-        "reconsumeTimes": msg.reconsume_times,
-        "bornTimestamp": msg.born_timestamp,
-        "bornHost": str(msg.born_host),
-        "storeTimestamp": msg.store_timestamp,
-        "storeHost": str(msg.store_host),
-        "storeSize": msg.store_size,
-        "properties": dict(msg.properties),
-        "body": body,
-    }
 
 
 # -- commands: each returns (json data, text) --------------------------------------------------------
@@ -186,53 +164,24 @@ def _topic_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Resul
         (mq.broker_name, mq.queue_id, o.min_offset, o.max_offset, _time(o.last_update_timestamp))
         for mq, o in table.offset_table.items()
     ]
-    data = [
-        {
-            "brokerName": mq.broker_name,
-            "queueId": mq.queue_id,
-            "minOffset": o.min_offset,
-            "maxOffset": o.max_offset,
-            "lastUpdateTimestamp": o.last_update_timestamp,
-        }
-        for mq, o in table.offset_table.items()
-    ]
-    return data, format_table(["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"], rows)
+    return topic_status_rows(table), format_table(
+        ["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"], rows
+    )
 
 
 def _consumer_progress(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     stats = admin.consume_stats(args.group, args.topic)
-    rows = []
-    queues = []
-    for mq, w in stats.offset_table.items():
-        diff = w.broker_offset - w.consumer_offset
-        rows.append(
-            (
-                mq.topic,
-                mq.broker_name,
-                mq.queue_id,
-                w.broker_offset,
-                w.consumer_offset,
-                diff,
-                _time(w.last_timestamp),
-            )
-        )
-        queues.append(
-            {
-                "topic": mq.topic,
-                "brokerName": mq.broker_name,
-                "queueId": mq.queue_id,
-                "brokerOffset": w.broker_offset,
-                "consumerOffset": w.consumer_offset,
-                "diff": diff,
-                "lastTimestamp": w.last_timestamp,
-            }
-        )
-    total = stats.compute_total_diff()
+    data = consume_progress_dict(args.group, stats)
+    rows = [
+        (q["topic"], q["brokerName"], q["queueId"], q["brokerOffset"], q["consumerOffset"], q["diff"],
+         _time(q["lastTimestamp"]))
+        for q in data["queues"]
+    ]  # fmt: skip
     text = format_table(
         ["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"], rows
     )
-    text += f"\n\nConsume TPS: {stats.consume_tps:.2f}\nDiff Total: {total}"
-    return {"group": args.group, "consumeTps": stats.consume_tps, "diffTotal": total, "queues": queues}, text
+    text += f"\n\nConsume TPS: {stats.consume_tps:.2f}\nDiff Total: {data['diffTotal']}"
+    return data, text
 
 
 def _consumer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -256,12 +205,11 @@ def _consumer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -
 def _reset_offset_by_time(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     table = admin.reset_offset_by_time(args.group, args.topic, args.timestamp, force=args.force)
     rows = [(mq.broker_name, mq.queue_id, offset) for mq, offset in table.items()]
-    data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in table.items()]
-    return data, format_table(["brokerName", "queueId", "offset"], rows)
+    return offset_table_rows(table), format_table(["brokerName", "queueId", "offset"], rows)
 
 
 def _describe(msg: MessageExt) -> str:
-    d = _message_dict(msg)
+    d = message_dict(msg)
     lines = [
         ("OffsetID", d["offsetMsgId"]),
         ("Topic", d["topic"]),
@@ -308,59 +256,8 @@ def _java_detail(admin: BlockingAdminClient, msg: MessageExt, *, offset_id: bool
         ("Properties:", java_map(msg.properties)),
         ("Message Body Path:", body_path),
     ]
-    tracks = _message_tracks(admin, msg)
-    return "".join(f"{k:<20} {v}\n" for k, v in rows) + "\n\n" + ("".join(tracks) or "WARN: No Consumer")
-
-
-def _message_tracks(admin: BlockingAdminClient, msg: MessageExt) -> list[str]:
-    """Java ``DefaultMQAdminExtImpl.messageTrackDetail``: for each group consuming the topic,
-    whether it consumed the message (``MessageTrack.toString``)."""
-    tracks = []
-    brokers: dict[str, BrokerData] | None = None  # the cluster's, read once if a group needs it
-    for group in java_hash_order(admin.examine_topic_consume_by_who(msg.topic), java_key_hash):
-        track, desc = "UNKNOWN", None
-        try:
-            conn = admin.consumer_connection(group)
-            if conn.consume_type is ConsumeType.CONSUME_ACTIVELY:
-                track = "PULL"
-            elif conn.consume_type is ConsumeType.CONSUME_PASSIVELY:
-                track = "NOT_CONSUME_YET"
-                if brokers is None:
-                    brokers = dict(admin.cluster_info().broker_addr_table)
-                if _consumed(admin, msg, group, brokers):
-                    track = "CONSUMED"
-                    sub = conn.subscription_table.get(msg.topic)
-                    if (
-                        sub is not None
-                        and sub.tags_set
-                        and "*" not in sub.tags_set
-                        and msg.tags not in sub.tags_set
-                    ):
-                        track = "CONSUMED_BUT_FILTERED"
-        except MQBrokerError as exc:
-            if exc.response_code == ResponseCode.CONSUMER_NOT_ONLINE:
-                track = "NOT_ONLINE"
-            desc = f"CODE:{exc.response_code} DESC:{exc.remark}"
-        except MQClientError as exc:
-            desc = f"{type(exc).__name__}: {exc}"
-        tracks.append(f"MessageTrack [consumerGroup={group}, trackType={track}, exceptionDesc={desc}]")
-    return [t.replace("exceptionDesc=None]", "exceptionDesc=null]") for t in tracks]
-
-
-def _consumed(
-    admin: BlockingAdminClient, msg: MessageExt, group: str, brokers: dict[str, BrokerData]
-) -> bool:
-    """Java ``DefaultMQAdminExtImpl.consumed``: the group's offset of the message's queue, on the
-    master that stored it, is past the message."""
-    stats = admin.consume_stats(group)
-    for mq, offsets in stats.offset_table.items():
-        if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
-            continue
-        data = brokers.get(mq.broker_name)
-        master = data.broker_addrs.get(MASTER_ID) if data is not None else None
-        if master == str(msg.store_host) and offsets.consumer_offset > msg.queue_offset:
-            return True
-    return False
+    tracks = "".join(str(t) for t in admin.message_track_detail(msg))
+    return "".join(f"{k:<20} {v}\n" for k, v in rows) + "\n\n" + (tracks or "WARN: No Consumer")
 
 
 def _query_msg_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -368,7 +265,7 @@ def _query_msg_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
     msgs = [
         admin.view_message(msg_id.strip(), args.topic) for msg_id in args.msg_id.split(",") if msg_id.strip()
     ]
-    data = [_message_dict(m) for m in msgs]
+    data = [message_dict(m) for m in msgs]
     return data[0] if len(data) == 1 else data, "".join(_java_detail(admin, m, offset_id=True) for m in msgs)
 
 
@@ -378,12 +275,7 @@ _TRACE_TAIL = ("#CostTimes", "#Status")
 def _query_msg_trace_by_id(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     """mqadmin ``queryMsgTraceById``: the trace records of a message (its send, each group's
     consumption), read from the trace topic by the message's id."""
-    topic = args.trace_topic or RMQ_SYS_TRACE_TOPIC
-    views = [
-        view
-        for trace in admin.query_message(topic, args.msg_id, 64, 0)
-        for view in trace_views(args.msg_id, trace.body.decode("utf-8", "replace"), trace.born_host.host)
-    ]
+    views = admin.query_msg_trace_by_id(args.msg_id, args.trace_topic)
     row = "{:<10} {:<20} {:<20} {:<20} {:<10} {:<10}"
     lines: list[str] = []
     by_group: dict[str, list[TraceView]] = {}
@@ -405,12 +297,7 @@ def _query_msg_trace_by_id(admin: BlockingAdminClient, args: argparse.Namespace)
             lines.append(row.format("Sub", view.group_name, view.client_host, _time(view.time_stamp),
                                     f"{view.cost_time}ms", view.status))  # fmt: skip
         lines.append("")
-    data = [
-        {"type": v.msg_type, "group": v.group_name, "clientHost": v.client_host, "timeStamp": v.time_stamp,
-         "costTime": v.cost_time, "status": v.status, "topic": v.topic, "storeHost": v.store_host}
-        for v in views
-    ]  # fmt: skip
-    return data, "\n".join(lines).rstrip("\n")
+    return [trace_view_dict(v) for v in views], "\n".join(lines).rstrip("\n")
 
 
 def _query_msg_by_unique_key(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -422,44 +309,23 @@ def _query_msg_by_unique_key(admin: BlockingAdminClient, args: argparse.Namespac
     found.sort(key=lambda m: m.store_timestamp)
     shown = found if args.show_all else found[:1]
     text = "".join(_java_detail(admin, m, offset_id=False, index=i) for i, m in enumerate(shown))
-    return [_message_dict(m) for m in shown], text
+    return [message_dict(m) for m in shown], text
 
 
 def _query_msg_by_key(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     msgs = admin.query_message(args.topic, args.key, args.max_num, args.begin, args.end)
     rows = [(m.client_msg_id, m.msg_id, m.queue_id, m.queue_offset) for m in msgs]
-    return [_message_dict(m) for m in msgs], format_table(["Message ID", "Offset ID", "QID", "Offset"], rows)
+    return [message_dict(m) for m in msgs], format_table(["Message ID", "Offset ID", "QID", "Offset"], rows)
 
 
 def _cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
-    info = admin.cluster_info()
-    rows = []
-    data = []
-    for cluster, names in sorted(info.cluster_addr_table.items()):
-        for name in sorted(names):
-            bd = info.broker_addr_table.get(name)
-            if bd is None:
-                continue
-            for bid, addr in sorted(bd.broker_addrs.items()):
-                try:
-                    stats = admin.broker_runtime_stats(addr)
-                except MQClientError:
-                    stats = {}
-                rows.append(
-                    (
-                        cluster,
-                        name,
-                        bid,
-                        addr,
-                        stats.get("brokerVersionDesc", "-"),
-                        stats.get("putTps", "-"),
-                        stats.get("getTransferedTps", "-"),
-                    )
-                )
-                data.append(
-                    {"cluster": cluster, "brokerName": name, "brokerId": bid, "addr": addr, "stats": stats}
-                )
-    return data, format_table(
+    brokers = admin.cluster_brokers()
+    rows = [
+        (b.cluster, b.broker_name, b.broker_id, b.addr, b.stats.get("brokerVersionDesc", "-"),
+         b.stats.get("putTps", "-"), b.stats.get("getTransferedTps", "-"))
+        for b in brokers
+    ]  # fmt: skip
+    return [cluster_broker_dict(b) for b in brokers], format_table(
         ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTPS", "OutTPS"], rows
     )
 
@@ -611,7 +477,7 @@ def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
             if len(out) >= args.count:
                 break
     text = "\n\n".join(_describe(m) for m in out) or "no message"
-    return [_message_dict(m) for m in out], text
+    return [message_dict(m) for m in out], text
 
 
 def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
@@ -631,7 +497,7 @@ def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
     with BlockingAdminClient(
         namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
     ) as admin:
-        return _message_dict(msg), _java_detail(admin, msg, offset_id=True)
+        return message_dict(msg), _java_detail(admin, msg, offset_id=True)
 
 
 def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
@@ -686,8 +552,7 @@ def _skip_accumulated_message(admin: BlockingAdminClient, args: argparse.Namespa
     ordered = java_hash_order(list(table), java_key_hash)  # mqadmin prints its HashMap's order
     rows = [f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}"]
     rows += [f"{mq.broker_name:<40}  {mq.queue_id:<40d}  {table[mq]:<40d}" for mq in ordered]
-    data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o} for mq, o in table.items()]
-    return data, "\n".join(rows)
+    return offset_table_rows(table), "\n".join(rows)
 
 
 def _sub_group_text(config: SubscriptionGroupConfig) -> str:
@@ -747,14 +612,10 @@ def _get_broker_config(admin: BlockingAdminClient, args: argparse.Namespace) -> 
 def _producer_connection(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     conn = admin.producer_connection(args.group, args.topic)
     rows = [
-        f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language.name:<8} {_version_desc(c.version)}"
+        f"{i:04d}  {c.client_id:<32} {c.client_addr:<22} {c.language.name:<8} {version_desc(c.version)}"
         for i, c in enumerate(conn.connection_set, start=1)
     ]
     return json.loads(conn.to_json(standard=True)), "\n".join(rows)
-
-
-def _version_desc(version: int) -> str:
-    return version_desc(version)
 
 
 def _topic_cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
@@ -920,7 +781,7 @@ def _print_msg(args: argparse.Namespace, portal: Portal) -> Result:
                 if status is PullStatus.FOUND:
                     for msg in result.msg_found_list:
                         lines.append(_msg_line(msg, mq, args))
-                        messages.append(_message_dict(msg))
+                        messages.append(message_dict(msg))
                 elif status is PullStatus.NO_MATCHED_MSG:
                     lines.append(f"{mq} no matched msg. status={status.name}, offset={offset}")
                 else:
@@ -959,7 +820,7 @@ def _print_msg_by_queue(args: argparse.Namespace, portal: Portal) -> Result:
                     tag_counts[msg.tags] = tag_counts.get(msg.tags, 0) + 1
                 if args.print_msg:
                     lines.append(_msg_line(msg, mq, args))
-                messages.append(_message_dict(msg))
+                messages.append(message_dict(msg))
     if args.calculate:  # by count, descending; ties in the order Java's HashMap holds the tags
         ordered = java_hash_order(list(tag_counts), java_key_hash)
         for tag in sorted(ordered, key=lambda t: -tag_counts[t]):
@@ -1065,7 +926,7 @@ def _consumer_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
         path = Path(str(now)) / c.client_id
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(format_consumer_running_info(info))
-        lines.append(f"{len(by_client):<10d} {c.client_id:<40} {_version_desc(c.version):<20} {path}")
+        lines.append(f"{len(by_client):<10d} {c.client_id:<40} {version_desc(c.version):<20} {path}")
     text = "\n".join(lines) + "\n"
     same = analyze_subscription(by_client, now) if by_client else True
     if by_client:

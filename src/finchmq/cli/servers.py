@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
+from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.common.metrics import MetricsExporterType
 from finchmq.namesrv import NamesrvConfig, NamesrvController
@@ -151,6 +152,18 @@ def add_server_parsers(commands: Any) -> None:
         default=None,
         help=f"serve both servers' Prometheus metrics at http://HOST:PORT/metrics (default "
         f"{DEFAULT_METRICS_PORT}, skipped with a warning when taken; 0: off)",
+    )
+    server.add_argument(
+        "--console-port",
+        type=_port,
+        default=None,
+        help=f"serve the web console at http://127.0.0.1:PORT/ (default {DEFAULT_CONSOLE_PORT}, "
+        "skipped with a warning when taken; 0: off)",
+    )
+    server.add_argument(
+        "--console-bind",
+        default="127.0.0.1",
+        help="web console listen address (default 127.0.0.1: this machine only; it has no login)",
     )
     server.set_defaults(handler=_run_server)
 
@@ -282,6 +295,7 @@ async def _server_main(
     broker = BrokerController(broker_config, store_config, config_file=args.config, extra_properties=props)
     if broker.metrics is not None:
         broker.metrics_collectors.append(namesrv.enable_metrics().write)
+    console = None
     try:
         await broker.start()
         _print(f"finchmq name server listening on {namesrv.address}")
@@ -289,12 +303,15 @@ async def _server_main(
         _print(f"finchmq broker {broker_config.broker_name} at {broker.broker_addr} (store {store_dir})")
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
+        console = await _start_console(args, namesrv.address)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )
         await stop.wait()
         _print("finchmq server shutting down")
     finally:
+        if console is not None:
+            await console.close()
         await broker.close()
         await namesrv.close()
 
@@ -308,6 +325,26 @@ def _can_listen(host: str, port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
+    """The embedded web console, unless ``--console-port 0``. The default port taken is a
+    warning (the server runs on without a console); a port the user asked for is an error."""
+    port = DEFAULT_CONSOLE_PORT if args.console_port is None else args.console_port
+    if port == 0:
+        return None
+    try:
+        console = await start_console(namesrv_addr, args.console_bind, port)
+    except OSError as exc:
+        if args.console_port is not None:
+            raise OSError(exc.errno, f"web console port {port}: {exc.strerror}") from exc
+        _print(
+            f"warning: console port {port} on {args.console_bind} is in use; running without the console "
+            "(choose a port with --console-port)"
+        )
+        return None
+    _print(f"finchmq console at {console.url}")
+    return console
 
 
 def _run_server(args: argparse.Namespace) -> int:

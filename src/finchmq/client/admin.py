@@ -12,6 +12,7 @@ the way mqadmin merges them.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import logging
 import time
@@ -19,8 +20,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import (
     MASTER_ID,
+    BrokerData,
     BrokerStatsData,
     ClusterInfo,
     ConsumeMessageDirectlyResult,
@@ -28,6 +31,7 @@ from finchmq.protocol.bodies import (
     ConsumerRunningInfo,
     ConsumeStats,
     ConsumeStatsList,
+    ConsumeType,
     DataVersion,
     OffsetWrapper,
     PermName,
@@ -36,17 +40,26 @@ from finchmq.protocol.bodies import (
     TopicConfig,
     TopicRouteData,
     TopicStatsTable,
+    java_key_hash,
 )
+from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import CreateAccessConfigRequestHeader
 from finchmq.protocol.message import MessageExt, MessageQueue, decode_offset_msg_id
-from finchmq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, dlq_topic, retry_topic, validate_topic
+from finchmq.protocol.topics import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    RMQ_SYS_TRACE_TOPIC,
+    dlq_topic,
+    retry_topic,
+    validate_topic,
+)
+from finchmq.protocol.trace import TraceView, trace_views
 
 from .config import ClientConfig, make_config
 from .errors import MQBrokerError, MQClientError, NoRouteError, ValidationError
 from .instance import ClientService, MQClientInstance, ServiceState
 
-__all__ = ["AdminClient", "ClusterAclVersionInfo"]
+__all__ = ["AdminClient", "ClusterAclVersionInfo", "ClusterBroker", "MessageTrack", "TrackType"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +77,46 @@ class ClusterAclVersionInfo:
     cluster_name: str
     acl_config_data_version: DataVersion  # the main plain_acl.yml's
     all_acl_config_data_version: dict[str, DataVersion] = field(default_factory=dict)  # by file path
+
+
+class TrackType(enum.Enum):
+    """Java ``TrackType``: whether a consumer group has consumed a message."""
+
+    CONSUMED = "CONSUMED"
+    CONSUMED_BUT_FILTERED = "CONSUMED_BUT_FILTERED"
+    PULL = "PULL"
+    NOT_CONSUME_YET = "NOT_CONSUME_YET"
+    NOT_ONLINE = "NOT_ONLINE"
+    UNKNOWN = "UNKNOWN"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrack:
+    """One group's track of a message (Java ``MessageTrack``); ``str()`` is Java's ``toString``."""
+
+    consumer_group: str
+    track_type: TrackType
+    exception_desc: str | None = None
+
+    def __str__(self) -> str:
+        desc = "null" if self.exception_desc is None else self.exception_desc
+        return (
+            f"MessageTrack [consumerGroup={self.consumer_group}, trackType={self.track_type.value}, "
+            f"exceptionDesc={desc}]"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBroker:
+    """One broker of ``clusterList``: where it is and its runtime statistics (``brokerStatus``),
+    or the error that kept them from being read (``stats`` is then empty)."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    stats: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
 
 
 class AdminClient(ClientService):
@@ -131,6 +184,32 @@ class AdminClient(ClientService):
     async def broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
         """A broker's runtime statistics (mqadmin ``brokerStatus``)."""
         return await self.instance.api.get_broker_runtime_info(broker_addr, _TIMEOUT_MS)
+
+    async def cluster_brokers(self) -> list[ClusterBroker]:
+        """Every broker of every cluster with its runtime statistics, read concurrently (mqadmin
+        ``clusterList``), by cluster, broker name and id. A broker that does not answer is listed
+        with the error instead of statistics."""
+        info = await self.cluster_info()
+        where = [
+            (cluster, name, bid, addr)
+            for cluster, names in sorted(info.cluster_addr_table.items())
+            for name in sorted(names)
+            if (data := info.broker_addr_table.get(name)) is not None
+            for bid, addr in sorted(data.broker_addrs.items())
+        ]
+        answers = await asyncio.gather(
+            *(self.broker_runtime_stats(addr) for *_, addr in where), return_exceptions=True
+        )
+        out = []
+        for (cluster, name, bid, addr), answer in zip(where, answers, strict=True):
+            if isinstance(answer, MQClientError | TimeoutError):
+                error = str(answer) or type(answer).__name__
+                out.append(ClusterBroker(cluster, name, bid, addr, error=error))
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                out.append(ClusterBroker(cluster, name, bid, addr, stats=answer))
+        return out
 
     async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
         """A broker's settings (mqadmin ``getBrokerConfig``)."""
@@ -213,6 +292,21 @@ class AdminClient(ClientService):
             for topic in (retry_topic(group), dlq_topic(group)):
                 await self.delete_topic(topic, cluster)
         return addrs
+
+    async def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
+        """Every consumer group's settings on the masters (of the cluster), by name; a group on
+        several brokers is listed once, with the first broker's settings (Java
+        ``getAllSubscriptionGroup`` on each broker, as rocketmq-dashboard lists groups)."""
+        api = self.instance.api
+        masters = await self.master_addrs(cluster)
+        wrappers = await asyncio.gather(
+            *(api.get_all_subscription_group(a, _TIMEOUT_MS) for _, a in sorted(masters.items()))
+        )
+        groups: dict[str, SubscriptionGroupConfig] = {}
+        for wrapper in wrappers:
+            for name, config in wrapper.subscription_group_table.items():
+                groups.setdefault(name, config)
+        return dict(sorted(groups.items()))
 
     async def clone_group_offset(
         self, src_group: str, dest_group: str, topic: str, *, offline: bool = False
@@ -484,9 +578,14 @@ class AdminClient(ClientService):
         return await self.instance.api.get_consumer_running_info(addr, group, client_id, jstack, _TIMEOUT_MS)
 
     async def consume_message_directly(
-        self, group: str, client_id: str, msg_id: str
+        self, group: str, client_id: str, msg_id: str, topic: str | None = None
     ) -> ConsumeMessageDirectlyResult:
-        """Have one consumer consume one stored message now (its listener runs)."""
+        """Have one consumer consume one stored message now (its listener runs). ``msg_id`` is
+        an offset id, or with ``topic`` also a client id (UNIQ_KEY) looked up in that topic (Java
+        ``consumeMessageDirectly(group, clientId, topic, msgId)``: rocketmq-dashboard's resend of
+        a dead-letter message, given its ``%DLQ%`` topic)."""
+        if topic is not None:
+            msg_id = (await self.view_message(msg_id, topic)).msg_id
         try:
             broker = decode_offset_msg_id(msg_id)
         except ProtocolError as exc:
@@ -534,6 +633,63 @@ class AdminClient(ClientService):
         found = [m for batch in results for m in batch if key in m.key_list or m.unique_key == key]
         found.sort(key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
         return found[:max_num]
+
+    async def query_msg_trace_by_id(self, msg_id: str, trace_topic: str | None = None) -> list[TraceView]:
+        """A message's trace records (its send, each group's consumption) from the trace topic
+        (mqadmin ``queryMsgTraceById``), in the order they were stored."""
+        traces = await self.query_message(trace_topic or RMQ_SYS_TRACE_TOPIC, msg_id, 64, 0)
+        return [
+            view
+            for trace in traces
+            for view in trace_views(msg_id, trace.body.decode("utf-8", "replace"), trace.born_host.host)
+        ]
+
+    async def message_track_detail(self, msg: MessageExt) -> list[MessageTrack]:
+        """For each group consuming the message's topic, whether it consumed the message (Java
+        ``DefaultMQAdminExtImpl.messageTrackDetail``, groups in its HashSet's order)."""
+        tracks = []
+        brokers: dict[str, BrokerData] | None = None  # the cluster's, read once if a group needs it
+        for group in java_hash_order(await self.examine_topic_consume_by_who(msg.topic), java_key_hash):
+            track, desc = TrackType.UNKNOWN, None
+            try:
+                conn = await self.consumer_connection(group)
+                if conn.consume_type is ConsumeType.CONSUME_ACTIVELY:
+                    track = TrackType.PULL
+                elif conn.consume_type is ConsumeType.CONSUME_PASSIVELY:
+                    track = TrackType.NOT_CONSUME_YET
+                    if brokers is None:
+                        brokers = dict((await self.cluster_info()).broker_addr_table)
+                    if await self._consumed(msg, group, brokers):
+                        track = TrackType.CONSUMED
+                        sub = conn.subscription_table.get(msg.topic)
+                        if (
+                            sub is not None
+                            and sub.tags_set
+                            and "*" not in sub.tags_set
+                            and msg.tags not in sub.tags_set
+                        ):
+                            track = TrackType.CONSUMED_BUT_FILTERED
+            except MQBrokerError as exc:
+                if exc.response_code == ResponseCode.CONSUMER_NOT_ONLINE:
+                    track = TrackType.NOT_ONLINE
+                desc = f"CODE:{exc.response_code} DESC:{exc.remark}"
+            except MQClientError as exc:
+                desc = f"{type(exc).__name__}: {exc}"
+            tracks.append(MessageTrack(group, track, desc))
+        return tracks
+
+    async def _consumed(self, msg: MessageExt, group: str, brokers: dict[str, BrokerData]) -> bool:
+        """Java ``DefaultMQAdminExtImpl.consumed``: the group's offset of the message's queue, on
+        the master that stored it, is past the message."""
+        stats = await self.consume_stats(group)
+        for mq, offsets in stats.offset_table.items():
+            if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
+                continue
+            data = brokers.get(mq.broker_name)
+            master = data.broker_addrs.get(MASTER_ID) if data is not None else None
+            if master == str(msg.store_host) and offsets.consumer_offset > msg.queue_offset:
+                return True
+        return False
 
     async def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         """The groups that consume ``topic`` on any of its masters (mqadmin ``topicStatus`` helpers)."""

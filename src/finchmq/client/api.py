@@ -41,6 +41,7 @@ from finchmq.protocol.bodies import (
     ResetOffsetBody,
     SubscriptionData,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfig,
     TopicList,
     TopicRouteData,
@@ -608,6 +609,11 @@ class MQClientAPI:
         await self._call(
             addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, timeout_millis, config.to_json()
         )
+
+    async def get_all_subscription_group(self, addr: str, timeout_millis: int) -> SubscriptionGroupWrapper:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every consumer group's settings on one broker."""
+        response = await self._call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, None, timeout_millis)
+        return SubscriptionGroupWrapper.from_json(response.body)
 
     async def clone_group_offset(
         self,

@@ -36,9 +36,10 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
+from finchmq.protocol.trace import TraceView
 from finchmq.remoting import loop_factory
 
-from .admin import AdminClient, ClusterAclVersionInfo
+from .admin import AdminClient, ClusterAclVersionInfo, ClusterBroker, MessageTrack
 from .api import PullResultExt
 from .config import (
     ClientConfig,
@@ -652,9 +653,21 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
         return self._call(self.admin.consumer_running_info(group, client_id, jstack=jstack))
 
     def consume_message_directly(
-        self, group: str, client_id: str, msg_id: str
+        self, group: str, client_id: str, msg_id: str, topic: str | None = None
     ) -> ConsumeMessageDirectlyResult:
-        return self._call(self.admin.consume_message_directly(group, client_id, msg_id))
+        return self._call(self.admin.consume_message_directly(group, client_id, msg_id, topic))
+
+    def cluster_brokers(self) -> list[ClusterBroker]:
+        return self._call(self.admin.cluster_brokers())
+
+    def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
+        return self._call(self.admin.subscription_groups(cluster))
+
+    def query_msg_trace_by_id(self, msg_id: str, trace_topic: str | None = None) -> list[TraceView]:
+        return self._call(self.admin.query_msg_trace_by_id(msg_id, trace_topic))
+
+    def message_track_detail(self, msg: MessageExt) -> list[MessageTrack]:
+        return self._call(self.admin.message_track_detail(msg))
 
     def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
         return self._call(self.admin.view_message(msg_id, topic))

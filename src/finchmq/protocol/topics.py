@@ -23,11 +23,14 @@ __all__ = [
     "RMQ_SYS_TRANS_OP_HALF_TOPIC",
     "SCHEDULE_TOPIC",
     "SELF_TEST_TOPIC",
+    "SYSTEM_GROUPS",
+    "TOOLS_CONSUMER_GROUP",
     "TOPIC_MAX_LENGTH",
     "dlq_topic",
     "is_dlq_topic",
     "is_not_allowed_send_topic",
     "is_retry_topic",
+    "is_system_group",
     "is_system_topic",
     "reply_topic",
     "retry_topic",
@@ -50,6 +53,20 @@ DEFAULT_PRODUCER_GROUP: Final = "DEFAULT_PRODUCER"
 DEFAULT_CONSUMER_GROUP: Final = "DEFAULT_CONSUMER"
 CLIENT_INNER_PRODUCER_GROUP: Final = "CLIENT_INNER_PRODUCER"
 TOPIC_MAX_LENGTH: Final = 127
+TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"  # Java MixAll.TOOLS_CONSUMER_GROUP: admin tools' reads
+# The groups every broker knows from its first start (Java SubscriptionGroupManager.init).
+SYSTEM_GROUPS: Final = (
+    TOOLS_CONSUMER_GROUP,
+    "FILTERSRV_CONSUMER",
+    "__MONITOR_CONSUMER",
+    CLIENT_INNER_PRODUCER_GROUP,
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_SYS_RMQ_TRANS",
+)
 
 _VALID: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _NOT_ALLOWED_SEND: Final = frozenset(
@@ -87,6 +104,11 @@ def is_not_allowed_send_topic(topic: str) -> bool:
 
 def is_system_topic(topic: str) -> bool:
     return topic in _SYSTEM or topic.startswith("rmq_sys_")
+
+
+def is_system_group(group: str) -> bool:
+    """One of the groups the broker creates for itself and its tools."""
+    return group in SYSTEM_GROUPS
 
 
 def retry_topic(group: str) -> str:

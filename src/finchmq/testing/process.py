@@ -116,7 +116,7 @@ class ChildServer:
 class ServerProcess(ChildServer):
     """``finchmq server`` (name server + broker) on free loopback ports; ``conf`` becomes its
     ``broker.conf``. Metrics are served on a free port too (``metrics_port``), or off with
-    ``metrics=False``."""
+    ``metrics=False``; ``console_port`` is its web console's port (0, the default: no console)."""
 
     name = "finchmq server"
     stop_grace_seconds = 60.0
@@ -130,11 +130,13 @@ class ServerProcess(ChildServer):
         log_path: Path | None = None,
         cwd: Path | None = None,
         metrics: bool = True,
+        console_port: int = 0,
     ) -> None:
         super().__init__(data_dir, "finchmq-server-", log_path)
         self.namesrv_port = free_port()
         self.broker_port = free_port()
         self.metrics_port = free_port() if metrics else 0
+        self.console_port = console_port
         self.conf = conf or {}
         self.cwd = cwd
 
@@ -142,11 +144,16 @@ class ServerProcess(ChildServer):
     def namesrv_addr(self) -> str:
         return f"127.0.0.1:{self.namesrv_port}"
 
+    @property
+    def console_url(self) -> str:
+        return f"http://127.0.0.1:{self.console_port}/"
+
     def start(self) -> Self:
         args = [
             sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
             "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
             "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", "--metrics-port", str(self.metrics_port),
+            "--console-port", str(self.console_port),
         ]  # fmt: skip
         if self.conf:
             self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -242,7 +242,7 @@ class SendMessageProcessor(BrokerProcessor):
                 topic = dlq_topic(group)
                 queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
                 c.topic_config_manager.create_topic_in_send_message_back_method(
-                    topic, DLQ_NUMS_PER_GROUP, PermName.WRITE
+                    topic, DLQ_NUMS_PER_GROUP, PermName.WRITE | PermName.READ
                 )
                 properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
 
@@ -577,7 +577,7 @@ class SendMessageProcessor(BrokerProcessor):
             new_topic = dlq_topic(header.group)
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             c.topic_config_manager.create_topic_in_send_message_back_method(
-                new_topic, DLQ_NUMS_PER_GROUP, PermName.WRITE, 0
+                new_topic, DLQ_NUMS_PER_GROUP, PermName.WRITE | PermName.READ, 0
             )
             properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
         else:

@@ -1,0 +1,420 @@
+"""``ConsoleService``: what each page of the console shows and does, as JSON-ready data, over
+finchmq's client (the admin client that ``finchmq admin`` uses, a producer for test messages,
+a pull consumer for reading a time range).
+
+Imports: ``finchmq.client`` and ``finchmq.protocol`` only. Errors are the client's
+(``MQClientError`` with the RocketMQ response code); the web layer shows them to the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from finchmq.client import (
+    AdminClient,
+    Message,
+    MessageExt,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    NoRouteError,
+    Producer,
+    PullConsumer,
+    PullStatus,
+    ValidationError,
+)
+from finchmq.client.views import (
+    cluster_broker_dict,
+    consume_progress_dict,
+    message_dict,
+    message_track_dict,
+    offset_table_rows,
+    topic_status_rows,
+    trace_view_dict,
+)
+from finchmq.protocol.bodies import PermName
+from finchmq.protocol.codes import ResponseCode, version_desc
+from finchmq.protocol.topics import (
+    TOOLS_CONSUMER_GROUP,
+    dlq_topic,
+    is_dlq_topic,
+    is_retry_topic,
+    is_system_group,
+    is_system_topic,
+    reply_topic,
+)
+
+__all__ = ["MAX_LISTED_MESSAGES", "ConsoleService"]
+
+MAX_LISTED_MESSAGES = 2000  # rocketmq-dashboard's cap on a time-range query
+_PULL_BATCH = 32
+_GROUP_CONCURRENCY = 8  # groups asked about at once by the group list
+SELF_TEST_PRODUCER_GROUP = "SELF_TEST_P_GROUP"  # Java MixAll: the dashboard's test-message producer
+
+
+def _first_float(text: str | None) -> float | None:
+    """The first figure of a broker's ``putTps``-style value (``"12.5 11.0 9.8"``), or None."""
+    if not text:
+        return None
+    try:
+        return float(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _standard(obj: Any) -> Any:
+    """A protocol body as the JSON Java's standard form writes (camelCase keys)."""
+    return json.loads(obj.to_json(standard=True))
+
+
+class ConsoleService:
+    """The console's operations on one cluster, given its name server addresses
+    (``"host:port;host:port"``). ``start``/``close`` (or ``async with``)."""
+
+    def __init__(self, namesrv_addr: str, *, instance_name: str = "finchmq-console") -> None:
+        self.namesrv_addr = namesrv_addr
+        self.instance_name = instance_name
+        self.admin = AdminClient(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self._producers: dict[bool, Producer] = {}
+        self._consumer: PullConsumer | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        await self.admin.start()
+
+    async def close(self) -> None:
+        for producer in self._producers.values():
+            await producer.close()
+        if self._consumer is not None:
+            await self._consumer.close()
+        await self.admin.close()
+
+    async def __aenter__(self) -> ConsoleService:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _producer(self, trace: bool) -> Producer:
+        async with self._lock:
+            producer = self._producers.get(trace)
+            if producer is None:
+                producer = Producer(
+                    SELF_TEST_PRODUCER_GROUP,
+                    namesrv_addr=self.namesrv_addr,
+                    instance_name=f"{self.instance_name}-trace" if trace else self.instance_name,
+                    enable_msg_trace=trace,
+                )
+                await producer.start()
+                self._producers[trace] = producer
+            return producer
+
+    async def _pull_consumer(self) -> PullConsumer:
+        async with self._lock:
+            if self._consumer is None:
+                consumer = PullConsumer(
+                    TOOLS_CONSUMER_GROUP, namesrv_addr=self.namesrv_addr, instance_name=self.instance_name
+                )
+                await consumer.start()
+                self._consumer = consumer
+            return self._consumer
+
+    # -- cluster ------------------------------------------------------------------------------------
+
+    async def cluster(self) -> dict[str, Any]:
+        """Every broker with its runtime figures; ``inTps``/``outTps`` are the broker's own
+        10-second figures (``putTps``/``getTransferedTps``)."""
+        brokers = []
+        for broker in await self.admin.cluster_brokers():
+            row = cluster_broker_dict(broker)
+            stats = broker.stats
+            row["version"] = stats.get("brokerVersionDesc")
+            row["inTps"] = _first_float(stats.get("putTps"))
+            row["outTps"] = _first_float(stats.get("getTransferedTps"))
+            row["inTotal"] = int(stats.get("msgPutTotalTodayNow", "0") or 0)
+            row["outTotal"] = int(stats.get("msgGetTotalTodayNow", "0") or 0)
+            row["runtime"] = stats.get("runtime")
+            brokers.append(row)
+        return {"nameServers": self.admin.config.namesrv_addr_list(), "brokers": brokers}
+
+    # -- topics -------------------------------------------------------------------------------------
+
+    async def topics(self) -> list[dict[str, str]]:
+        """Every topic the name servers know, sorted, with its kind: NORMAL, RETRY, DLQ or SYSTEM
+        (the broker's own, and the topics named after clusters and brokers, and their reply topics)."""
+        topics, info = await asyncio.gather(self.admin.topic_list(), self.admin.cluster_info())
+        clusters = set(info.cluster_addr_table)
+        named = clusters | set(info.broker_addr_table) | {reply_topic(c) for c in clusters}
+
+        def kind(topic: str) -> str:
+            if is_retry_topic(topic):
+                return "RETRY"
+            if is_dlq_topic(topic):
+                return "DLQ"
+            if is_system_topic(topic) or topic in named:
+                return "SYSTEM"
+            return "NORMAL"
+
+        return [{"topic": t, "kind": kind(t)} for t in sorted(topics)]
+
+    async def topic(self, topic: str) -> dict[str, Any]:
+        """A topic's route, per-queue status and consuming groups (``NoRouteError`` if unknown)."""
+        route = await self.admin.topic_route(topic)
+        status, groups = await asyncio.gather(
+            self.admin.topic_status(topic), self.admin.examine_topic_consume_by_who(topic)
+        )
+        queue_datas = [
+            {
+                "brokerName": q.broker_name,
+                "readQueueNums": q.read_queue_nums,
+                "writeQueueNums": q.write_queue_nums,
+                "perm": q.perm,
+                "permName": PermName.perm2string(q.perm),
+            }
+            for q in route.queue_datas
+        ]
+        brokers = [
+            {"cluster": b.cluster, "brokerName": b.broker_name, "brokerId": bid, "addr": addr}
+            for b in route.broker_datas
+            for bid, addr in sorted(b.broker_addrs.items())
+        ]
+        return {
+            "topic": topic,
+            "route": {"queueDatas": queue_datas, "brokerDatas": brokers},
+            "status": topic_status_rows(status),
+            "consumerGroups": groups,
+        }
+
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        cluster: str | None,
+        broker_addr: str | None,
+        read_queue_nums: int,
+        write_queue_nums: int,
+        perm: int,
+        order: bool,
+    ) -> dict[str, Any]:
+        """Create or update a topic on a broker or every master of a cluster (``updateTopic``)."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to create the topic on")
+        if not 1 <= read_queue_nums <= 1024 or not 1 <= write_queue_nums <= 1024:
+            raise ValidationError("queue numbers must be between 1 and 1024")
+        if perm not in (PermName.READ, PermName.WRITE, PermName.READ | PermName.WRITE):
+            raise ValidationError(f"perm must be 2 (W), 4 (R) or 6 (RW), not {perm}")
+        brokers = await self.admin.create_topic(
+            topic,
+            read_queue_nums=read_queue_nums,
+            write_queue_nums=write_queue_nums,
+            perm=perm,
+            order=order,
+            cluster=cluster or None,
+            broker_addr=broker_addr or None,
+        )
+        return {"topic": topic, "brokers": brokers}
+
+    async def delete_topic(self, topic: str, cluster: str | None) -> dict[str, Any]:
+        """Delete a topic from the brokers (of the cluster) and the name servers."""
+        await self.admin.topic_route(topic)  # an unknown topic is an error, not a silent no-op
+        await self.admin.delete_topic(topic, cluster or None)
+        return {"topic": topic, "deleted": True}
+
+    # -- consumer groups ----------------------------------------------------------------------------
+
+    async def groups(self) -> list[dict[str, Any]]:
+        """Every consumer group with its online clients, consume TPS and lag (rocketmq-dashboard's
+        group list). A group never consumed (no retry topic) has no figures."""
+        configs = await self.admin.subscription_groups()
+        limit = asyncio.Semaphore(_GROUP_CONCURRENCY)
+
+        async def summary(group: str) -> dict[str, Any]:
+            row: dict[str, Any] = {"group": group, "system": is_system_group(group), "clients": 0}
+            row.update({"consumeType": None, "messageModel": None, "consumeTps": None, "diffTotal": None})
+            if row["system"]:
+                return row
+            async with limit:
+                stats, conn = await asyncio.gather(
+                    self.admin.consume_stats(group),
+                    self.admin.consumer_connection(group),
+                    return_exceptions=True,
+                )
+            if isinstance(stats, BaseException):
+                if not isinstance(stats, MQClientError | TimeoutError):
+                    raise stats
+                if not isinstance(stats, NoRouteError):
+                    row["error"] = str(stats)
+            else:
+                row["consumeTps"] = stats.consume_tps
+                row["diffTotal"] = stats.compute_total_diff()
+            if isinstance(conn, BaseException):
+                if not isinstance(conn, MQClientError | TimeoutError):
+                    raise conn
+            else:
+                row["clients"] = len(conn.connection_set)
+                row["consumeType"] = None if conn.consume_type is None else conn.consume_type.name
+                row["messageModel"] = None if conn.message_model is None else conn.message_model.name
+            return row
+
+        return list(await asyncio.gather(*(summary(g) for g in configs)))
+
+    async def group(self, group: str) -> dict[str, Any]:
+        """A group's settings, online clients and subscriptions, and lag per queue; the parts the
+        cluster refuses carry the error instead (a group with no client online, say)."""
+        configs, progress, conn = await asyncio.gather(
+            self.admin.subscription_groups(),
+            self.admin.consume_stats(group),
+            self.admin.consumer_connection(group),
+            return_exceptions=True,
+        )
+        out: dict[str, Any] = {"group": group}
+        if isinstance(configs, BaseException):
+            raise configs
+        config = configs.get(group)
+        if config is None and isinstance(progress, BaseException):
+            raise ValidationError(f"consumer group {group!r} not found on any broker")
+        out["config"] = _standard(config) if config is not None else None
+        for key, answer in (("progress", progress), ("connection", conn)):
+            if isinstance(answer, MQClientError | TimeoutError):
+                out[key] = None
+                out[f"{key}Error"] = _error_text(answer)
+            elif isinstance(answer, BaseException):
+                raise answer
+        if not isinstance(progress, BaseException):
+            out["progress"] = consume_progress_dict(group, progress)
+        if not isinstance(conn, BaseException):
+            out["connection"] = connection = _standard(conn)
+            for client in connection.get("connectionSet", []):
+                if isinstance(client.get("version"), int):
+                    client["versionDesc"] = version_desc(client["version"])
+        return out
+
+    async def reset_offset(self, group: str, topic: str, timestamp: int, force: bool) -> dict[str, Any]:
+        """Move the group's offsets of ``topic`` to ``timestamp`` (epoch ms; ``resetOffsetByTime``)."""
+        table = await self.admin.reset_offset_by_time(group, topic, timestamp, force=force)
+        return {"group": group, "topic": topic, "timestamp": timestamp, "offsets": offset_table_rows(table)}
+
+    # -- messages -----------------------------------------------------------------------------------
+
+    async def messages_by_time(
+        self, topic: str, begin: int, end: int, limit: int = MAX_LISTED_MESSAGES
+    ) -> dict[str, Any]:
+        """The messages of ``topic`` stored in [begin, end] (epoch ms), newest first, without
+        bodies, at most ``limit`` (rocketmq-dashboard's ``queryMessageByTopic``)."""
+        if end < begin:
+            raise ValidationError("the end of the time range is before its beginning")
+        consumer = await self._pull_consumer()
+        found: list[MessageExt] = []
+        truncated = False
+        for mq in sorted(await consumer.fetch_subscribe_message_queues(topic)):
+            batch, more = await self._read_range(consumer, mq, begin, end, limit - len(found))
+            found += batch
+            if more or len(found) >= limit:
+                truncated = more or len(found) >= limit
+                break
+        found.sort(key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset), reverse=True)
+        return {"messages": [message_dict(m, body=False) for m in found], "truncated": truncated}
+
+    @staticmethod
+    async def _read_range(
+        consumer: PullConsumer, mq: MessageQueue, begin: int, end: int, room: int
+    ) -> tuple[list[MessageExt], bool]:
+        low, high = await asyncio.gather(consumer.search_offset(mq, begin), consumer.search_offset(mq, end))
+        high = min(high + 1, await consumer.max_offset(mq))
+        out: list[MessageExt] = []
+        offset = low
+        while offset < high:
+            result = await consumer.pull(mq, "*", offset, min(_PULL_BATCH, high - offset))
+            if result.pull_status is not PullStatus.FOUND or result.next_begin_offset <= offset:
+                break
+            for msg in result.msg_found_list:
+                if begin <= msg.store_timestamp <= end:
+                    if len(out) >= room:
+                        return out, True
+                    out.append(msg)
+            offset = result.next_begin_offset
+        return out, False
+
+    async def messages_by_key(self, topic: str, key: str) -> dict[str, Any]:
+        """Messages of ``topic`` with ``key`` in their KEYS (or as their id) (``queryMsgByKey``)."""
+        if not key:
+            raise ValidationError("give a message key")
+        found = await self.admin.query_message(topic, key, 64)
+        return {"messages": [message_dict(m, body=False) for m in found], "truncated": len(found) >= 64}
+
+    async def message(self, msg_id: str, topic: str | None) -> dict[str, Any]:
+        """One message by its offset id (or client id with its topic): fields, properties, body,
+        which groups consumed it, and its trace records when tracing was on."""
+        msg = await self.admin.view_message(msg_id, topic or None)
+        out: dict[str, Any] = {"message": message_dict(msg)}
+        tracks, trace = await asyncio.gather(
+            self.admin.message_track_detail(msg),
+            self.admin.query_msg_trace_by_id(msg.client_msg_id),
+            return_exceptions=True,
+        )
+        for key, answer in (("tracks", tracks), ("trace", trace)):
+            if isinstance(answer, MQClientError | TimeoutError):
+                out[key] = []
+                out[f"{key}Error"] = _error_text(answer)
+            elif isinstance(answer, BaseException):
+                raise answer
+        if not isinstance(tracks, BaseException):
+            out["tracks"] = [message_track_dict(t) for t in tracks]
+        if not isinstance(trace, BaseException):  # the send first, then each group's records
+            order = sorted(trace, key=lambda v: (v.msg_type != "Pub", v.group_name, v.time_stamp, v.msg_type))
+            out["trace"] = [trace_view_dict(v) for v in order]
+        return out
+
+    async def send(
+        self, topic: str, body: str, *, tags: str | None, keys: str | None, trace: bool
+    ) -> dict[str, Any]:
+        """Send one test message (rocketmq-dashboard's ``sendTopicMessage``)."""
+        producer = await self._producer(trace)
+        msg = Message.create(topic, body.encode("utf-8"), tags=tags or None, keys=keys or None)
+        result = await producer.send(msg)
+        return {
+            "sendStatus": result.send_status.name,
+            "msgId": result.msg_id,
+            "offsetMsgId": result.offset_msg_id,
+            "brokerName": result.message_queue.broker_name,
+            "queueId": result.message_queue.queue_id,
+            "queueOffset": result.queue_offset,
+        }
+
+    # -- dead letters -------------------------------------------------------------------------------
+
+    async def dlq_messages(self, group: str, begin: int, end: int) -> dict[str, Any]:
+        """The group's dead letters stored in [begin, end]; none when it has no DLQ topic yet
+        (rocketmq-dashboard's ``queryDlqMessageByPage``)."""
+        topic = dlq_topic(group)
+        try:
+            await self.admin.topic_route(topic)
+        except NoRouteError:
+            return {"messages": [], "truncated": False, "topic": topic}
+        return {**await self.messages_by_time(topic, begin, end), "topic": topic}
+
+    async def resend_dlq(self, group: str, msg_id: str, client_id: str | None) -> dict[str, Any]:
+        """Have an online consumer of ``group`` (``client_id``, or the first one) consume a
+        dead letter again, its listener running on it now (rocketmq-dashboard's
+        ``batchResendDlqMessage``: ``consumeMessageDirectly`` on the ``%DLQ%`` topic)."""
+        if not client_id:
+            conn = await self.admin.consumer_connection(group)
+            ids = [c.client_id for c in conn.connection_set if c.client_id]
+            if not ids:
+                raise MQBrokerError(ResponseCode.CONSUMER_NOT_ONLINE, f"no consumer of {group} is online")
+            client_id = ids[0]
+        result = await self.admin.consume_message_directly(group, client_id, msg_id, dlq_topic(group))
+        return {
+            "msgId": msg_id,
+            "clientId": client_id,
+            "consumeResult": None if result.consume_result is None else result.consume_result.name,
+            "remark": result.remark,
+            "spentTimeMills": result.spent_time_mills,
+        }
+
+
+def _error_text(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,179 @@
+"""The console's tests run against a live ``finchmq server`` started as a process with its web
+console on a free port (``--console-port``), as a user runs it; the browser tests drive Debian's
+chromium through Playwright and skip, saying why, where either is missing."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from finchmq.client import (
+    BlockingAdminClient,
+    BlockingProducer,
+    BlockingPushConsumer,
+    ConsumeConcurrentlyStatus,
+    Message,
+    MessageExt,
+)
+from finchmq.testing.process import ServerProcess, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+BROKER_CONF = {
+    "traceTopicEnable": "true",  # the message page shows traces
+    "waitTimeMillsInSendQueue": "5000",
+    "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(6000 * 20),
+    "maxHashSlotNum": "20000",
+    "maxIndexNum": "80000",
+}
+FAST_CLIENT: dict[str, Any] = {
+    "rebalance_wait_interval": 1000,
+    "heartbeat_broker_interval": 1000,
+    "persist_consumer_offset_interval": 500,
+    "poll_name_server_interval": 1000,
+}
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "the condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+class Cluster:
+    """The live server and HTTP calls to its console's JSON API."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.server = server
+        self.namesrv = server.namesrv_addr
+        self.url = server.console_url
+
+    def call(self, method: str, path: str, body: Any = None, *, json_type: bool = True) -> tuple[int, Any]:
+        """``(status, decoded JSON)`` of one API request."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if body is not None and json_type else {}
+        request = urllib.request.Request(
+            self.url + path.lstrip("/"), data=data, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, data = self.call(method, path, body)
+        assert status == 200, (status, data)
+        return data
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        self.ok("POST", "/api/topics", {"topic": topic, "cluster": "DefaultCluster",
+                                        "readQueueNums": queues, "writeQueueNums": queues})  # fmt: skip
+        with BlockingAdminClient(namesrv_addr=self.namesrv) as admin:
+            wait_for(lambda: _has_route(admin, topic), what=f"the route of {topic}")
+
+    def send(self, topic: str, bodies: list[str], *, keys: str | None = None) -> list[str]:
+        """Send with finchmq's client; returns the offset message ids."""
+        with BlockingProducer(f"PG_{topic}", namesrv_addr=self.namesrv) as producer:
+            return [producer.send(Message.create(topic, b.encode(), keys=keys)).offset_msg_id for b in bodies]
+
+    def consumer(
+        self,
+        group: str,
+        topic: str,
+        listener: Callable[[list[MessageExt], Any], ConsumeConcurrentlyStatus | None],
+        **overrides: Any,
+    ) -> BlockingPushConsumer:
+        consumer = BlockingPushConsumer(group, namesrv_addr=self.namesrv, **{**FAST_CLIENT, **overrides})
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        consumer.start()
+        return consumer
+
+
+def _has_route(admin: BlockingAdminClient, topic: str) -> bool:
+    try:
+        admin.topic_route(topic)
+    except Exception:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One ``finchmq server`` process with its console for all the console's tests (each test
+    names its own topics and groups)."""
+    with ServerProcess(
+        conf=BROKER_CONF, data_dir=tmp_path_factory.mktemp("console-server"), console_port=free_port()
+    ) as server:
+        assert f"finchmq console at {server.console_url}" in server.log_tail(40), server.log_tail(40)
+        yield Cluster(server)
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> str:
+    """A topic/group-safe name from the test's name."""
+    base = re.sub(r"[^a-zA-Z0-9_-]", "_", request.node.name)[:40]
+    return f"{base}_{time.monotonic_ns() % 100000}"
+
+
+class DeadLetter:
+    """A group whose online consumer sent one message ("poison") to its dead-letter queue; it
+    accepts the message once ``healed`` is set."""
+
+    def __init__(self, cluster: Cluster, topic: str) -> None:
+        self.group = f"G_{topic}"
+        self.healed = threading.Event()
+        self.calls: list[tuple[str, str]] = []
+        cluster.create_topic(topic, queues=1)
+        self.consumer = cluster.consumer(self.group, topic, self._listen, max_reconsume_times=0)
+        cluster.send(topic, ["poison"])
+        self.letter = wait_for(
+            lambda: cluster.ok("GET", f"/api/groups/{self.group}/dlq?begin=0")["messages"],
+            what="the dead letter",
+        )[0]
+
+    def _listen(self, msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        self.calls.extend((m.topic, m.body.decode()) for m in msgs)
+        if self.healed.is_set():
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+
+class ConsumedGroup:
+    """A group that consumed ``count`` messages of a fresh topic and went offline (lag 0)."""
+
+    def __init__(self, cluster: Cluster, topic: str, count: int) -> None:
+        self.group = f"G_{topic}"
+        cluster.create_topic(topic, queues=2)
+        self.before = int(time.time() * 1000) - 60_000
+        cluster.send(topic, [f"m{i}" for i in range(count)])
+        seen: list[str] = []
+        self.consumer = cluster.consumer(
+            self.group, topic, lambda msgs, ctx: seen.extend(m.msg_id for m in msgs)
+        )
+        try:
+            wait_for(lambda: len(seen) >= count, what=f"the consumer to read {count} messages")
+            wait_for(
+                lambda: (
+                    (p := cluster.ok("GET", f"/api/groups/{self.group}")["progress"]) and p["diffTotal"] == 0
+                ),
+                what="the group's offsets to reach the end",
+            )
+        finally:
+            self.consumer.shutdown()

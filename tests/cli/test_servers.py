@@ -143,7 +143,7 @@ def test_unknown_broker_conf_key_is_warned_about(tmp_path: Path) -> None:
             time.sleep(0.05)
         text = (tmp_path / "out").read_text()
         assert "unknown broker.conf key 'noSuchKey' ignored" in text
-        assert "broker broker-x (DefaultCluster) at" in text
+        assert "broker broker-x (DefaultCluster) ASYNC_MASTER brokerId=0 at" in text
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import time
 
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.ha import (
     HAProtocolError,
     OffsetReportReader,
@@ -58,8 +59,9 @@ class _SlaveConnection:
         store = self.service.store
         store.replication.slave_connected()
         log.info("HA: slave %s connected", self.addr)
-        reading = asyncio.create_task(self._read_reports(), name=f"ha-read-{self.addr}")
-        writing = asyncio.create_task(self._transfer(), name=f"ha-write-{self.addr}")
+        tasks = self.service.tasks
+        reading = tasks.spawn(self._read_reports(), f"read-{self.addr}")
+        writing = tasks.spawn(self._transfer(), f"write-{self.addr}")
         try:
             done, _ = await asyncio.wait((reading, writing), return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -143,8 +145,7 @@ class HAService:
         self.port = port
         self._server: asyncio.Server | None = None
         self._connections: set[_SlaveConnection] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._client_task: asyncio.Task[None] | None = None
+        self.tasks = BackgroundTasks("ha")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup_pending = False
         self.master_address: str | None = store.config.ha_master_address or None
@@ -166,18 +167,13 @@ class HAService:
             self.port = self._server.sockets[0].getsockname()[1]
         self.store.replication.on_data = self._data_arrived
         if self.store.config.broker_role is BrokerRole.SLAVE:
-            self._client_task = asyncio.create_task(self._run_client(), name="ha-client")
+            self.tasks.spawn(self._run_client(), "client")
 
     async def close(self) -> None:
         self.store.replication.on_data = None
         if self._server is not None:
             self._server.close()
-        tasks = list(self._tasks)
-        if self._client_task is not None:
-            tasks.append(self._client_task)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.tasks.close()  # the connections' tasks end, and with them their handlers
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
@@ -192,16 +188,14 @@ class HAService:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _SlaveConnection(self, reader, writer)
+        if self.tasks.closed:
+            writer.close()
+            return
         self._connections.add(conn)
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
         try:
             await conn.run()
         finally:
             self._connections.discard(conn)
-            if task is not None:
-                self._tasks.discard(task)
 
     def _data_arrived(self) -> None:
         """Called by the store after an append, on whatever thread appended."""

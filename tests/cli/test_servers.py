@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from finchmq.client import AdminClient, Message, Producer
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.message import decode_stored_all
 from finchmq.remoting import RemotingClient
+from finchmq.testing.cluster import free_port_pair
 
 
 def free_port() -> int:
@@ -175,3 +177,49 @@ def test_namesrv_command_serves_routes(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+
+
+def test_server_with_two_brokers_spreads_sends_over_both(tmp_path: Path) -> None:
+    """``finchmq server --brokers 2``: broker-b is a child process with its own store, both register
+    with the embedded name server, a producer's sends land on both, SIGTERM stops both."""
+    ns_port, port_a, port_b = free_port(), free_port_pair(), free_port_pair()
+    while abs(port_b - port_a) < 20:
+        port_b = free_port_pair()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(tmp_path), "--bind", "127.0.0.1",
+         "--broker-ip", "127.0.0.1", "--namesrv-port", str(ns_port), "--broker-port", str(port_a),
+         "--brokers", "2", "--metrics-port", "0", "--console-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        lines = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "ready in" in line:
+                break
+        text = "".join(lines)
+        assert "finchmq broker broker-b at 127.0.0.1:" in text, text
+        assert (tmp_path / "broker-b" / "store" / "commitlog").is_dir()
+        namesrv = f"127.0.0.1:{ns_port}"
+
+        async def scenario() -> set[str]:
+            async with AdminClient(namesrv_addr=namesrv) as admin:
+                await admin.create_topic(
+                    "Spread", cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2
+                )
+            async with Producer("spread", namesrv_addr=namesrv) as producer:
+                return {
+                    (await producer.send(Message("Spread", b"x"))).message_queue.broker_name
+                    for _ in range(20)
+                }
+
+        assert asyncio.run(scenario()) == {"broker-a", "broker-b"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert "finchmq server shutting down" in out
+    children = subprocess.run(
+        ["pgrep", "-f", str(tmp_path / "broker-b")], check=False, capture_output=True, text=True
+    )
+    assert children.stdout.strip() == "", "broker-b outlived the server"

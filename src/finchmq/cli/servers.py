@@ -29,6 +29,7 @@ from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import run
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
+from finchmq.testing.cluster import BrokerProcess
 
 __all__ = ["add_server_parsers", "host_address", "load_broker_config"]
 
@@ -143,6 +144,18 @@ def add_server_parsers(commands: Any) -> None:
     )
     server.add_argument("--namesrv-port", type=int, default=9876, help="name server port (default 9876)")
     server.add_argument("--broker-port", type=int, default=10911, help="broker port (default 10911)")
+    server.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        metavar="N",
+        help=(
+            "run N brokers (broker-a, broker-b, ...; default 1): the first in this process, the others as "
+            "child processes on --broker-port + 10, + 20, ..., each with its own store under "
+            "DATA_DIR/<name>; "
+            "clients spread over them through the routes, so N uses N cores"
+        ),
+    )
     server.add_argument("--broker-ip", help="address the broker advertises (brokerIP1; default: this host's)")
     server.add_argument("--bind", default="0.0.0.0", help="listen address of both servers (default 0.0.0.0)")
     server.add_argument("-c", "--config", type=Path, help="broker.conf with extra broker settings")
@@ -296,11 +309,19 @@ async def _server_main(
     if broker.metrics is not None:
         broker.metrics_collectors.append(namesrv.enable_metrics().write)
     console = None
+    children: list[BrokerProcess] = []
     try:
         await broker.start()
         _print(f"finchmq name server listening on {namesrv.address}")
         store_dir = store_config.store_path_root_dir
         _print(f"finchmq broker {broker_config.broker_name} at {broker.broker_addr} (store {store_dir})")
+        for child in _child_brokers(args, broker_config, props, namesrv.address):
+            children.append(child)
+            await asyncio.to_thread(child.start)
+            _print(
+                f"finchmq broker {child.conf['brokerName']} at {child.conf['brokerIP1']}:"
+                f"{child.conf['listenPort']} (store {child.store_dir}, pid {child.pid})"
+            )
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
         console = await _start_console(args, namesrv.address)
@@ -312,8 +333,41 @@ async def _server_main(
     finally:
         if console is not None:
             await console.close()
+        await asyncio.gather(*(asyncio.to_thread(child.stop) for child in children))
         await broker.close()
         await namesrv.close()
+
+
+def _child_brokers(
+    args: argparse.Namespace, first: BrokerConfig, props: dict[str, str], namesrv_addr: str
+) -> list[BrokerProcess]:
+    """Brokers 2..N of ``finchmq server --brokers N``: the first one's settings with their own name,
+    port and store (each a ``finchmq broker`` process; metrics and console stay with the first)."""
+    out = []
+    for i in range(1, args.brokers):
+        name = _nth_broker_name(first.broker_name, i)
+        data_dir = (args.data_dir / name).resolve()
+        conf = {
+            **props,
+            "brokerName": name,
+            "brokerId": "0",
+            "brokerClusterName": first.broker_cluster_name,
+            "listenPort": str(first.listen_port + 10 * i if first.listen_port else 0),
+            "brokerIP1": first.broker_ip1,
+            "bindAddress": first.bind_address,
+            "namesrvAddr": namesrv_addr,
+            "storePathRootDir": str(data_dir / "store"),
+            "metricsExporterType": "DISABLE",
+        }
+        out.append(BrokerProcess(data_dir, conf))
+    return out
+
+
+def _nth_broker_name(first: str, i: int) -> str:
+    """broker-a -> broker-b, broker-c, ...; any other name gets a suffix (name-2, name-3, ...)."""
+    if len(first) >= 2 and first[-2] == "-" and first[-1].isalpha() and ord(first[-1]) + i <= ord("z"):
+        return first[:-1] + chr(ord(first[-1]) + i)
+    return f"{first}-{i + 1}"
 
 
 def _can_listen(host: str, port: int) -> bool:
@@ -348,6 +402,9 @@ async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
 
 
 def _run_server(args: argparse.Namespace) -> int:
+    if not 1 <= args.brokers <= 26:
+        print(f"finchmq server: --brokers must be in 1..26, got {args.brokers}", file=sys.stderr)
+        return 2
     overrides = {"listenPort": str(args.broker_port), "bindAddress": args.bind}
     if args.broker_ip:
         overrides["brokerIP1"] = args.broker_ip

@@ -31,6 +31,7 @@ from finchmq.protocol.headers import QueryConsumerOffsetRequestHeader
 from finchmq.remoting import RemotingClient
 from finchmq.testing.audit import stored_bodies
 from finchmq.testing.cluster import LocalCluster
+from tests.scrape import scrape
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -56,6 +57,7 @@ def sync_group(tmp_path: Path) -> Iterator[LocalCluster]:
         namesrvs=1,
         role="SYNC_MASTER",
         conf={"mappedFileSizeCommitLog": str(SEGMENT), "defaultTopicQueueNums": "4"},
+        metrics=True,
     )
     with cluster:
         yield cluster
@@ -99,6 +101,16 @@ async def test_sync_master_acks_once_the_slave_has_it_and_a_restarted_slave_catc
             return await stored_bodies(slave.addr, TOPIC, queues=4) == on_master
 
         await eventually(slave_serves_the_same, 30, "the slave serves what the master stored")
+
+        # /metrics shows the replication on both sides
+        assert master.metrics_port and slave.metrics_port
+        on_master, on_slave_side = await scrape(master.metrics_port), await scrape(slave.metrics_port)
+        assert [v for _, v in on_master["finchmq_ha_slave_connections"]] == [1]
+        assert [v for _, v in on_master["finchmq_ha_replication_lag_bytes"]] == [0]
+        assert [v for _, v in on_master["finchmq_ha_slave_acked_offset"]] == [
+            v for _, v in on_slave_side["finchmq_ha_commit_log_max_offset"]
+        ]
+        assert [v for _, v in on_slave_side["finchmq_ha_connected_to_master"]] == [1]
 
         # no slave in sync: the master stores the message but says SLAVE_NOT_AVAILABLE
         slave.kill()

@@ -37,11 +37,13 @@ from finchmq.protocol.topics import (
 from finchmq.remoting import RemotingServer
 from finchmq.remoting.metrics import RpcMetrics
 from finchmq.store import SCHEDULE_TOPIC, DefaultMessageStore
+from finchmq.store.config import BrokerRole
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .context import BrokerContext
 from .flow_control import FlowControlCounters
+from .ha import HAService
 from .long_polling import PullRequestHoldService
 from .offset import ConsumerOffsetManager
 from .put_service import StorePutService
@@ -160,6 +162,7 @@ class MeteredBroker(Protocol):
     flow_control: FlowControlCounters
     put_service: StorePutService
     pull_hold_service: PullRequestHoldService
+    ha_service: HAService
     topic_config_manager: TopicConfigManager
     subscription_group_manager: SubscriptionGroupManager
     consumer_offset_manager: ConsumerOffsetManager
@@ -638,6 +641,42 @@ class BrokerMetrics:
 
     # -- finchmq's own ----------------------------------------------------------------------
 
+    def _write_ha(self, out: Exposition, common: Mapping[str, str]) -> None:
+        """Replication: a master's slaves and how far behind the best of them is; a slave's link."""
+        b = self.broker
+        store = b.store
+        end = store.get_max_phy_offset()
+        if store.config.broker_role is BrokerRole.SLAVE:
+            out.gauge(
+                "finchmq_ha_connected_to_master",
+                "1 while this slave's replication connection to its master is up",
+                int(b.ha_service.connected_to_master),
+                common,
+            )
+            out.gauge("finchmq_ha_commit_log_max_offset", "This slave's commit-log end (bytes)", end, common)
+            return
+        replication = store.replication
+        out.gauge(
+            "finchmq_ha_slave_connections",
+            "Slaves replicating from this master",
+            replication.connection_count,
+            common,
+        )
+        acked = replication.push_to_slave_max_offset
+        out.gauge(
+            "finchmq_ha_slave_acked_offset",
+            "The highest commit-log offset a slave has acknowledged (bytes)",
+            acked,
+            common,
+        )
+        if replication.connection_count:
+            out.gauge(
+                "finchmq_ha_replication_lag_bytes",
+                "Commit-log bytes the most advanced slave has not acknowledged yet",
+                max(end - acked, 0),
+                common,
+            )
+
     def _write_finchmq(self, out: Exposition, common: Mapping[str, str]) -> None:
         b = self.broker
         store = b.store
@@ -713,6 +752,7 @@ class BrokerMetrics:
             int(b.put_service.on_loop),
             common,
         )
+        self._write_ha(out, common)
         hold = b.pull_hold_service
         out.gauge(
             "finchmq_pull_held_requests", "Pull requests held by long polling now", hold.held_count, common

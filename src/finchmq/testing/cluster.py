@@ -47,6 +47,15 @@ def _free(port: int) -> bool:
     return True
 
 
+def _metrics_conf() -> dict[str, str]:
+    """broker.conf keys serving /metrics on a free loopback port."""
+    return {
+        "metricsExporterType": "PROM",
+        "metricsPromExporterHost": "127.0.0.1",
+        "metricsPromExporterPort": str(free_port()),
+    }
+
+
 class NamesrvProcess(ChildServer):
     """``finchmq namesrv`` on a loopback port."""
 
@@ -85,6 +94,12 @@ class BrokerProcess(ChildServer):
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.conf['listenPort']}"
+
+    @property
+    def metrics_port(self) -> int | None:
+        """Where this broker serves /metrics, if it does."""
+        port = self.conf.get("metricsPromExporterPort")
+        return int(port) if self.conf.get("metricsExporterType") == "PROM" and port else None
 
     @property
     def label(self) -> str:
@@ -143,7 +158,8 @@ class BrokerProcess(ChildServer):
 
 class LocalCluster:
     """``namesrvs`` name servers and ``groups`` broker groups (broker-a, broker-b, ...), each a
-    master (``role``: SYNC_MASTER or ASYNC_MASTER) and ``slaves`` slaves, under ``root``.
+    master (``role``: SYNC_MASTER or ASYNC_MASTER) and ``slaves`` slaves, under ``root``;
+    ``metrics`` has every broker serve /metrics on a free port of its own.
 
     ``conf`` adds broker.conf keys to every broker. Start with ``start()`` or ``with``; the
     processes are stopped with SIGTERM (a clean shutdown) at ``stop()``.
@@ -159,6 +175,7 @@ class LocalCluster:
         role: str = "SYNC_MASTER",
         cluster_name: str = "FinchCluster",
         conf: dict[str, str] | None = None,
+        metrics: bool = False,
     ) -> None:
         if role not in ("SYNC_MASTER", "ASYNC_MASTER"):
             raise ValueError(f"role must be SYNC_MASTER or ASYNC_MASTER, got {role!r}")
@@ -188,6 +205,7 @@ class LocalCluster:
                         "bindAddress": "127.0.0.1",
                         "namesrvAddr": "",  # set at start, once the name servers have ports
                         "storePathRootDir": str(data / "store"),
+                        **(_metrics_conf() if metrics else {}),
                         **(conf or {}),
                     },
                 )

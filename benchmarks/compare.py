@@ -346,13 +346,13 @@ def format_table(table: list[dict[str, Any]], repeats: int) -> str:
 
 
 def format_cpu(runs: list[dict[str, Any]]) -> str:
-    """Median CPU of the server and of the load generator per system and case, and the server's
-    CPU per message (its CPU share over the whole case divided by the measured rate: slightly
+    """Median CPU of the server and of the load generator per system and case, and the CPU per
+    message of each (its CPU share over the whole case divided by the measured rate: slightly
     low, as it includes start-up; steadier than the rates when other work shares the cores)."""
     cases = [*(f"publish_{s}_{n}" for s, n in PUBLISH_CASES), BATCH_CASE, "consume", "consume_pull"]
     lines = [
         "CPU while measuring, median of the runs: server % / load generator % (100% = one core), "
-        "and ~server CPU µs per message:"
+        "and ~server / ~load generator (client) CPU µs per message:"
     ]
     for system in SYSTEMS:
         parts = []
@@ -368,8 +368,12 @@ def format_cpu(runs: list[dict[str, Any]]) -> str:
             per_msg = sorted(
                 r["server_cpu_pct"] / 100 / r["result"]["tps"] * 1e6 for r in rs if r["result"]["tps"]
             )
+            client_per_msg = sorted(
+                r["client_cpu_pct"] / 100 / r["result"]["tps"] * 1e6 for r in rs if r["result"]["tps"]
+            )
             if case in cases and per_msg:
-                part += f" ~{per_msg[len(per_msg) // 2]:.0f} µs"
+                mid_msg = len(per_msg) // 2
+                part += f" ~{per_msg[mid_msg]:.0f}/{client_per_msg[mid_msg]:.0f} µs"
             parts.append(part)
         if parts:
             lines.append(f"  {COLUMNS[system]}: " + ", ".join(parts))

@@ -9,7 +9,8 @@ Strategy:
     Results are queued in a deque and one ``call_soon_threadsafe`` drains all that piled up, so
     the loop is woken once per burst, not once per message. The job queue is unbounded, as
     Java's ``LinkedBlockingQueue``; flow control bounds it (a queue's cached messages).
-    The async executor runs up to ``concurrency`` coroutines from a FIFO on worker tasks.
+    The async executor runs up to ``concurrency`` coroutines from a FIFO on worker tasks, waking
+    another worker only while jobs wait and the running workers have yielded.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["AsyncConsumeExecutor", "ThreadConsumeExecutor"]
 
@@ -134,26 +135,25 @@ class ThreadConsumeExecutor:
             self._jobs.put(None)
 
 
-class _Job(Generic[_R]):
-    __slots__ = ("arg", "factory", "on_done")
-
-    def __init__(
-        self, factory: Callable[[Any], Coroutine[Any, Any, _R]], arg: object, on_done: OnDone
-    ) -> None:
-        self.factory = factory
-        self.arg = arg
-        self.on_done = on_done
+_AsyncJob = tuple[Callable[[Any], Coroutine[Any, Any, object]], object, OnDone]
 
 
 class AsyncConsumeExecutor:
-    """Up to ``concurrency`` coroutines at a time, each on a long-lived worker task."""
+    """Up to ``concurrency`` coroutines at a time, each on a long-lived worker task.
+
+    A worker runs queued jobs one after another; another worker is woken only when jobs are
+    still waiting once the running ones yield (a listener that awaits something). Listeners
+    that finish without suspending are thus all run by one worker in one task step, instead
+    of one worker woken per job.
+    """
 
     def __init__(self, name: str, concurrency: int) -> None:
         self.name = name
         self.concurrency = concurrency
-        self._jobs: deque[_Job[Any]] = deque()
+        self._jobs: deque[_AsyncJob] = deque()
         self._idle: deque[asyncio.Future[None]] = deque()
         self._workers: list[asyncio.Task[None]] = []
+        self._wake_scheduled = False
         self._shutdown = False
 
     @property
@@ -164,7 +164,16 @@ class AsyncConsumeExecutor:
         """Run ``await factory(arg)`` on a worker; then ``on_done(arg, result, exception)``."""
         if self._shutdown:
             raise RuntimeError(f"{self.name} is shut down")
-        self._jobs.append(_Job(factory, arg, on_done))
+        self._jobs.append((factory, arg, on_done))
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            asyncio.get_running_loop().call_soon(self._wake)
+
+    def _wake(self) -> None:
+        """Jobs wait and every worker that ran has yielded: start one more worker on them."""
+        self._wake_scheduled = False
+        if not self._jobs or self._shutdown:
+            return
         idle = self._idle
         while idle:
             waiter = idle.popleft()
@@ -186,17 +195,20 @@ class AsyncConsumeExecutor:
                 self._idle.append(waiter)
                 await waiter
                 continue
-            job = jobs.popleft()
+            factory, arg, on_done = jobs.popleft()
+            if jobs and not self._wake_scheduled:  # should this job suspend, another worker goes on
+                self._wake_scheduled = True
+                loop.call_soon(self._wake)
             exc: BaseException | None = None
             result: object = None
             try:
-                result = await job.factory(job.arg)
+                result = await factory(arg)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 exc = error
             try:
-                job.on_done(job.arg, result, exc)
+                on_done(arg, result, exc)
             except Exception:
                 log.exception("%s: result handler failed", self.name)
 

@@ -141,10 +141,11 @@ _AsyncJob = tuple[Callable[[Any], Coroutine[Any, Any, object]], object, OnDone]
 class AsyncConsumeExecutor:
     """Up to ``concurrency`` coroutines at a time, each on a long-lived worker task.
 
-    A worker runs queued jobs one after another; another worker is woken only when jobs are
-    still waiting once the running ones yield (a listener that awaits something). Listeners
-    that finish without suspending are thus all run by one worker in one task step, instead
-    of one worker woken per job.
+    A submitted job wakes a worker at once unless one is already woken and about to run. A
+    worker runs queued jobs one after another; it has another worker woken only when jobs are
+    still waiting after its job yielded (a listener that awaits something). Listeners that
+    finish without suspending are thus all run by one worker in one task step, instead of one
+    worker woken per job.
     """
 
     def __init__(self, name: str, concurrency: int) -> None:
@@ -153,6 +154,7 @@ class AsyncConsumeExecutor:
         self._jobs: deque[_AsyncJob] = deque()
         self._idle: deque[asyncio.Future[None]] = deque()
         self._workers: list[asyncio.Task[None]] = []
+        self._woken = False  # a worker was woken (or started) and has not run yet
         self._wake_scheduled = False
         self._shutdown = False
 
@@ -165,40 +167,45 @@ class AsyncConsumeExecutor:
         if self._shutdown:
             raise RuntimeError(f"{self.name} is shut down")
         self._jobs.append((factory, arg, on_done))
-        if not self._wake_scheduled:
-            self._wake_scheduled = True
-            asyncio.get_running_loop().call_soon(self._wake)
+        if not self._woken:
+            self._wake_one()
 
-    def _wake(self) -> None:
-        """Jobs wait and every worker that ran has yielded: start one more worker on them."""
-        self._wake_scheduled = False
-        if not self._jobs or self._shutdown:
-            return
+    def _wake_one(self) -> None:
         idle = self._idle
         while idle:
             waiter = idle.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                self._woken = True
                 return
         if len(self._workers) < self.concurrency:
             loop = asyncio.get_running_loop()
             self._workers.append(
                 loop.create_task(self._work(), name=f"finchmq-{self.name}-{len(self._workers)}")
             )
+            self._woken = True
+
+    def _wake_if_waiting(self) -> None:
+        """Scheduled by a worker that left jobs waiting: if they still wait, its job yielded."""
+        self._wake_scheduled = False
+        if self._jobs and not self._woken and not self._shutdown:
+            self._wake_one()
 
     async def _work(self) -> None:
         jobs = self._jobs
         loop = asyncio.get_running_loop()
+        self._woken = False
         while True:
             if not jobs:
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._idle.append(waiter)
                 await waiter
+                self._woken = False
                 continue
             factory, arg, on_done = jobs.popleft()
             if jobs and not self._wake_scheduled:  # should this job suspend, another worker goes on
                 self._wake_scheduled = True
-                loop.call_soon(self._wake)
+                loop.call_soon(self._wake_if_waiting)
             exc: BaseException | None = None
             result: object = None
             try:

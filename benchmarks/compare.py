@@ -183,7 +183,7 @@ class Runner:
         """py-spy on the finchmq server during ``--profile``'s case, in the last repeat."""
         a = self.args
         name = {"finchmq": case, "finchmq-cpp": f"cpp_{case}"}.get(system)
-        if a.profile != name or repeat != a.repeat - 1:
+        if a.profile is None or a.profile != name or repeat != a.repeat - 1:
             return contextlib.nullcontext()
         a.out.mkdir(parents=True, exist_ok=True)
         self.profile_raw = a.out / f"profile_{name}.raw"

@@ -743,8 +743,8 @@ class Producer(ClientService, MQProducerInner):
         info = self._publish_info.get(msg.topic)
         if info is None or not info.message_queue_list:
             info = await self._try_to_find_topic_publish_info(msg.topic)
-        if not info.ok():
-            raise self._no_route(msg.topic)
+            if not info.ok():
+                raise self._no_route(msg.topic)
         if mode is _Mode.SYNC:
             times_total = 1 + self.config.retry_times_when_send_failed
         elif mode is _Mode.ASYNC:
@@ -759,7 +759,11 @@ class Producer(ClientService, MQProducerInner):
         call_timeout = False
         times = 0
         for times in range(times_total):
-            mq = fault.select_one_message_queue(info, mq.broker_name if mq is not None else None)
+            if mq is None and not fault.enabled:  # the first attempt, plain round robin
+                queues = info.message_queue_list
+                mq = queues[info.next_index() % len(queues)]
+            else:
+                mq = fault.select_one_message_queue(info, mq.broker_name if mq is not None else None)
             brokers_sent.append(mq.broker_name)
             attempt_began = time.monotonic()
             cost = int((attempt_began - began) * 1000)
@@ -847,7 +851,9 @@ class Producer(ClientService, MQProducerInner):
         """The broker's address and the call that sends ``msg`` to ``mq`` (not started), or None
         when the broker's address is unknown. ``_send_default`` awaits the call itself when it
         need not trace: one coroutine frame less per send."""
-        instance = self.instance
+        instance = self._instance
+        if instance is None:
+            instance = self.instance  # raises
         addr = instance.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
             return None

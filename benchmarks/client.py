@@ -312,11 +312,14 @@ class Bench:
             await asyncio.sleep(1.0)  # every queue has a long poll held on the broker
             warmup = 200
             failed = 0
+            first_error = ""
 
             def failures(future: asyncio.Future[SendResult]) -> None:
-                nonlocal failed
-                if future.exception() is not None:
+                nonlocal failed, first_error
+                exc = future.exception()
+                if exc is not None:
                     failed += 1
+                    first_error = first_error or f"{type(exc).__name__}: {exc}"[:200]
 
             async def body() -> tuple[int, list[float], str]:
                 total = int(rate * seconds) + warmup
@@ -334,7 +337,7 @@ class Bench:
                     await asyncio.sleep(0.05)
                 measured = latencies[warmup:]
                 note = f"{rate} msgs/s offered, first {warmup} dropped" + (
-                    f", {failed} sends failed" if failed else ""
+                    f", {failed} sends failed (first: {first_error})" if failed else ""
                 )
                 return len(measured), measured, note
 

@@ -574,7 +574,7 @@ class Producer(ClientService, MQProducerInner):
         if queue is None and selector is None:
             try:
                 self._check_single(msg)
-            except MQClientError as exc:  # a bad message fails the future, not the call
+            except Exception as exc:  # a bad message fails the future, not the call
                 coro = _raise(exc)
             else:
                 coro = self._send_default(msg, _Mode.ASYNC, timeout, None)

@@ -129,8 +129,17 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
         if len(msgs) <= batch:
             self._submit(_ConsumeRequest(msgs, pq, mq))
             return
+        if self._stopped:
+            return
+        submit, run, done = self.executor.submit, self._run, self._done
+        if batch == 1:  # the default: one listener call per message
+            for msg in msgs:
+                pq.in_flight += 1
+                submit(run, _ConsumeRequest([msg], pq, mq), done)  # type: ignore[arg-type]
+            return
         for start in range(0, len(msgs), batch):
-            self._submit(_ConsumeRequest(msgs[start : start + batch], pq, mq))
+            pq.in_flight += 1
+            submit(run, _ConsumeRequest(msgs[start : start + batch], pq, mq), done)  # type: ignore[arg-type]
 
     def _submit(self, request: _ConsumeRequest) -> None:
         if self._stopped:

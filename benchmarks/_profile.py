@@ -16,12 +16,14 @@ import collections
 import contextlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["py_spy", "summarize"]
+__all__ = ["py_spy", "py_spy_while", "summarize"]
 
 _LINE = re.compile(r":\d+\)")
 
@@ -46,6 +48,24 @@ def py_spy(pid: int, seconds: float, raw: Path, rate: int = 200) -> Iterator[Non
     finally:
         _, err = proc.communicate()
         if proc.returncode != 0:
+            print(f"py-spy failed ({proc.returncode}): {err[-500:]}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def py_spy_while(pid: int, raw: Path, rate: int = 1000) -> Iterator[None]:
+    """Record ``pid`` (this process too) into ``raw`` for as long as the block runs."""
+    proc = subprocess.Popen(
+        [_py_spy(), "record", "-p", str(pid), "-d", "3600", "-r", str(rate),
+         "-f", "raw", "--gil", "--nonblocking", "-o", str(raw)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(0.5)  # attached before the workload starts
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)  # py-spy writes what it has on Ctrl-C
+        _, err = proc.communicate()
+        if not raw.exists():
             print(f"py-spy failed ({proc.returncode}): {err[-500:]}", file=sys.stderr)
 
 

@@ -1,6 +1,6 @@
-"""The Python client against ``finchmq server`` in its own process, 1 KiB messages.
+"""The Python client against ``finchmq server`` in its own process, 1 KiB messages (``--size``).
 
-    python -m benchmarks.client [--messages 40000] [--only sync32 push ...] [--namesrv HOST:PORT]
+    python -m benchmarks.client [--messages 40000] [--size 1024] [--only sync32 push ...] [--namesrv H:P]
 
 Cases (each on a fresh topic; the broker runs ASYNC_FLUSH in a fresh data directory):
     sync1     sync send, 1 sender: msgs/s, p50/p99 latency
@@ -13,7 +13,7 @@ Cases (each on a fresh topic; the broker runs ASYNC_FLUSH in a fresh data direct
 
 Targets (issue 6, 2-core machine): sync32 >= 25,000 msgs/s; push >= 30,000 msgs/s; e2e p99 <= 10 ms.
 The CPU used by the broker process and by this one are printed per case, in seconds and in µs
-per message.
+per message: the second figure of sync32 is the client's CPU per sync send.
 """
 
 from __future__ import annotations
@@ -28,8 +28,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
+from benchmarks._profile import py_spy_while
+from benchmarks._profile import summarize as summarize_profile
 from benchmarks._server import ServerProcess
 from finchmq.client import (
     AdminClient,
@@ -79,8 +82,16 @@ def _client_cpu() -> float:
 
 
 class Bench:
-    def __init__(self, namesrv: str, server: ServerProcess | None, messages: int, fake: bool = False) -> None:
+    def __init__(
+        self,
+        namesrv: str,
+        server: ServerProcess | None,
+        messages: int,
+        fake: bool = False,
+        profile: Path | None = None,
+    ) -> None:
         self.fake = fake
+        self.profile = profile
         self.namesrv = namesrv
         self.server = server
         self.messages = messages
@@ -108,7 +119,14 @@ class Bench:
         server_before = self.server.cpu_seconds() if self.server else 0.0
         client_before = _client_cpu()
         began = time.perf_counter()
-        count, latencies, note = await body()
+        if self.profile is None:
+            count, latencies, note = await body()
+        else:
+            raw = self.profile / f"client_{name}.raw"
+            with py_spy_while(os.getpid(), raw):
+                count, latencies, note = await body()
+            summary = summarize_profile(raw)
+            raw.with_suffix(".txt").write_text(f"py-spy --gil, the client, {name}\n{summary}\n")
         seconds = time.perf_counter() - began
         server_cpu = (self.server.cpu_seconds() - server_before) if self.server else 0.0
         return Result(name, count, seconds, latencies, server_cpu, _client_cpu() - client_before, note)
@@ -294,11 +312,14 @@ class Bench:
             await asyncio.sleep(1.0)  # every queue has a long poll held on the broker
             warmup = 200
             failed = 0
+            first_error = ""
 
             def failures(future: asyncio.Future[SendResult]) -> None:
-                nonlocal failed
-                if future.exception() is not None:
+                nonlocal failed, first_error
+                exc = future.exception()
+                if exc is not None:
                     failed += 1
+                    first_error = first_error or f"{type(exc).__name__}: {exc}"[:200]
 
             async def body() -> tuple[int, list[float], str]:
                 total = int(rate * seconds) + warmup
@@ -316,7 +337,7 @@ class Bench:
                     await asyncio.sleep(0.05)
                 measured = latencies[warmup:]
                 note = f"{rate} msgs/s offered, first {warmup} dropped" + (
-                    f", {failed} sends failed" if failed else ""
+                    f", {failed} sends failed (first: {first_error})" if failed else ""
                 )
                 return len(measured), measured, note
 
@@ -392,14 +413,16 @@ def _serve_fake(pipe: Connection) -> None:
 async def main_async(
     args: argparse.Namespace, server: ServerProcess | None, namesrv: str, fake: bool = False
 ) -> list[Result]:
-    bench = Bench(namesrv, server, args.messages, fake=fake)
+    bench = Bench(namesrv, server, args.messages, fake=fake, profile=args.profile)
     results = []
     cases = list(args.only or CASES) * args.repeat
     for number, case in enumerate(cases):
         if args.repeat > 1 and number % len(args.only or CASES) == 0:
             print(f"-- round {number // len(args.only or CASES) + 1} of {args.repeat}", flush=True)
         if case == "sync1":
-            bench_result = await Bench(namesrv, server, max(args.messages // 5, 1000), fake=fake).sync_send(1)
+            bench_result = await Bench(
+                namesrv, server, max(args.messages // 5, 1000), fake=fake, profile=args.profile
+            ).sync_send(1)
         elif case == "sync32":
             bench_result = await bench.sync_send(32)
         elif case == "async":
@@ -443,19 +466,34 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--messages", type=int, default=40_000, help="messages per throughput case")
+    parser.add_argument("--size", type=int, default=1024, help="body bytes, >= 16 (default 1024)")
     parser.add_argument("--only", nargs="+", choices=CASES, help="run these cases only")
     parser.add_argument(
         "--repeat", type=int, default=1, help="rounds; with more than one, a best/spread summary"
     )
     parser.add_argument("--namesrv", help="use a running server instead of starting one")
     parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="py-spy this process during each case: DIR/client_CASE.raw and a summary in .txt "
+        "(the profiler's sampling shows in the timings)",
+    )
+    parser.add_argument(
         "--fake-broker",
         action="store_true",
         help="send to a process that answers at once: the client's own capacity (send cases only)",
     )
     args = parser.parse_args()
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    if args.size < 16:
+        parser.error("--size must be >= 16")
+    global BODY  # noqa: PLW0603 - the cases read the module's body
+    BODY = b"x" * args.size
     print(
-        f"finchmq client benchmark: 1 KiB messages, uvloop={HAVE_UVLOOP}, {os.cpu_count()} CPUs", flush=True
+        f"finchmq client benchmark: {args.size} B messages, uvloop={HAVE_UVLOOP}, {os.cpu_count()} CPUs",
+        flush=True,
     )
     if args.fake_broker:
         args.only = [c for c in (args.only or FAKE_CASES) if c in FAKE_CASES]

@@ -24,6 +24,11 @@ process on uvloop:
 - finchmq only (both clients): 1 KiB in RocketMQ batches of 32 from 8 publishers, the batch case
   of ``broker_send.py`` (the peers' Python clients have no batch publish).
 
+``--baseline-src DIR`` runs the Python-client cases once more with another checkout's client
+(``DIR`` is its ``src``, e.g. of ``git worktree add /tmp/base main``), against a fresh server of
+this checkout, as the column "finchmq (baseline client)": a client change before and after in
+one run.
+
 ``--profile CASE`` records the finchmq server with py-spy during one case and summarises it.
 
 Prints one table (best of ``--repeat`` runs, their spread, and finchmq/peer ratios), writes it
@@ -67,9 +72,10 @@ BENCH_REQUIREMENTS = (
 PUBLISH_CASES = ((128, 1), (128, 32), (1024, 1), (1024, 32))  # (body bytes, concurrent publishers)
 CONSUMERS = 8
 BATCH_CASE = "publish_1024_batch32_8"  # broker_send's batch case: RocketMQ batches, which the peers lack
-SYSTEMS = ("finchmq", "finchmq-cpp", "nats", "redis")
+SYSTEMS = ("finchmq", "finchmq-base", "finchmq-cpp", "nats", "redis")
 COLUMNS = {
     "finchmq": "finchmq (Python client)",
+    "finchmq-base": "finchmq (baseline client)",
     "finchmq-cpp": "finchmq (C++ client)",
     "nats": "NATS JetStream",
     "redis": "Redis Streams",
@@ -141,13 +147,15 @@ class Runner:
         )
 
     def run_json(
-        self, cmd: list[str], server_cpu: Callable[[], float]
+        self, cmd: list[str], server_cpu: Callable[[], float], env: dict[str, str] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run a load generator, return its last JSON line and the CPU both sides used."""
         load = os.getloadavg()[0]
         cpu_before = server_cpu()
         began = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env
+        )
         assert proc.stdout is not None and proc.stderr is not None
         out = proc.stdout.read()
         err = proc.stderr.read()
@@ -174,48 +182,52 @@ class Runner:
     ) -> contextlib.AbstractContextManager[None]:
         """py-spy on the finchmq server during ``--profile``'s case, in the last repeat."""
         a = self.args
-        name = case if system == "finchmq" else f"cpp_{case}"
-        if a.profile != name or repeat != a.repeat - 1:
+        name = {"finchmq": case, "finchmq-cpp": f"cpp_{case}"}.get(system)
+        if a.profile is None or a.profile != name or repeat != a.repeat - 1:
             return contextlib.nullcontext()
         a.out.mkdir(parents=True, exist_ok=True)
         self.profile_raw = a.out / f"profile_{name}.raw"
         return py_spy(server.pid, a.warmup + a.duration + 1, self.profile_raw)
 
-    def finchmq(self, repeat: int, with_cpp: bool) -> None:
+    def finchmq(self, repeat: int, with_cpp: bool, system: str = "finchmq", src: Path | None = None) -> None:
+        """The Python-client cases (then the C++ client's); ``src``: the client of another
+        checkout (``--baseline-src``) drives this checkout's server."""
         a = self.args
         bench = [sys.executable, "-m", "finchmq.cli", "bench"]
         common = ["--interval", "3600", "--json"]
+        env = None if src is None else {**os.environ, "PYTHONPATH": str(src)}
+        tag = "" if src is None else "b"
         with ServerProcess() as server:
             addr = server.namesrv_addr
             time.sleep(1)
             for size, n in PUBLISH_CASES:
                 case = f"publish_{size}_{n}"
-                args = f"producer -n {addr} -t Pub_{size}_{n}_{repeat} -w {n} -s {size} -d {a.duration}"
+                args = f"producer -n {addr} -t Pub_{size}_{n}_{repeat}{tag} -w {n} -s {size} -d {a.duration}"
                 cmd = [*bench, *args.split(), "--warmup", str(a.warmup), *common]
-                with self._profiled("finchmq", case, repeat, server):
-                    measured = self.run_json(cmd, server.cpu_seconds)
-                self._record("finchmq", case, repeat, *measured)
-            args = f"producer -n {addr} -t Batch_{repeat} -w 8 -b 32 -s 1024 -d {a.duration}"
-            with self._profiled("finchmq", BATCH_CASE, repeat, server):
+                with self._profiled(system, case, repeat, server):
+                    measured = self.run_json(cmd, server.cpu_seconds, env)
+                self._record(system, case, repeat, *measured)
+            args = f"producer -n {addr} -t Batch_{repeat}{tag} -w 8 -b 32 -s 1024 -d {a.duration}"
+            with self._profiled(system, BATCH_CASE, repeat, server):
                 measured = self.run_json(
-                    [*bench, *args.split(), "--warmup", str(a.warmup), *common], server.cpu_seconds
+                    [*bench, *args.split(), "--warmup", str(a.warmup), *common], server.cpu_seconds, env
                 )
-            self._record("finchmq", BATCH_CASE, repeat, *measured)
-            backlog = f"Backlog_{repeat}"
+            self._record(system, BATCH_CASE, repeat, *measured)
+            backlog = f"Backlog_{repeat}{tag}"
             args = f"producer -n {addr} -t {backlog} -w 32 -q {a.backlog} -d 0"
-            preload, _ = self.run_json([*bench, *args.split(), *common], server.cpu_seconds)
+            preload, _ = self.run_json([*bench, *args.split(), *common], server.cpu_seconds, env)
             for case, mode in (("consume", "push"), ("consume_pull", "pull")):
                 args = (
-                    f"consumer -n {addr} -t {backlog} -g bench_{mode}_{repeat} -m {mode} --from first "
+                    f"consumer -n {addr} -t {backlog} -g bench_{mode}_{repeat}{tag} -m {mode} --from first "
                     f"-q {preload['messages']} -d {a.consume_timeout}"
                 )
-                with self._profiled("finchmq", case, repeat, server):
-                    measured = self.run_json([*bench, *args.split(), *common], server.cpu_seconds)
-                self._record("finchmq", case, repeat, *measured)
-            args = f"e2e -n {addr} -t E2E_{repeat} -r {a.e2e_rate} -d {a.duration}"
-            with self._profiled("finchmq", "e2e", repeat, server):
-                measured = self.run_json([*bench, *args.split(), *common], server.cpu_seconds)
-            self._record("finchmq", "e2e", repeat, *measured)
+                with self._profiled(system, case, repeat, server):
+                    measured = self.run_json([*bench, *args.split(), *common], server.cpu_seconds, env)
+                self._record(system, case, repeat, *measured)
+            args = f"e2e -n {addr} -t E2E_{repeat}{tag} -r {a.e2e_rate} -d {a.duration}"
+            with self._profiled(system, "e2e", repeat, server):
+                measured = self.run_json([*bench, *args.split(), *common], server.cpu_seconds, env)
+            self._record(system, "e2e", repeat, *measured)
             if with_cpp:
                 self._cpp(server, repeat)
 
@@ -284,7 +296,7 @@ class Runner:
 
 def _values(runs: list[dict[str, Any]], system: str, row: Row) -> list[float]:
     case = "e2e" if row.key.startswith("e2e") else row.key
-    if system != "finchmq" and row.key == "consume_pull":
+    if system in ("nats", "redis") and row.key == "consume_pull":
         case = "consume"  # the peers' consumers are pull loops already: the same figure
     return [float(r["result"][row.metric]) for r in runs if r["system"] == system and r["case"] == case]
 
@@ -302,7 +314,7 @@ def build_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             cells[system] = {"best": best, "values": values, "spread_pct": round(spread, 1)}
         ratios = {}
         if "finchmq" in cells:
-            for peer in ("nats", "redis"):
+            for peer in ("nats", "redis", "finchmq-base"):
                 if peer in cells and cells[peer]["best"]:
                     ratios[peer] = round(cells["finchmq"]["best"] / cells[peer]["best"], 2)
         table.append(
@@ -318,6 +330,12 @@ def build_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+def _columns(table: list[dict[str, Any]]) -> list[str]:
+    """Every system's column; the baseline client's only when it ran."""
+    ran = {s for t in table for s in t["cells"]}
+    return [s for s in SYSTEMS if s != "finchmq-base" or s in ran]
+
+
 def format_table(table: list[dict[str, Any]], repeats: int) -> str:
     def cell(c: dict[str, Any] | None, unit: str) -> str:
         if c is None:
@@ -325,13 +343,17 @@ def format_table(table: list[dict[str, Any]], repeats: int) -> str:
         value = f"{c['best']:,.0f}" if unit == "msg/s" else f"{c['best']:.2f}"
         return f"{value} ({c['spread_pct']:.0f}%)" if repeats > 1 else value
 
-    headers = ["workload", "unit", *COLUMNS.values(), "finchmq/NATS", "finchmq/Redis"]
+    systems = _columns(table)
+    ratios = {"nats": "finchmq/NATS", "redis": "finchmq/Redis"}
+    if "finchmq-base" in systems:
+        ratios["finchmq-base"] = "finchmq/baseline"
+    headers = ["workload", "unit", *(COLUMNS[s] for s in systems), *ratios.values()]
     rows = []
     for t in table:
         arrow = "" if t["higher_is_better"] else " (lower is better)"
         rows.append([
-            t["label"] + arrow, t["unit"], *(cell(t["cells"].get(s), t["unit"]) for s in SYSTEMS),
-            *(f"{t['finchmq_over'][p]:.2f}" if p in t["finchmq_over"] else "-" for p in ("nats", "redis")),
+            t["label"] + arrow, t["unit"], *(cell(t["cells"].get(s), t["unit"]) for s in systems),
+            *(f"{t['finchmq_over'][p]:.2f}" if p in t["finchmq_over"] else "-" for p in ratios),
         ])  # fmt: skip
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     lines = [" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
@@ -346,13 +368,13 @@ def format_table(table: list[dict[str, Any]], repeats: int) -> str:
 
 
 def format_cpu(runs: list[dict[str, Any]]) -> str:
-    """Median CPU of the server and of the load generator per system and case, and the server's
-    CPU per message (its CPU share over the whole case divided by the measured rate: slightly
+    """Median CPU of the server and of the load generator per system and case, and the CPU per
+    message of each (its CPU share over the whole case divided by the measured rate: slightly
     low, as it includes start-up; steadier than the rates when other work shares the cores)."""
     cases = [*(f"publish_{s}_{n}" for s, n in PUBLISH_CASES), BATCH_CASE, "consume", "consume_pull"]
     lines = [
         "CPU while measuring, median of the runs: server % / load generator % (100% = one core), "
-        "and ~server CPU µs per message:"
+        "and ~server / ~load generator (client) CPU µs per message:"
     ]
     for system in SYSTEMS:
         parts = []
@@ -368,8 +390,12 @@ def format_cpu(runs: list[dict[str, Any]]) -> str:
             per_msg = sorted(
                 r["server_cpu_pct"] / 100 / r["result"]["tps"] * 1e6 for r in rs if r["result"]["tps"]
             )
+            client_per_msg = sorted(
+                r["client_cpu_pct"] / 100 / r["result"]["tps"] * 1e6 for r in rs if r["result"]["tps"]
+            )
             if case in cases and per_msg:
-                part += f" ~{per_msg[len(per_msg) // 2]:.0f} µs"
+                mid_msg = len(per_msg) // 2
+                part += f" ~{per_msg[mid_msg]:.0f}/{client_per_msg[mid_msg]:.0f} µs"
             parts.append(part)
         if parts:
             lines.append(f"  {COLUMNS[system]}: " + ", ".join(parts))
@@ -382,18 +408,25 @@ def draw(table: list[dict[str, Any]], path: Path, subtitle: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    colors = {"finchmq": "#d95f02", "finchmq-cpp": "#fdae6b", "nats": "#1b9e77", "redis": "#7570b3"}
+    colors = {
+        "finchmq": "#d95f02",
+        "finchmq-base": "#a6761d",
+        "finchmq-cpp": "#fdae6b",
+        "nats": "#1b9e77",
+        "redis": "#7570b3",
+    }
     fig, (left, right) = plt.subplots(1, 2, figsize=(15, 6), gridspec_kw={"width_ratios": [3, 1]})
     for ax, unit in ((left, "msg/s"), (right, "ms")):
         rows = [t for t in table if t["unit"] == unit]
-        width = 0.8 / len(SYSTEMS)
-        for i, system in enumerate(SYSTEMS):
+        systems = _columns(table)
+        width = 0.8 / len(systems)
+        for i, system in enumerate(systems):
             xs, ys, lo, hi = [], [], [], []
             for x, t in enumerate(rows):
                 c = t["cells"].get(system)
                 if c is None:
                     continue
-                xs.append(x + (i - (len(SYSTEMS) - 1) / 2) * width)
+                xs.append(x + (i - (len(systems) - 1) / 2) * width)
                 ys.append(c["best"])
                 lo.append(c["best"] - min(c["values"]))
                 hi.append(max(c["values"]) - c["best"])
@@ -443,6 +476,12 @@ def main() -> None:
     parser.add_argument("--e2e-rate", type=float, default=1000, help="messages/s in the end-to-end case")
     parser.add_argument("--systems", default="finchmq,nats,redis", help="comma-separated (default all)")
     parser.add_argument("--no-cpp", action="store_true", help="skip the C++ client runs")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="DIR",
+        help="also run the Python-client cases with the client in DIR (another checkout's src)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for compare.json/.txt/.png")
     parser.add_argument(
         "--profile",
@@ -475,6 +514,8 @@ def main() -> None:
         for system in systems:
             if system == "finchmq":
                 runner.finchmq(repeat, with_cpp=not args.no_cpp)
+                if args.baseline_src is not None:
+                    runner.finchmq(repeat, with_cpp=False, system="finchmq-base", src=args.baseline_src)
             else:
                 runner.peer(peers[system](), repeat)
     document = {

@@ -33,6 +33,7 @@ class FakeBroker:
     name: str
     answers: deque[Answer] = field(default_factory=deque)  # consumed per send; SUCCESS when empty
     sends: list[SendMessageRequestHeaderV2] = field(default_factory=list)
+    wire_headers: list[dict[str, str]] = field(default_factory=list)  # each send's extFields as received
     server: RemotingServer | None = None
 
     @property
@@ -47,6 +48,7 @@ class FakeBroker:
         if request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
             header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
             self.sends.append(header)
+            self.wire_headers.append(dict(request.ext_fields))
             answer = self.answers.popleft() if self.answers else Answer()
             if answer.delay:
                 await asyncio.sleep(answer.delay)

@@ -30,7 +30,7 @@ from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.message import MessageSysFlag, decode_offset_msg_id
 from finchmq.testing import EmbeddedServer
 
-from .conftest import FAST_BROKER, SMALL_STORE, create_topic, pull_all
+from .conftest import FAST_BROKER, SMALL_STORE, create_topic, pull_all, wait_until
 from .fakes import Answer, FakeCluster
 
 
@@ -206,6 +206,52 @@ async def test_lifecycle_states(namesrv: str) -> None:
 
 
 # -- scripted brokers --------------------------------------------------------------------------
+
+
+async def test_the_send_header_on_the_wire_is_the_typed_headers_encoding() -> None:
+    """The producer fills a per-topic copy of the SEND_MESSAGE_V2 header instead of building
+    ``SendMessageRequestHeaderV2`` per message: what reaches the broker must be exactly what the
+    typed header writes (keys, order, values) for every kind of message."""
+    async with FakeCluster("broker-a", queues=4) as cluster:
+        broker = cluster.brokers["broker-a"]
+        async with producer(
+            cluster.namesrv_addr, compress_msg_body_over_howmuch=100, default_topic_queue_nums=3
+        ) as p:
+            before = int(time.time() * 1000)
+            plain = await p.send(Message.create("T", b"plain", tags="A"))
+            await p.send(Message("T", b"flagged", flag=7))
+            await p.send(Message("T", b"z" * 500))  # compressed
+            await p.send(Message("T", b"half", properties={"TRAN_MSG": "true"}))
+            await p.send(Message("T", b"own id", properties={"UNIQ_KEY": "0A0000010000000000000000000000FF"}))
+            retry_props = {"RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "5", "a": "b"}
+            await p.send(Message("%RETRY%g", b"again", properties=retry_props))
+            await p.send(Message("T", b"to queue 2"), queue=MessageQueue("T", "broker-a", 2))
+            [batch] = await p.send_batch([Message("T", b"1"), Message("T", b"2")])
+            await p.send_oneway(Message("T", b"oneway"))
+            await p.send_async(Message("U", b"other topic"))
+        await wait_until(lambda: len(broker.wire_headers) == 10)
+    headers = broker.wire_headers
+    for fields, typed in zip(headers, broker.sends, strict=True):
+        assert list(fields.items()) == list(typed.to_ext_fields().items())
+        assert (typed.producer_group, typed.default_topic, typed.default_topic_queue_nums) == (
+            "pg",
+            "TBW102",
+            3,
+        )
+        assert before <= typed.born_timestamp <= int(time.time() * 1000)
+    s = broker.sends
+    assert (s[0].topic, s[0].queue_id, s[0].sys_flag, s[0].flag) == ("T", plain.message_queue.queue_id, 0, 0)
+    assert s[0].properties == f"TAGS\x01A\x02WAIT\x01true\x02UNIQ_KEY\x01{plain.msg_id}"
+    assert not s[0].batch and s[0].reconsume_times == 0 and s[0].max_reconsume_times is None
+    assert s[1].flag == 7 and "h" in headers[1]
+    assert s[2].sys_flag == MessageSysFlag.COMPRESSED_FLAG
+    assert s[3].sys_flag == MessageSysFlag.TRANSACTION_PREPARED_TYPE
+    assert s[4].properties == "UNIQ_KEY\x010A0000010000000000000000000000FF"
+    assert (s[5].topic, s[5].reconsume_times, s[5].max_reconsume_times) == ("%RETRY%g", 3, 5)
+    assert s[5].properties is not None and s[5].properties.startswith("a\x01b\x02UNIQ_KEY\x01")
+    assert s[6].queue_id == 2
+    assert s[7].batch and s[7].properties == "WAIT\x01true" and len(batch.msg_id.split(",")) == 2
+    assert s[8].topic == "T" and s[9].topic == "U"
 
 
 async def test_system_busy_is_a_typed_retriable_error_and_is_not_resent() -> None:

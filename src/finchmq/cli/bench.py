@@ -570,6 +570,7 @@ class _ConsumeRecorder:
         if not self.first:
             self.first = time.monotonic()
             self.recorder.start()
+        counted = self.count
         for msg in msgs:
             if self.limit and self.count >= self.limit:
                 break  # what is already in flight when the limit is reached is not counted
@@ -577,7 +578,8 @@ class _ConsumeRecorder:
             self.s2c.record(max(0.0, now_ms - msg.store_timestamp))
             self.count += 1
             self.bytes += len(msg.body)
-            self.last = time.monotonic()
+        if self.count > counted:
+            self.last = time.monotonic()  # the messages of one call arrived together
         if self.limit and self.count >= self.limit:
             self.stop.set()
 

@@ -48,7 +48,7 @@ from finchmq.protocol.bodies import (
     TopicStatsTable,
     UnlockBatchRequestBody,
 )
-from finchmq.protocol.codes import RequestCode, ResponseCode
+from finchmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from finchmq.protocol.command import Body, RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
@@ -93,7 +93,6 @@ from finchmq.protocol.headers import (
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
-    SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -108,7 +107,7 @@ from finchmq.remoting import RemotingClient
 from finchmq.remoting.errors import RemotingConnectError, RemotingError
 
 from .errors import MQBrokerError, MQClientError, MQConnectError, MQTimeoutError, network_error
-from .results import PullStatus, SendResult, SendStatus
+from .results import PullStatus, SendResult, SendStatus, new_send_result
 
 __all__ = ["MAX_DECOMPRESSED_BODY", "MQClientAPI", "PullResultExt"]
 
@@ -278,8 +277,8 @@ class MQClientAPI:
     async def send_message(
         self,
         addr: str,
-        broker_name: str,
-        header: SendMessageRequestHeaderV2,
+        mq: MessageQueue,
+        fields: dict[str, str],
         body: Body,
         timeout_millis: int,
         *,
@@ -288,7 +287,10 @@ class MQClientAPI:
         reply: bool = False,
     ) -> SendResult:
         """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (SEND_REPLY_MESSAGE_V2 for a reply to a
-        request); ``SendResult`` for every storing answer.
+        request) to ``mq``'s broker at ``addr``; ``SendResult`` for every storing answer.
+
+        ``fields`` is the ``SendMessageRequestHeaderV2`` in its wire form (``to_ext_fields()``;
+        the producer fills a per-topic copy instead of building the dataclass for every message).
 
         Raises:
             MQBrokerError: the broker refused the message (``BrokerBusyError`` for flow control).
@@ -299,8 +301,11 @@ class MQClientAPI:
             if batch
             else (RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2)
         )
-        request = RemotingCommand.request(code, header.to_ext_fields(), body)
-        response = await self._invoke(addr, request, timeout_millis, f"send to {broker_name}")
+        request = RemotingCommand(code=code, language=LanguageCode.PYTHON, ext_fields=fields, body=body)
+        try:  # not through _invoke: one coroutine less on the hottest path
+            response = await self.remoting.invoke(addr, request, timeout_millis)
+        except RemotingError as exc:
+            raise network_error(exc, f"send to {mq.broker_name} ({addr})") from exc
         status = _SEND_STATUS.get(response.code)  # type: ignore[call-overload]
         if status is None:
             raise MQBrokerError.from_response(response.code, response.remark, addr)
@@ -308,28 +313,32 @@ class MQClientAPI:
             answer = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
         except ProtocolError as exc:
             raise MQClientError(f"bad send response from {addr}: {exc}") from exc
-        return SendResult(
-            send_status=status,
-            msg_id=uniq_id,
-            offset_msg_id=answer.msg_id,
-            message_queue=MessageQueue(header.topic, broker_name, answer.queue_id),
-            queue_offset=answer.queue_offset,
-            transaction_id=answer.transaction_id,
-            region_id=answer.msg_region,
-            trace_on=answer.trace_on if answer.trace_on is not None else True,
+        topic = fields["b"]
+        if answer.queue_id != mq.queue_id or mq.topic != topic:
+            mq = MessageQueue(topic, mq.broker_name, answer.queue_id)
+        return new_send_result(
+            status,
+            uniq_id,
+            answer.msg_id,
+            mq,
+            answer.queue_offset,
+            answer.transaction_id,
+            answer.msg_region,
+            answer.trace_on if answer.trace_on is not None else True,
         )
 
     async def send_message_oneway(
         self,
         addr: str,
-        header: SendMessageRequestHeaderV2,
+        fields: dict[str, str],
         body: Body,
         timeout_millis: int,
         *,
         batch: bool = False,
     ) -> None:
+        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE without an answer; ``fields`` as for ``send_message``."""
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        await self._oneway(addr, RemotingCommand.request(code, header.to_ext_fields(), body), timeout_millis)
+        await self._oneway(addr, RemotingCommand.request(code, fields, body), timeout_millis)
 
     async def consumer_send_message_back(
         self,

@@ -24,7 +24,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
@@ -95,12 +95,19 @@ _BATCH_ITEM_OVERHEAD: Final = 22  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH 
 
 
 _RUNNING: Final = ServiceState.RUNNING
+_UNIQ_KEY_PREFIX: Final = f"{MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX}{NAME_VALUE_SEPARATOR}"
+_COMPRESSED_FLAG: Final = MessageSysFlag.COMPRESSED_FLAG
+_TRANSACTION_PREPARED_TYPE: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 
 
 class _Mode(enum.Enum):
     SYNC = "SYNC"
     ASYNC = "ASYNC"
     ONEWAY = "ONEWAY"
+
+
+async def _raise(exc: BaseException) -> SendResult | None:
+    raise exc
 
 
 def _java_hash(arg: object) -> int:
@@ -308,6 +315,9 @@ class Producer(ClientService, MQProducerInner):
         self._ids = _id_generator(self.config.client_ip)
         self._async_tasks: set[asyncio.Task[SendResult | None]] = set()
         self._checked_topics: set[str] = set()  # topics that passed the name checks
+        # SEND_MESSAGE_V2 headers by (topic, batch), made from self._templates_config
+        self._templates: dict[tuple[str, bool], dict[str, str]] = {}
+        self._templates_config: ProducerConfig | None = None
         self._trace: TraceDispatcher | None = None  # with enable_msg_trace
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -516,7 +526,11 @@ class Producer(ClientService, MQProducerInner):
             MQBrokerError, MQNetworkError, NoRouteError, MQTimeoutError.
         """
         timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
-        result = await self._dispatch(msg, _Mode.SYNC, queue, selector, arg, timeout)
+        if queue is None and selector is None:  # the common case: one coroutine frame less
+            self._check_single(msg)
+            result = await self._send_default(msg, _Mode.SYNC, timeout, None)
+        else:
+            result = await self._dispatch(msg, _Mode.SYNC, queue, selector, arg, timeout)
         assert result is not None
         return result
 
@@ -556,9 +570,17 @@ class Producer(ClientService, MQProducerInner):
                 f"({self.config.client_async_semaphore_value}) reached; await some sends first"
             )
         timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
-        task = asyncio.get_running_loop().create_task(
-            self._dispatch(msg, _Mode.ASYNC, queue, selector, arg, timeout)
-        )
+        coro: Coroutine[object, object, SendResult | None]
+        if queue is None and selector is None:
+            try:
+                self._check_single(msg)
+            except Exception as exc:  # a bad message fails the future, not the call
+                coro = _raise(exc)
+            else:
+                coro = self._send_default(msg, _Mode.ASYNC, timeout, None)
+        else:
+            coro = self._dispatch(msg, _Mode.ASYNC, queue, selector, arg, timeout)
+        task = asyncio.get_running_loop().create_task(coro)
         tasks.add(task)
         if on_success is None and on_exception is None:
             task.add_done_callback(tasks.discard)
@@ -653,16 +675,11 @@ class Producer(ClientService, MQProducerInner):
         timeout: int,
         batch: _Batch | None = None,
     ) -> SendResult | None:
-        self._make_sure_state_ok()
         if batch is None:
-            if msg.topic in self._checked_topics and isinstance(msg, Message):
-                if not msg.body or len(msg.body) > self.config.max_message_size:  # the message checks
-                    check_message(msg, self.config.max_message_size, self.config.create_topic_key)
-            else:
-                check_message(msg, self.config.max_message_size, self.config.create_topic_key)
-                if len(self._checked_topics) < 10_000:
-                    self._checked_topics.add(msg.topic)
-        elif len(msg.body) > self.config.max_message_size:
+            self._check_single(msg)
+        else:
+            self._make_sure_state_ok()
+        if batch is not None and len(msg.body) > self.config.max_message_size:
             raise ValidationError(
                 f"the message body size over max value, MAX: {self.config.max_message_size}",
                 response_code=ResponseCode.MESSAGE_ILLEGAL,
@@ -690,6 +707,20 @@ class Producer(ClientService, MQProducerInner):
             return await self._send_kernel(msg, mq, mode, self._remaining(began, timeout), batch)
         return await self._send_default(msg, mode, timeout, batch)
 
+    def _check_single(self, msg: Message) -> None:
+        """The state and message checks of a send of one message (``check_message``; the
+        topic's name checks once per topic)."""
+        if self._state is not _RUNNING or self._instance is None:
+            self._make_sure_state_ok()
+        if msg.topic in self._checked_topics and isinstance(msg, Message):
+            body = msg.body
+            if not body or len(body) > self.config.max_message_size:  # the message checks
+                check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+        else:
+            check_message(msg, self.config.max_message_size, self.config.create_topic_key)
+            if len(self._checked_topics) < 10_000:
+                self._checked_topics.add(msg.topic)
+
     def _no_route(self, topic: str) -> NoRouteError:
         """Why ``topic`` has no route: the name servers could not be asked, or the topic does not
         exist (and the broker does not create topics automatically)."""
@@ -710,16 +741,17 @@ class Producer(ClientService, MQProducerInner):
     ) -> SendResult | None:
         began = time.monotonic()
         info = self._publish_info.get(msg.topic)
-        if info is None or not info.ok():
+        if info is None or not info.message_queue_list:
             info = await self._try_to_find_topic_publish_info(msg.topic)
-        if not info.ok():
-            raise self._no_route(msg.topic)
+            if not info.ok():
+                raise self._no_route(msg.topic)
         if mode is _Mode.SYNC:
             times_total = 1 + self.config.retry_times_when_send_failed
         elif mode is _Mode.ASYNC:
             times_total = 1 + self.config.retry_times_when_send_async_failed
         else:
             times_total = 1
+        fault = self.fault_strategy
         brokers_sent: list[str] = []
         last_error: MQClientError | None = None
         result: SendResult | None = None
@@ -727,9 +759,11 @@ class Producer(ClientService, MQProducerInner):
         call_timeout = False
         times = 0
         for times in range(times_total):
-            mq = self.fault_strategy.select_one_message_queue(
-                info, mq.broker_name if mq is not None else None
-            )
+            if mq is None and not fault.enabled:  # the first attempt, plain round robin
+                queues = info.message_queue_list
+                mq = queues[info.next_index() % len(queues)]
+            else:
+                mq = fault.select_one_message_queue(info, mq.broker_name if mq is not None else None)
             brokers_sent.append(mq.broker_name)
             attempt_began = time.monotonic()
             cost = int((attempt_began - began) * 1000)
@@ -737,7 +771,15 @@ class Producer(ClientService, MQProducerInner):
                 call_timeout = True
                 break
             try:
-                result = await self._send_kernel(msg, mq, mode, timeout - cost, batch)
+                started = (
+                    None
+                    if self._trace is not None
+                    else self._start_kernel(msg, mq, mode, timeout - cost, batch, attempt_began)
+                )
+                if started is not None:
+                    result = await started[1]
+                else:  # the broker's address is unknown yet, or a trace to write
+                    result = await self._send_kernel(msg, mq, mode, timeout - cost, batch)
             except MQNetworkError as exc:
                 self._update_fault(mq, attempt_began, isolation=True)
                 log.warning("send to %s failed (attempt %d/%d): %s", mq, times + 1, times_total, exc)
@@ -756,7 +798,8 @@ class Producer(ClientService, MQProducerInner):
                 self._update_fault(mq, attempt_began, isolation=True)
                 last_error = exc
                 continue
-            self._update_fault(mq, attempt_began, isolation=False)
+            if fault.enabled:
+                self._update_fault(mq, attempt_began, isolation=False)
             if (
                 result is not None
                 and result.send_status is not SendStatus.SEND_OK
@@ -783,86 +826,154 @@ class Producer(ClientService, MQProducerInner):
     async def _send_kernel(
         self, msg: Message, mq: MessageQueue, mode: _Mode, timeout: int, batch: _Batch | None
     ) -> SendResult | None:
+        """Send ``msg`` to ``mq`` once (Java ``sendKernelImpl``)."""
         began = time.monotonic()
-        instance = self.instance
-        addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
+        if self.instance.find_broker_address_in_publish(mq.broker_name) is None:
             await self._try_to_find_topic_publish_info(mq.topic)
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
+        started = self._start_kernel(msg, mq, mode, timeout, batch, began)
+        if started is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        config = self.config
-        props = msg.properties
-        sys_flag = 0
-        body = msg.body
-        reconsume_times: int | None = None
-        max_reconsume_times: int | None = None
-        if batch is None:
-            uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            extra = ""
-            if not uniq:
-                uniq = self._ids.create_uniq_id()
-                extra = f"{MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX}{NAME_VALUE_SEPARATOR}{uniq}"
-            if len(body) >= config.compress_msg_body_over_howmuch:
-                body = compress_body(body, config.compress_level)
-                sys_flag |= MessageSysFlag.COMPRESSED_FLAG
-            if (props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
-                sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
-            if is_retry_topic(msg.topic):
-                props = dict(props)
-                reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
-                if reconsume is not None and reconsume.lstrip("-").isdigit():
-                    reconsume_times = int(reconsume)
-                max_reconsume = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
-                if max_reconsume is not None and max_reconsume.lstrip("-").isdigit():
-                    max_reconsume_times = int(max_reconsume)
-            try:
-                text = properties_to_string(props)
-            except MessageEncodeError as exc:
-                raise ValidationError(str(exc), response_code=ResponseCode.MESSAGE_ILLEGAL) from exc
-            if extra:
-                text = f"{text}{PROPERTY_SEPARATOR}{extra}" if text else extra
-            if len(text) > MAX_PROPERTIES_LENGTH:
-                raise ValidationError(
-                    f"the message properties are {len(text)} characters, over {MAX_PROPERTIES_LENGTH}",
-                    response_code=ResponseCode.MESSAGE_ILLEGAL,
-                )
-        else:
-            uniq = batch.msg_ids
-            text = properties_to_string(props)
-        header = SendMessageRequestHeaderV2(
-            producer_group=config.producer_group,
-            topic=msg.topic,
-            default_topic=config.create_topic_key,
-            default_topic_queue_nums=config.default_topic_queue_nums,
-            queue_id=mq.queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=int(time.time() * 1000),
-            flag=msg.flag,
-            properties=text,
-            reconsume_times=reconsume_times if reconsume_times is not None else 0,
-            unit_mode=config.unit_mode,
-            max_reconsume_times=max_reconsume_times,
-            batch=batch is not None,
-        )
-        remaining = timeout - int((time.monotonic() - began) * 1000)
-        if remaining <= 0:
-            raise MQTimeoutError(f"send to {mq} timed out before the request was written ({timeout}ms)")
-        if mode is _Mode.ONEWAY:
-            await instance.api.send_message_oneway(addr, header, body, remaining, batch=batch is not None)
-            return None
-        reply = msg.properties.get(MessageConst.PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG
-        result = await instance.api.send_message(
-            addr, mq.broker_name, header, body, remaining, uniq_id=uniq, batch=batch is not None, reply=reply
-        )
+        addr, call = started
+        result = await call
         if (
-            self._trace is not None
+            result is not None
+            and self._trace is not None
             and msg.topic != self._trace.topic
             and result.region_id
             and result.trace_on
         ):
             self._trace_send(msg, addr, result, began)
         return result
+
+    def _start_kernel(
+        self, msg: Message, mq: MessageQueue, mode: _Mode, timeout: int, batch: _Batch | None, began: float
+    ) -> tuple[str, Coroutine[object, object, SendResult | None]] | None:
+        """The broker's address and the call that sends ``msg`` to ``mq`` (not started), or None
+        when the broker's address is unknown. ``_send_default`` awaits the call itself when it
+        need not trace: one coroutine frame less per send."""
+        instance = self._instance
+        if instance is None:
+            instance = self.instance  # raises
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            return None
+        if batch is None:
+            fields, body, uniq = self._send_fields(msg, mq)
+        else:
+            fields = self._header_fields(msg.topic, True)
+            fields["e"] = str(mq.queue_id)
+            fields["g"] = str(int(time.time() * 1000))
+            if msg.flag:
+                fields["h"] = str(msg.flag)
+            fields["i"] = properties_to_string(msg.properties)
+            body, uniq = msg.body, batch.msg_ids
+        remaining = timeout - int((time.monotonic() - began) * 1000)
+        if remaining <= 0:
+            raise MQTimeoutError(f"send to {mq} timed out before the request was written ({timeout}ms)")
+        if mode is _Mode.ONEWAY:
+            return addr, instance.api.send_message_oneway(
+                addr, fields, body, remaining, batch=batch is not None
+            )
+        reply = msg.properties.get(MessageConst.PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG
+        return addr, instance.api.send_message(
+            addr, mq, fields, body, remaining, uniq_id=uniq, batch=batch is not None, reply=reply
+        )
+
+    def _header_fields(self, topic: str, batch: bool) -> dict[str, str]:
+        """A new SEND_MESSAGE_V2 header (``SendMessageRequestHeaderV2.to_ext_fields()``, same keys
+        in the same order) for ``topic`` with what is the same for every message filled in:
+        ``e`` (queue), ``g`` (born time) and ``i`` (properties) are to be set, ``f`` (sysflag) and
+        ``h`` (flag) when not 0. Copied from a template made once per topic."""
+        config = self.config
+        if self._templates_config is not config:
+            self._templates.clear()
+            self._templates_config = config
+        template = self._templates.get((topic, batch))
+        if template is None:
+            template = SendMessageRequestHeaderV2(
+                producer_group=config.producer_group,
+                topic=topic,
+                default_topic=config.create_topic_key,
+                default_topic_queue_nums=config.default_topic_queue_nums,
+                queue_id=0,
+                sys_flag=0,
+                born_timestamp=0,
+                flag=0,
+                properties="",
+                reconsume_times=0,
+                unit_mode=config.unit_mode,
+                batch=batch,
+            ).to_ext_fields()
+            if len(self._templates) < 10_000:
+                self._templates[(topic, batch)] = template
+        return template.copy()
+
+    def _send_fields(self, msg: Message, mq: MessageQueue) -> tuple[dict[str, str], bytes, str]:
+        """The SEND_MESSAGE_V2 header of one message, its body (compressed when large) and its
+        UNIQ_KEY (Java ``sendKernelImpl``)."""
+        config = self.config
+        props = msg.properties
+        topic = msg.topic
+        sys_flag = 0
+        body = msg.body
+        uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        extra = ""
+        if not uniq:
+            uniq = self._ids.create_uniq_id()
+            extra = f"{_UNIQ_KEY_PREFIX}{uniq}"
+        if len(body) >= config.compress_msg_body_over_howmuch:
+            body = compress_body(body, config.compress_level)
+            sys_flag |= _COMPRESSED_FLAG
+        prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED)
+        if prepared and prepared.lower() == "true":
+            sys_flag |= _TRANSACTION_PREPARED_TYPE
+        retry = is_retry_topic(topic)
+        reconsume_times: int | None = None
+        max_reconsume_times: int | None = None
+        if retry:
+            props = dict(props)
+            reconsume = props.pop(MessageConst.PROPERTY_RECONSUME_TIME, None)
+            if reconsume is not None and reconsume.lstrip("-").isdigit():
+                reconsume_times = int(reconsume)
+            max_reconsume = props.pop(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, None)
+            if max_reconsume is not None and max_reconsume.lstrip("-").isdigit():
+                max_reconsume_times = int(max_reconsume)
+        try:
+            text = properties_to_string(props)
+        except MessageEncodeError as exc:
+            raise ValidationError(str(exc), response_code=ResponseCode.MESSAGE_ILLEGAL) from exc
+        if extra:
+            text = f"{text}{PROPERTY_SEPARATOR}{extra}" if text else extra
+        if len(text) > MAX_PROPERTIES_LENGTH:
+            raise ValidationError(
+                f"the message properties are {len(text)} characters, over {MAX_PROPERTIES_LENGTH}",
+                response_code=ResponseCode.MESSAGE_ILLEGAL,
+            )
+        if retry:  # "l" goes between "k" and "m": the dataclass writes the keys in order
+            fields = SendMessageRequestHeaderV2(
+                producer_group=config.producer_group,
+                topic=topic,
+                default_topic=config.create_topic_key,
+                default_topic_queue_nums=config.default_topic_queue_nums,
+                queue_id=mq.queue_id,
+                sys_flag=sys_flag,
+                born_timestamp=int(time.time() * 1000),
+                flag=msg.flag,
+                properties=text,
+                reconsume_times=reconsume_times if reconsume_times is not None else 0,
+                unit_mode=config.unit_mode,
+                max_reconsume_times=max_reconsume_times,
+            ).to_ext_fields()
+            return fields, body, uniq
+        fields = self._header_fields(topic, False)
+        fields["e"] = str(mq.queue_id)
+        if sys_flag:
+            fields["f"] = str(sys_flag)
+        fields["g"] = str(int(time.time() * 1000))
+        if msg.flag:
+            fields["h"] = str(msg.flag)
+        fields["i"] = text
+        return fields, body, uniq
 
     def _trace_send(self, msg: Message, addr: str, result: SendResult, began: float) -> None:
         """Java ``SendMessageTraceHookImpl``: a Pub record for a send the broker answered."""

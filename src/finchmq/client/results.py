@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Final
 
 from finchmq.protocol.message import MessageExt, MessageQueue
 
@@ -39,6 +40,51 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     trace_on: bool = True
+
+
+_new_object: Final = object.__new__
+(
+    _set_send_status,
+    _set_msg_id,
+    _set_offset_msg_id,
+    _set_message_queue,
+    _set_queue_offset,
+    _set_transaction_id,
+    _set_region_id,
+    _set_trace_on,
+) = (
+    SendResult.__dict__[name].__set__
+    for name in (
+        "send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset", "transaction_id",
+        "region_id", "trace_on",
+    )
+)  # fmt: skip
+if len(SendResult.__slots__) != 8:  # pragma: no cover - a field was added but not to new_send_result
+    raise RuntimeError(f"new_send_result does not set every field of {SendResult.__slots__}")
+
+
+def new_send_result(
+    send_status: SendStatus,
+    msg_id: str,
+    offset_msg_id: str,
+    message_queue: MessageQueue,
+    queue_offset: int,
+    transaction_id: str | None,
+    region_id: str | None,
+    trace_on: bool,
+) -> SendResult:
+    """``SendResult(...)`` for the send path: the slots filled directly, a third of the cost of
+    the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field)."""
+    result: SendResult = _new_object(SendResult)
+    _set_send_status(result, send_status)
+    _set_msg_id(result, msg_id)
+    _set_offset_msg_id(result, offset_msg_id)
+    _set_message_queue(result, message_queue)
+    _set_queue_offset(result, queue_offset)
+    _set_transaction_id(result, transaction_id)
+    _set_region_id(result, region_id)
+    _set_trace_on(result, trace_on)
+    return result
 
 
 class PullStatus(enum.IntEnum):

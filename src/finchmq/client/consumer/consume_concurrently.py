@@ -12,12 +12,14 @@ back and dropped from the queue so the offset can move on. Broadcasting never se
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from finchmq.client.errors import MQClientError
+from finchmq.client.stats import ConsumeCounters
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
 from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
 from finchmq.protocol.topics import retry_topic
@@ -64,7 +66,7 @@ def reset_retry_topic(msgs: list[MessageExt], group: str) -> list[MessageExt]:
 class _ConsumeRequest:
     """One listener call's worth of messages of one queue."""
 
-    __slots__ = ("begin", "context", "message_queue", "msgs", "process_queue", "status")
+    __slots__ = ("begin", "context", "message_queue", "msgs", "process_queue", "rt_ms", "status")
 
     def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.msgs = msgs
@@ -73,6 +75,7 @@ class _ConsumeRequest:
         self.context = ConsumeConcurrentlyContext(mq)
         self.status: ConsumeConcurrentlyStatus | None = None
         self.begin = 0.0
+        self.rt_ms = 0.0
 
 
 class ConsumeMessageConcurrentlyService(ConsumeMessageService):
@@ -86,6 +89,13 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
         else:
             self.executor = self._thread_pool()
         self._stopped = False
+        self._retry_topic = retry_topic(self.group)
+        self._counters: dict[str, ConsumeCounters] = {}  # by topic
+        # bound once: submitted with every consume request
+        self._run: Callable[[_ConsumeRequest], object] = self._run_async if is_async else self._run_blocking
+        self._done = self._finish
+        # listener calls that finished since the last _process_finished (on the next loop iteration)
+        self._finished: list[_ConsumeRequest] = []
 
     def start(self) -> None:
         interval = self.config.consume_timeout * 60_000
@@ -119,18 +129,23 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
         if len(msgs) <= batch:
             self._submit(_ConsumeRequest(msgs, pq, mq))
             return
+        if self._stopped:
+            return
+        submit, run, done = self.executor.submit, self._run, self._done
+        if batch == 1:  # the default: one listener call per message
+            for msg in msgs:
+                pq.in_flight += 1
+                submit(run, _ConsumeRequest([msg], pq, mq), done)  # type: ignore[arg-type]
+            return
         for start in range(0, len(msgs), batch):
-            self._submit(_ConsumeRequest(msgs[start : start + batch], pq, mq))
+            pq.in_flight += 1
+            submit(run, _ConsumeRequest(msgs[start : start + batch], pq, mq), done)  # type: ignore[arg-type]
 
     def _submit(self, request: _ConsumeRequest) -> None:
         if self._stopped:
             return
         request.process_queue.in_flight += 1
-        executor = self.executor
-        if isinstance(executor, AsyncConsumeExecutor):
-            executor.submit(self._run_async, request, self._finish)
-        else:
-            executor.submit(self._run_blocking, request, self._finish)
+        self.executor.submit(self._run, request, self._done)  # type: ignore[arg-type]
 
     def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self.consumer.tasks.call_later(
@@ -140,11 +155,17 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     # -- running the listener -------------------------------------------------------------------
 
     def _before(self, request: _ConsumeRequest) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
-        msgs = reset_retry_topic(request.msgs, self.group)
+        msgs = request.msgs
         starts = request.process_queue.consume_start
         now = time.time()
-        for msg in request.msgs:
+        retry = self._retry_topic
+        reset = False
+        for msg in msgs:
             starts[msg.queue_offset] = now
+            if msg.topic == retry:
+                reset = True
+        if reset:
+            msgs = reset_retry_topic(msgs, self.group)
         hook_context = None
         if self.consumer.hooks:
             hook_context = ConsumeMessageContext(self.group, msgs, request.message_queue)
@@ -197,40 +218,88 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
         self._after(request, status, hook_context)
 
     def _finish(self, request: _ConsumeRequest, _result: object, exc: BaseException | None) -> None:
-        pq = request.process_queue
-        pq.in_flight -= 1
+        if exc is None and request.status is not None:
+            request.rt_ms = (time.monotonic() - request.begin) * 1000
+            # The calls finished in one loop iteration are accounted for together (one offset
+            # update per queue, one statistics update per topic) in the next one.
+            finished = self._finished
+            finished.append(request)
+            if len(finished) == 1:
+                asyncio.get_running_loop().call_soon(self._process_finished)
+            return
+        request.process_queue.in_flight -= 1
         if exc is not None:
             log.error("consume request of %s failed", request.message_queue, exc_info=exc)
-            return
-        if request.status is None or self._stopped:  # skipped: the queue was dropped first
-            return
-        self.consumer.stats.inc_consume_rt(
-            self.group, request.message_queue.topic, (time.monotonic() - request.begin) * 1000
-        )
-        if not pq.dropped:
-            self.process_consume_result(request)
-        else:
-            log.warning(
-                "processQueue is dropped without process consume result. mq=%s", request.message_queue
-            )
+        # else skipped: the queue was dropped first
+
+    def _process_finished(self) -> None:
+        requests, self._finished = self._finished, []
+        # per process queue: its message queue and the messages all consumed
+        consumed: dict[ProcessQueue, tuple[MessageQueue, list[MessageExt]]] = {}
+        totals: dict[str, list[float]] = {}  # per topic: rt sum, calls, messages all consumed
+        for request in requests:
+            pq = request.process_queue
+            pq.in_flight -= 1
+            if self._stopped:
+                continue
+            mq = request.message_queue
+            if pq.dropped:
+                log.warning("processQueue is dropped without process consume result. mq=%s", mq)
+                continue
+            msgs = request.msgs
+            if (
+                request.status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+                or request.context.ack_index < len(msgs) - 1
+                or not msgs
+            ):
+                self._counters_of(mq.topic).inc_rt(request.rt_ms)
+                self.process_consume_result(request)
+                continue
+            total = totals.get(mq.topic)
+            if total is None:
+                totals[mq.topic] = [request.rt_ms, 1, len(msgs)]
+            else:
+                total[0] += request.rt_ms
+                total[1] += 1
+                total[2] += len(msgs)
+            entry = consumed.get(pq)
+            if entry is None:
+                consumed[pq] = (mq, list(msgs))
+            else:
+                entry[1].extend(msgs)
+        for topic, (rt_ms, calls, count) in totals.items():
+            counters = self._counters_of(topic)
+            counters.inc_rt(rt_ms, int(calls))
+            counters.inc_ok(int(count), int(calls))
+        for pq, (mq, msgs) in consumed.items():
+            self._commit(pq, mq, msgs)
 
     # -- results ----------------------------------------------------------------------------------
+
+    def _counters_of(self, topic: str) -> ConsumeCounters:
+        counters = self._counters.get(topic)
+        if counters is None:
+            counters = self._counters[topic] = self.consumer.stats.consume_counters(self.group, topic)
+        return counters
 
     def process_consume_result(self, request: _ConsumeRequest) -> None:
         msgs = request.msgs
         if not msgs:
             return
-        topic = request.message_queue.topic
-        stats = self.consumer.stats
+        counters = self._counters_of(request.message_queue.topic)
         ack_index = request.context.ack_index
+        count = len(msgs)
         if request.status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-            ack_index = min(ack_index, len(msgs) - 1)
+            ack_index = min(ack_index, count - 1)
             ok = ack_index + 1
-            stats.inc_consume_ok_tps(self.group, topic, ok)
-            stats.inc_consume_failed_tps(self.group, topic, len(msgs) - ok)
+            counters.inc_ok(ok)
+            if ok == count:  # all consumed: the usual case
+                self._commit(request.process_queue, request.message_queue, msgs)
+                return
+            counters.inc_failed(count - ok)
         else:
             ack_index = -1
-            stats.inc_consume_failed_tps(self.group, topic, len(msgs))
+            counters.inc_failed(count)
         failed = msgs[ack_index + 1 :]
         if failed and self.config.message_model is MessageModel.CLUSTERING:
             self.consumer.tasks.spawn(self._send_back_and_commit(request, failed), "send-back")

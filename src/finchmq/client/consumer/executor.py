@@ -9,7 +9,8 @@ Strategy:
     Results are queued in a deque and one ``call_soon_threadsafe`` drains all that piled up, so
     the loop is woken once per burst, not once per message. The job queue is unbounded, as
     Java's ``LinkedBlockingQueue``; flow control bounds it (a queue's cached messages).
-    The async executor runs up to ``concurrency`` coroutines from a FIFO on worker tasks.
+    The async executor runs up to ``concurrency`` coroutines from a FIFO on worker tasks, waking
+    another worker only while jobs wait and the running workers have yielded.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["AsyncConsumeExecutor", "ThreadConsumeExecutor"]
 
@@ -134,26 +135,27 @@ class ThreadConsumeExecutor:
             self._jobs.put(None)
 
 
-class _Job(Generic[_R]):
-    __slots__ = ("arg", "factory", "on_done")
-
-    def __init__(
-        self, factory: Callable[[Any], Coroutine[Any, Any, _R]], arg: object, on_done: OnDone
-    ) -> None:
-        self.factory = factory
-        self.arg = arg
-        self.on_done = on_done
+_AsyncJob = tuple[Callable[[Any], Coroutine[Any, Any, object]], object, OnDone]
 
 
 class AsyncConsumeExecutor:
-    """Up to ``concurrency`` coroutines at a time, each on a long-lived worker task."""
+    """Up to ``concurrency`` coroutines at a time, each on a long-lived worker task.
+
+    A submitted job wakes a worker at once unless one is already woken and about to run. A
+    worker runs queued jobs one after another; it has another worker woken only when jobs are
+    still waiting after its job yielded (a listener that awaits something). Listeners that
+    finish without suspending are thus all run by one worker in one task step, instead of one
+    worker woken per job.
+    """
 
     def __init__(self, name: str, concurrency: int) -> None:
         self.name = name
         self.concurrency = concurrency
-        self._jobs: deque[_Job[Any]] = deque()
+        self._jobs: deque[_AsyncJob] = deque()
         self._idle: deque[asyncio.Future[None]] = deque()
         self._workers: list[asyncio.Task[None]] = []
+        self._woken = False  # a worker was woken (or started) and has not run yet
+        self._wake_scheduled = False
         self._shutdown = False
 
     @property
@@ -164,39 +166,56 @@ class AsyncConsumeExecutor:
         """Run ``await factory(arg)`` on a worker; then ``on_done(arg, result, exception)``."""
         if self._shutdown:
             raise RuntimeError(f"{self.name} is shut down")
-        self._jobs.append(_Job(factory, arg, on_done))
+        self._jobs.append((factory, arg, on_done))
+        if not self._woken:
+            self._wake_one()
+
+    def _wake_one(self) -> None:
         idle = self._idle
         while idle:
             waiter = idle.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                self._woken = True
                 return
         if len(self._workers) < self.concurrency:
             loop = asyncio.get_running_loop()
             self._workers.append(
                 loop.create_task(self._work(), name=f"finchmq-{self.name}-{len(self._workers)}")
             )
+            self._woken = True
+
+    def _wake_if_waiting(self) -> None:
+        """Scheduled by a worker that left jobs waiting: if they still wait, its job yielded."""
+        self._wake_scheduled = False
+        if self._jobs and not self._woken and not self._shutdown:
+            self._wake_one()
 
     async def _work(self) -> None:
         jobs = self._jobs
         loop = asyncio.get_running_loop()
+        self._woken = False
         while True:
             if not jobs:
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._idle.append(waiter)
                 await waiter
+                self._woken = False
                 continue
-            job = jobs.popleft()
+            factory, arg, on_done = jobs.popleft()
+            if jobs and not self._wake_scheduled:  # should this job suspend, another worker goes on
+                self._wake_scheduled = True
+                loop.call_soon(self._wake_if_waiting)
             exc: BaseException | None = None
             result: object = None
             try:
-                result = await job.factory(job.arg)
+                result = await factory(arg)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 exc = error
             try:
-                job.on_done(job.arg, result, exc)
+                on_done(arg, result, exc)
             except Exception:
                 log.exception("%s: result handler failed", self.name)
 

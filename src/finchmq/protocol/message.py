@@ -314,6 +314,11 @@ _STORE_TIMESTAMP_POS: Final = 56  # with an IPv4 born host; 68 with IPv6
 _STORED_HEADERS: Final = tuple(
     struct.Struct(f">iiiiiqqiq{born}sq{store}siqi") for born, store in ((8, 8), (20, 8), (8, 20), (20, 20))
 )
+# The same without TOTALSIZE MAGICCODE (BODYCRC .. BODYLENGTH): writers that put the 8-byte head
+# in last, so a reader never sees a head before the rest of its record.
+_STORED_HEADS_AFTER_MAGIC: Final = tuple(
+    struct.Struct(f">iiiqqiq{born}sq{store}siqi") for born, store in ((8, 8), (20, 8), (8, 20), (20, 20))
+)
 _SIZE_MAGIC: Final = struct.Struct(">ii")
 _I32: Final = struct.Struct(">i")
 _I16: Final = struct.Struct(">h")
@@ -331,6 +336,9 @@ class StoredLayout:
 
     SIZE_MAGIC: Final = _SIZE_MAGIC  # TOTALSIZE MAGICCODE
     HEAD_V4: Final = _STORED_HEADERS[0]  # the fixed part up to BODYLENGTH, IPv4 hosts
+    # BODYCRC .. BODYLENGTH by host sizes (born_v6 | store_v6 << 1), written at offset 8
+    HEADS_AFTER_MAGIC: Final = _STORED_HEADS_AFTER_MAGIC
+    TOPIC_LENGTH_BYTES: Final = _BYTE  # TOPICLENGTH, one byte, by value
     BATCH_ITEM_HEAD: Final = (
         _BATCH_HEAD  # one message of a batch body: TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH
     )

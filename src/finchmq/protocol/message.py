@@ -376,12 +376,39 @@ _INT64_RANGE: Final = range(-(2**63), 2**63)
 # Properties and tags
 
 
-def properties_to_string(properties: Mapping[str, str]) -> str:
-    """``key \\x01 value \\x02 ...`` without a trailing separator (Java 4.9 ``messageProperties2String``).
+def properties_to_string(properties: Mapping[str, str], *, without: str | None = None) -> str:
+    """``key \\x01 value \\x02 ...`` without a trailing separator (Java 4.9
+    ``messageProperties2String``), leaving out the property named ``without`` if given.
 
     Raises ``MessageEncodeError`` for a pair that would not read back: an empty key or value, a
     key holding ``\\x01``/``\\x02``, a value holding ``\\x02``, or a non-string.
     """
+    # Checked all at once on the joined texts (one pass in C), pair by pair only to say which
+    # pair is bad: a send's properties go through here.
+    keys = list(properties)
+    values = list(properties.values())
+    try:
+        key_text = "".join(keys)
+        value_text = "".join(values)
+    except TypeError:
+        _check_properties(properties)
+        raise  # pragma: no cover - _check_properties raised
+    if (
+        NAME_VALUE_SEPARATOR in key_text
+        or PROPERTY_SEPARATOR in key_text
+        or PROPERTY_SEPARATOR in value_text
+        or "" in keys
+        or "" in values
+    ):
+        _check_properties(properties)
+    pairs = properties.items()
+    if without is not None and without in properties:
+        return PROPERTY_SEPARATOR.join([NAME_VALUE_SEPARATOR.join(kv) for kv in pairs if kv[0] != without])
+    return PROPERTY_SEPARATOR.join(map(NAME_VALUE_SEPARATOR.join, pairs))
+
+
+def _check_properties(properties: Mapping[str, str]) -> None:
+    """Raise ``MessageEncodeError`` for the first pair ``properties_to_string`` cannot write."""
     for key, value in properties.items():
         if type(key) is not str or not key or NAME_VALUE_SEPARATOR in key or PROPERTY_SEPARATOR in key:
             raise MessageEncodeError(
@@ -391,9 +418,7 @@ def properties_to_string(properties: Mapping[str, str]) -> str:
             raise MessageEncodeError(
                 f"property {key}={value!r}: the value must be a non-empty string without \\x02", field=key
             )
-    return PROPERTY_SEPARATOR.join(
-        [f"{key}{NAME_VALUE_SEPARATOR}{value}" for key, value in properties.items()]
-    )
+    raise MessageEncodeError(f"properties {properties!r} cannot be written")
 
 
 def string_to_properties(text: str) -> dict[str, str]:

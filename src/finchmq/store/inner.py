@@ -25,8 +25,7 @@ LOCAL_HOST: Final = pack_host("127.0.0.1", 0)
 
 def stored_properties_string(properties: Mapping[str, str]) -> str:
     """The properties as stored: all but WAIT, which only tells this put whether to wait."""
-    wait = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
-    return properties_to_string({k: v for k, v in properties.items() if k != wait})
+    return properties_to_string(properties, without=MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
 
 
 def _wait(properties: Mapping[str, str]) -> bool:

@@ -52,7 +52,7 @@ from finchmq.protocol.topics import (
     retry_topic,
     validate_topic,
 )
-from finchmq.remoting import RemotingContext, RemotingError
+from finchmq.remoting import LATER, Later, RemotingContext, RemotingError
 from finchmq.store import (
     MessageExtBatch,
     MessageExtBrokerInner,
@@ -91,6 +91,10 @@ _DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _CLUSTER = MessageConst.PROPERTY_CLUSTER
 _PUT_OK = PutMessageStatus.PUT_OK
 _SUCCESS = ResponseCode.SUCCESS
+_MULTI_TAGS_FLAG = MessageSysFlag.MULTI_TAGS_FLAG
+_SEND_V1 = int(RequestCode.SEND_MESSAGE)
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
 
 # put results whose message was stored (and is counted and answered with its ids)
 _STORED_CODES = frozenset(
@@ -254,15 +258,41 @@ class SendMessageProcessor(BrokerProcessor):
         request: RemotingCommand,
         header: SendMessageFields,
     ) -> RemotingCommand | None:
-        c = self.context
-        topic = header.topic
-        checked = self._checked(topic, header.queue_id)
+        checked = self._checked(header.topic, header.queue_id)
+        multi_tag: bool | None = None
         if checked is None:
             error, write_queue_nums = await self._msg_check(ctx, request, header)
             if error is not None:
                 return error
         else:
-            write_queue_nums = checked[2]
+            write_queue_nums, multi_tag = checked[2], checked[4]
+        prepared = self._prepare_message(ctx, request, header, write_queue_nums, multi_tag)
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        inner, topic, queue_id = prepared
+        size = len(inner.body)
+        return await self._put_and_respond(
+            ctx,
+            request,
+            self.context.store.put,
+            inner,
+            lambda result: self._send_response(request, result, topic, queue_id, size),
+        )
+
+    def _prepare_message(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        header: SendMessageFields,
+        write_queue_nums: int,
+        multi_tag: bool | None,
+    ) -> RemotingCommand | tuple[MessageExtBrokerInner, str, int]:
+        """A single send past ``msgCheck``, up to the message to store: an error response, or the
+        message with the topic and queue it is answered with. ``multi_tag``: whether the topic
+        filters by several tags, None if not known yet. Changes nothing unless the topic is a
+        retry topic (which may make a DLQ topic)."""
+        c = self.context
+        topic = header.topic
         queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
         properties = string_to_properties(header.properties) if header.properties else {}
         reconsume_times = header.reconsume_times or 0
@@ -286,6 +316,7 @@ class SendMessageProcessor(BrokerProcessor):
                     topic, DLQ_NUMS_PER_GROUP, PermName.WRITE | PermName.READ
                 )
                 properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+                multi_tag = None
 
         # Java: a prepared message, unless it is a retry of one being delayed
         prepared_value = properties.get(_PREPARED)
@@ -301,15 +332,11 @@ class SendMessageProcessor(BrokerProcessor):
             )
 
         sys_flag = header.sys_flag
-        if checked is not None and topic is header.topic:
-            multi_tag = checked[4]
-        else:
-            topic_config = c.topic_config_manager.select_topic_config(topic)
-            multi_tag = (
-                topic_config is not None and topic_config.topic_filter_type is TopicFilterType.MULTI_TAG
-            )
+        if multi_tag is None:
+            config = c.topic_config_manager.select_topic_config(topic)
+            multi_tag = config is not None and config.topic_filter_type is TopicFilterType.MULTI_TAG
         if multi_tag:
-            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+            sys_flag |= _MULTI_TAGS_FLAG
 
         if not prepared and _DELAY in properties:  # a half message's delay applies when committed
             topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
@@ -331,17 +358,45 @@ class SendMessageProcessor(BrokerProcessor):
         )
         if prepared:  # stored as a half message until END_TRANSACTION (broker/transaction.py)
             inner = to_half_message(inner)
-        put = c.store.put
-        outcome = None if c.metadata_unwritten else c.put_service.try_append(put, inner)
-        if type(outcome) is PutMessageResult:  # appended on the loop, final: the usual case
-            return self._send_response(request, outcome, topic, queue_id, len(body))
-        return await self._put_and_respond(
-            ctx,
-            request,
-            put,
-            inner,
-            lambda result: self._send_response(request, result, topic, queue_id, len(body)),
-            outcome,
+        return inner, topic, queue_id
+
+    def process_now(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | Later | None:
+        """The sends that need no waiting, answered without the executor's queue (see
+        ``RequestDispatcher``): to a topic already checked, not a retry topic, appended on the
+        loop. ``LATER`` (having changed nothing) for the others, which ``send`` takes."""
+        code = request.code
+        if code != _SEND_V2 and code != _SEND_BATCH and code != _SEND_V1:  # noqa: PLR1714
+            return LATER
+        c = self.context
+        if c.metadata_unwritten or c.config.start_accept_send_request_time_stamp:
+            return LATER
+        header = _send_header(request)
+        checked = self._checked(header.topic, header.queue_id)
+        if checked is None:
+            return LATER
+        put_service = c.put_service
+        if header.batch or code == _SEND_BATCH:
+            batch = self._prepare_batch(ctx, request, header, checked[2])
+            if isinstance(batch, RemotingCommand):
+                return batch
+            outcome = put_service.try_append(c.store.put, batch)
+            if outcome is None:
+                return LATER
+            return self._answer_put(ctx, request, outcome, lambda r: self._batch_response(request, r, batch))
+        if header.topic.startswith(_RETRY_PREFIX):
+            return LATER
+        prepared = self._prepare_message(ctx, request, header, checked[2], checked[4])
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        inner, topic, queue_id = prepared
+        outcome = put_service.try_append(c.store.put, inner)
+        if outcome is None:
+            return LATER
+        if type(outcome) is PutMessageResult:  # final: the usual case
+            return self._send_response(request, outcome, topic, queue_id, len(inner.body))
+        size = len(inner.body)
+        return self._answer_put(
+            ctx, request, outcome, lambda r: self._send_response(request, r, topic, queue_id, size)
         )
 
     def _born_host(self, ctx: RemotingContext) -> bytes:
@@ -360,19 +415,25 @@ class SendMessageProcessor(BrokerProcessor):
         put: Callable[[Any], PutMessageResult | Future[PutMessageResult]],
         message: object,
         respond: Callable[[PutMessageResult], RemotingCommand],
-        outcome: PutMessageResult | Future[PutMessageResult] | None = None,
     ) -> RemotingCommand | None:
-        """Append through the writer thread (unless ``outcome``, the put's outcome, is given);
-        answer now, or when a SYNC_FLUSH completes (the executor's worker does not wait for
-        the flush, as Java's asyncSendMessage)."""
-        if outcome is not None:
-            store_future = outcome
-        else:
-            if self.context.metadata_unwritten:  # a retry group or DLQ topic made for this message
-                await self.context.flush_metadata()
-            store_future = await self.context.put_service.append(put, message)
-        if isinstance(store_future, PutMessageResult):
-            return respond(store_future)
+        """Append through the writer thread; answer now, or when a SYNC_FLUSH completes (the
+        executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
+        if self.context.metadata_unwritten:  # a retry group or DLQ topic made for this message
+            await self.context.flush_metadata()
+        outcome = await self.context.put_service.append(put, message)
+        return self._answer_put(ctx, request, outcome, respond)
+
+    def _answer_put(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        outcome: PutMessageResult | Future[PutMessageResult],
+        respond: Callable[[PutMessageResult], RemotingCommand],
+    ) -> RemotingCommand | None:
+        """The answer to a put: now for a final ``outcome``, else None and the answer is written
+        when the flush completes."""
+        if isinstance(outcome, PutMessageResult):
+            return respond(outcome)
         loop = asyncio.get_running_loop()
         began = time.monotonic()  # metrics time a late answer from here (the queue wait is missed)
 
@@ -380,7 +441,7 @@ class SendMessageProcessor(BrokerProcessor):
             with contextlib.suppress(RuntimeError):  # loop closed: shutting down
                 loop.call_soon_threadsafe(self._answer_late, ctx, request, respond, f, began)
 
-        store_future.add_done_callback(flushed)
+        outcome.add_done_callback(flushed)
         return None
 
     def _answer_late(
@@ -447,21 +508,33 @@ class SendMessageProcessor(BrokerProcessor):
         request: RemotingCommand,
         header: SendMessageFields,
     ) -> RemotingCommand | None:
-        c = self.context
         error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:
             return error
-        if len(header.topic.encode()) > 127:
+        batch = self._prepare_batch(ctx, request, header, write_queue_nums)
+        if isinstance(batch, RemotingCommand):
+            return batch
+        return await self._put_and_respond(
+            ctx, request, self.context.store.put, batch, lambda r: self._batch_response(request, r, batch)
+        )
+
+    def _prepare_batch(
+        self, ctx: RemotingContext, request: RemotingCommand, header: SendMessageFields, write_queue_nums: int
+    ) -> RemotingCommand | MessageExtBatch:
+        """A batch send past ``msgCheck``, up to the batch to store, or an error response."""
+        c = self.context
+        topic = header.topic
+        if len(topic.encode()) > 127:
             return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(header.topic)}"
+                ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}"
             )
-        if is_retry_topic(header.topic):
+        if topic.startswith(_RETRY_PREFIX):
             return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {header.topic}"
+                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
             )
         queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
-        properties = string_to_properties(header.properties or "")
-        properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
+        properties = string_to_properties(header.properties) if header.properties else {}
+        properties[_CLUSTER] = c.config.broker_cluster_name
         body = request.body
         sys_flag = header.sys_flag
         if sys_flag & MessageSysFlag.COMPRESSED_FLAG:
@@ -472,8 +545,8 @@ class SendMessageProcessor(BrokerProcessor):
             except MessageDecodeError as exc:
                 return request.make_response(ResponseCode.MESSAGE_ILLEGAL, f"compressed batch body: {exc}")
             sys_flag &= ~MessageSysFlag.COMPRESSED_FLAG
-        batch = MessageExtBatch(
-            topic=header.topic,
+        return MessageExtBatch(
+            topic=topic,
             body=body,
             queue_id=queue_id,
             properties=properties,
@@ -482,15 +555,13 @@ class SendMessageProcessor(BrokerProcessor):
             born_host=self._born_host(ctx),
             store_host=c.store_host,
         )
-        topic = header.topic
 
-        def respond(result: PutMessageResult) -> RemotingCommand:
-            append = result.append_message_result
-            return self._send_response(
-                request, result, topic, queue_id, len(request.body), append.msg_num if append else 0
-            )
-
-        return await self._put_and_respond(ctx, request, c.store.put, batch, respond)
+    def _batch_response(
+        self, request: RemotingCommand, result: PutMessageResult, batch: MessageExtBatch
+    ) -> RemotingCommand:
+        append = result.append_message_result
+        count = append.msg_num if append else 0
+        return self._send_response(request, result, batch.topic, batch.queue_id, len(request.body), count)
 
     # -- consumer send back -----------------------------------------------------------------
 

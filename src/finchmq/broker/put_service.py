@@ -94,27 +94,40 @@ class StorePutService:
 
     async def append(self, put: _Put, message: Any) -> _Outcome:
         """Append ``message``; returns the final result, or a future of it (SYNC_FLUSH)."""
-        if self.on_loop:
-            began = time.monotonic()
-            result = put(message)
-            now = time.monotonic()
-            held_ms = (now - began) * 1000
-            if held_ms > self._off_loop_threshold_ms():
-                self._slow_appends.append(now)
-                # One slow append may be the process losing its CPU for a moment; several
-                # within a second is a slow disk or a busy page cache.
-                if len(self._slow_appends) == self._slow_appends.maxlen and now - self._slow_appends[0] < 1.0:
-                    self._threaded_until = now + _THREADED_AT_LEAST
-                    self._slow_appends.clear()
-                    log.warning(
-                        "appends held the event loop for more than putOffLoopThresholdMs=%d (last %.0f ms): "
-                        "they move to the writer thread for at least %.0f s",
-                        self._off_loop_threshold_ms(),
-                        held_ms,
-                        _THREADED_AT_LEAST,
-                    )
-            return result
+        outcome = self.try_append(put, message)
+        if outcome is not None:
+            return outcome
         return await self._append_threaded(put, message)
+
+    def try_append(self, put: _Put, message: Any) -> _Outcome | None:
+        """``append`` while appends run on the loop, without a coroutine: the result, or a future
+        of it; None when they run on the writer thread (then ``await append(...)``)."""
+        if self._in_flight:
+            return None
+        threshold_ms = self._off_loop_threshold_ms()
+        began = time.monotonic()
+        if threshold_ms <= 0 or began < self._threaded_until or self._force_thread():
+            return None
+        result = put(message)
+        now = time.monotonic()
+        if (now - began) * 1000 > threshold_ms:
+            self._slow_append(now, (now - began) * 1000, threshold_ms)
+        return result
+
+    def _slow_append(self, now: float, held_ms: float, threshold_ms: int) -> None:
+        self._slow_appends.append(now)
+        # One slow append may be the process losing its CPU for a moment; several within a
+        # second is a slow disk or a busy page cache.
+        if len(self._slow_appends) == self._slow_appends.maxlen and now - self._slow_appends[0] < 1.0:
+            self._threaded_until = now + _THREADED_AT_LEAST
+            self._slow_appends.clear()
+            log.warning(
+                "appends held the event loop for more than putOffLoopThresholdMs=%d (last %.0f ms): "
+                "they move to the writer thread for at least %.0f s",
+                threshold_ms,
+                held_ms,
+                _THREADED_AT_LEAST,
+            )
 
     def _append_threaded(self, put: _Put, message: Any) -> asyncio.Future[_Outcome]:
         assert self._loop is not None, "put service not started"

@@ -132,6 +132,8 @@ class BrokerStats:
     items: dict[tuple[str, str], StatsItem] = field(default_factory=dict)
     # per-message size by topic, kept only while metrics are on (rocketmq_message_size)
     message_sizes: HistogramSet | None = None
+    # topic -> its put_by_topic counter and TOPIC_PUT_NUMS/TOPIC_PUT_SIZE items
+    _put_counters: dict[str, tuple[_Counter, StatsItem, StatsItem]] = field(default_factory=dict)
 
     def _add(self, name: str, key: str, value: int) -> None:
         item = self.items.get((name, key))
@@ -148,16 +150,37 @@ class BrokerStats:
         return self.items.get((name, key))
 
     def record_put(self, topic: str, messages: int, size: int) -> None:
-        self.put.add(messages, size)
+        put = self.put
+        put.times += messages
+        put.total += size
+        # every send comes here: the topic's three counters in one lookup
+        counters = self._put_counters.get(topic)
+        if counters is None:
+            self._first_put(topic, messages, size)
+        else:
+            counter, nums, sizes_item = counters
+            counter.times += messages
+            counter.total += size
+            nums.value += messages
+            nums.times += 1
+            sizes_item.value += size
+            sizes_item.times += 1
+        sizes = self.message_sizes
+        if sizes is not None and messages:
+            sizes.observe(topic, size / messages)  # Java: wrote bytes / messages, per put
+
+    def _first_put(self, topic: str, messages: int, size: int) -> None:
         counter = self.put_by_topic.get(topic)
         if counter is None:
             counter = self.put_by_topic[topic] = _Counter()
         counter.add(messages, size)
         self._add(TOPIC_PUT_NUMS, topic, messages)
         self._add(TOPIC_PUT_SIZE, topic, size)
-        sizes = self.message_sizes
-        if sizes is not None and messages:
-            sizes.observe(topic, size / messages)  # Java: wrote bytes / messages, per put
+        self._put_counters[topic] = (
+            counter,
+            self.items[TOPIC_PUT_NUMS, topic],
+            self.items[TOPIC_PUT_SIZE, topic],
+        )
 
     def record_put_failed(self) -> None:
         self.put_failed += 1

@@ -136,6 +136,11 @@ _loads = _json.loads_raw
 _dumps = _json.dumps
 
 
+_JSON = SerializeType.JSON
+_ROCKETMQ = SerializeType.ROCKETMQ
+_OTHER = LanguageCode.OTHER
+
+
 def _command_from_json(header: bytes | bytearray, body: bytes) -> RemotingCommand:
     try:
         obj = _loads(header)
@@ -165,25 +170,23 @@ def _command_from_json(header: bytes | bytearray, body: bytes) -> RemotingComman
         flag = _as_int(obj, "flag", 0)
     language_raw = get("language", "JAVA")
     if type(language_raw) is str:
-        language = _LANGUAGE_BY_NAME.get(language_raw, LanguageCode.OTHER)
+        language = _LANGUAGE_BY_NAME.get(language_raw, _OTHER)
     elif type(language_raw) is int:
-        language = _LANGUAGE_BY_VALUE.get(language_raw, LanguageCode.OTHER)
+        language = _LANGUAGE_BY_VALUE.get(language_raw, _OTHER)
     else:
-        language = LanguageCode.OTHER
+        language = _OTHER
     remark = get("remark")
     if remark is not None and type(remark) is not str:
         raise _remote(f"malformed header: remark must be a string, got {remark!r}")
-    return RemotingCommand(
-        code=code,
-        language=language,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=_normalize_ext_fields(get("extFields")),
-        body=body,
-        serialize_type=SerializeType.JSON,
-    )
+    ext = get("extFields")
+    if type(ext) is dict:
+        for value in ext.values():
+            if type(value) is not str:
+                ext = _normalize_ext_fields(ext)
+                break
+    else:
+        ext = _normalize_ext_fields(ext)
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
 
 
 def _command_from_rocketmq(header: bytes, body: bytes) -> RemotingCommand:
@@ -219,17 +222,8 @@ def _command_from_rocketmq(header: bytes, body: bytes) -> RemotingCommand:
             pos += val_len
     except UnicodeDecodeError as exc:
         raise _remote(f"malformed header: text is not UTF-8 ({exc})") from None
-    return RemotingCommand(
-        code=code,
-        language=_LANGUAGE_BY_VALUE.get(language_byte, LanguageCode.OTHER),
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext_fields,
-        body=body,
-        serialize_type=SerializeType.ROCKETMQ,
-    )
+    language = _LANGUAGE_BY_VALUE.get(language_byte, _OTHER)
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext_fields, body, _ROCKETMQ)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,7 +333,7 @@ class RemotingCodec:
             raise ValueError(f"max_frame_size must be >= 16, got {max_frame_size}")
         self.max_frame_size = max_frame_size
         self.state = CodecState.OPEN
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
         self._pos = 0
         self._eof = False
         self._error: ProtocolError | None = None
@@ -360,7 +354,16 @@ class RemotingCodec:
             raise LocalProtocolError("received data after end of input")
         buf = self._buf
         pos = self._pos
-        if pos:
+        if pos == len(buf) and type(data) is bytes:
+            # Nothing left over (the usual case): frames are sliced out of the chunk itself,
+            # one copy of each body instead of two.
+            self._buf = data
+            self._pos = 0
+            return
+        if not isinstance(buf, bytearray):
+            self._buf = buf = bytearray(buf[pos:])
+            self._pos = 0
+        elif pos:
             if pos == len(buf):
                 buf.clear()
                 self._pos = 0
@@ -383,33 +386,25 @@ class RemotingCodec:
         if available < 8:
             return self._short_read(available)
         length, word = _PREFIX.unpack_from(buf, pos)
+        header_len = word & 0xFFFFFF
         try:
-            if length < 4 or length + 4 > self.max_frame_size:
-                raise _remote(
-                    f"frame length {length + 4} exceeds max_frame_size={self.max_frame_size}"
-                    if length >= 4
-                    else f"frame length {length} is below the minimum of 4"
-                )
-            serialize = (word >> 24) & 0xFF
-            header_len = word & 0xFFFFFF
-            if header_len > length - 4:
-                raise _remote(f"header length {header_len} out of range for frame length {length}")
-            if serialize == 0:
-                if header_len < _MIN_JSON_HEADER:
-                    raise _remote(f"header length {header_len} out of range for a JSON header")
-            elif serialize == 1:
-                if header_len < _ROCKETMQ_FIXED_SIZE:
-                    raise _remote(f"header length {header_len} out of range for a ROCKETMQ header")
-            else:
-                raise _remote(f"unknown serialize type {serialize}")
+            if not (
+                0 <= word < 0x1000000  # JSON
+                and _MIN_JSON_HEADER <= header_len <= length - 4
+                and length + 4 <= self.max_frame_size
+            ):
+                self._check_prefix(length, word)
             if available < length + 4:
                 return self._short_read(available)
             start = pos + 8
             body_start = start + header_len
             end = pos + 4 + length
-            body = bytes(buf[body_start:end]) if end > body_start else b""
+            if type(buf) is bytes:
+                body = buf[body_start:end]
+            else:
+                body = bytes(buf[body_start:end]) if end > body_start else b""
             self._pos = end
-            if serialize == 0:
+            if word < 0x1000000:
                 return _command_from_json(buf[start:body_start], body)
             return _command_from_rocketmq(bytes(buf[start:body_start]), body)
         except ProtocolError as exc:
@@ -419,6 +414,27 @@ class RemotingCodec:
             # Defensive: a decoder bug must still surface as a protocol error, never a crash.
             self._fail(_remote(f"malformed header: {exc!r}"))
             raise self._error from exc  # type: ignore[misc]
+
+    def _check_prefix(self, length: int, word: int) -> None:
+        """Raise for a bad length prefix; return for a valid non-JSON (ROCKETMQ) one."""
+        if length < 4 or length + 4 > self.max_frame_size:
+            raise _remote(
+                f"frame length {length + 4} exceeds max_frame_size={self.max_frame_size}"
+                if length >= 4
+                else f"frame length {length} is below the minimum of 4"
+            )
+        serialize = (word >> 24) & 0xFF
+        header_len = word & 0xFFFFFF
+        if header_len > length - 4:
+            raise _remote(f"header length {header_len} out of range for frame length {length}")
+        if serialize == 0:
+            if header_len < _MIN_JSON_HEADER:
+                raise _remote(f"header length {header_len} out of range for a JSON header")
+        elif serialize == 1:
+            if header_len < _ROCKETMQ_FIXED_SIZE:
+                raise _remote(f"header length {header_len} out of range for a ROCKETMQ header")
+        else:
+            raise _remote(f"unknown serialize type {serialize}")
 
     def _short_read(self, available: int) -> Literal[Signal.NEED_DATA, Signal.CLOSED]:
         if not self._eof:
@@ -432,7 +448,7 @@ class RemotingCodec:
     def _fail(self, exc: ProtocolError) -> None:
         self._error = exc if isinstance(exc, RemoteProtocolError) else exc._reraise_as_remote()
         self.state = CodecState.ERROR
-        self._buf = bytearray()
+        self._buf = b""
         self._pos = 0
 
     def send(self, cmd: RemotingCommand, *, opaque: int | None = None) -> bytes:

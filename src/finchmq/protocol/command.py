@@ -21,6 +21,8 @@ __all__ = [
 
 FLAG_RESPONSE = 0b01  # Java RemotingCommand.RPC_TYPE bit
 FLAG_ONEWAY = 0b10  # Java RemotingCommand.RPC_ONEWAY bit
+_V4_9_8 = int(MQVersion.V4_9_8)
+_JAVA = LanguageCode.JAVA
 
 Body: TypeAlias = bytes | bytearray | memoryview
 """A command body: any bytes-like object, so stored messages can be sent without a copy."""
@@ -28,7 +30,9 @@ Body: TypeAlias = bytes | bytearray | memoryview
 
 # Not frozen on purpose: a frozen dataclass's __init__ costs 1.6 us against 0.57 us here, and a
 # command is built at least twice per round trip. Treat instances as immutable all the same.
-@dataclass(slots=True, kw_only=True)
+# The __init__ is written out (dataclass keeps it) so the codec can pass arguments by position,
+# twice as fast as keywords on the per-request path.
+@dataclass(slots=True)
 class RemotingCommand:
     """A remoting frame's content; a value, never modified after it is built.
 
@@ -39,13 +43,35 @@ class RemotingCommand:
 
     code: int
     language: LanguageCode = LanguageCode.JAVA
-    version: int = int(MQVersion.V4_9_8)
+    version: int = _V4_9_8
     opaque: int = 0
     flag: int = 0
     remark: str | None = None
     ext_fields: dict[str, str] = field(default_factory=dict)
     body: Body = b""
     serialize_type: SerializeType = SerializeType.JSON
+
+    def __init__(
+        self,
+        code: int,
+        language: LanguageCode = LanguageCode.JAVA,
+        version: int = _V4_9_8,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields = {} if ext_fields is None else ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
 
     @property
     def is_response(self) -> bool:
@@ -89,15 +115,7 @@ class RemotingCommand:
     ) -> RemotingCommand:
         """The response to this request: same opaque and serialize type, RESPONSE flag set."""
         return RemotingCommand(
-            code=code,
-            language=LanguageCode.JAVA,
-            version=int(MQVersion.V4_9_8),
-            opaque=self.opaque,
-            flag=FLAG_RESPONSE,
-            remark=remark,
-            ext_fields=ext_fields if ext_fields is not None else {},
-            body=body,
-            serialize_type=self.serialize_type,
+            code, _JAVA, _V4_9_8, self.opaque, FLAG_RESPONSE, remark, ext_fields, body, self.serialize_type
         )
 
     def with_opaque(self, opaque: int, *, oneway: bool = False) -> RemotingCommand:

@@ -17,8 +17,10 @@ from .errors import (
 )
 from .loop import HAVE_UVLOOP, loop_factory, run
 from .processor import (
+    LATER,
     REMARK_OVERLOAD,
     REMARK_REJECT_REQUEST,
+    Later,
     QueuedRequest,
     RemotingContext,
     RequestDispatcher,
@@ -30,12 +32,14 @@ from .server import RemotingServer
 
 __all__ = [
     "HAVE_UVLOOP",
+    "LATER",
     "REMARK_OVERLOAD",
     "REMARK_REJECT_REQUEST",
     "ChannelEventListener",
     "ChannelGoneListener",
     "CloseReason",
     "InvokeCallback",
+    "Later",
     "QueuedRequest",
     "RemotingClient",
     "RemotingClientConfig",

@@ -13,18 +13,23 @@ Strategy:
     built with ``pause_reading_ms`` also pauses the connection it just refused, until its queue
     is half empty again (at most that long): decoding and refusing a flood of requests would
     otherwise take the CPU the accepted ones need.
+    A processor may also answer some requests at once (``process_now``, a plain function): a
+    request that a worker would take right away (its executor's queue is empty) is offered to
+    it first, on the loop, and skips the queue, the worker hand-off and the coroutines; it
+    answers ``LATER`` (having done nothing) for what needs waiting, which is queued as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol.codes import RequestCode, ResponseCode
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from .connection import RemotingConnection
 
 __all__ = [
+    "LATER",
     "REMARK_OVERLOAD",
     "REMARK_REJECT_REQUEST",
     "QueuedRequest",
@@ -70,6 +76,18 @@ class RemotingContext:
     def write_response(self, response: RemotingCommand) -> None:
         """Send a response produced outside ``process_request`` (e.g. a held long poll)."""
         self.connection.send_command(response)
+
+
+class Later(enum.Enum):
+    """``process_now``'s answer for a request it leaves to ``process_request``."""
+
+    LATER = "LATER"
+
+
+LATER: Final = Later.LATER
+
+ProcessNow = Callable[[RemotingContext, RemotingCommand], "RemotingCommand | Later | None"]
+"""A processor's ``process_now``: the response (None for none, as ``process_request``), or ``LATER``."""
 
 
 class RequestRefused(Exception):
@@ -313,21 +331,35 @@ class RequestExecutor:
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:
-                response = _error_response(item, exc)
-            result = "oneway"
-            if response is not None and not request.is_oneway:
-                result = "success"
-                try:
-                    item.ctx.write_response(response)
-                except RemotingSendRequestError as exc:  # the client left before its answer
-                    result = "write_channel_failed"
-                    log.debug("cannot answer code=%d to %s: %s", request.code, item.ctx.remote_addr, exc)
-                except Exception:
-                    result = "write_channel_failed"
-                    log.exception("cannot answer code=%d to %s", request.code, item.ctx.remote_addr)
+                response = _error_response(item.ctx, request, exc)
+            result = _answer(item.ctx, request, response)
             on_done = self.on_done
             if on_done is not None and (response is not None or request.is_oneway):
                 on_done(item, response, result)
+
+    def run_now(
+        self,
+        process_now: ProcessNow,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        processor: RequestProcessor,
+    ) -> bool:
+        """Offer ``request`` to ``process_now`` if a worker would take it at once (the queue is
+        empty) and answer it; False when it said ``LATER`` or the queue is not empty."""
+        if self._queue or self._closed:
+            return False
+        on_done = self.on_done
+        began = time.monotonic() if on_done is not None else 0.0
+        try:
+            response = process_now(ctx, request)
+        except BaseException as exc:
+            response = _error_response(ctx, request, exc)
+        if response is LATER:
+            return False
+        result = _answer(ctx, request, response)
+        if on_done is not None and (response is not None or request.is_oneway):
+            on_done(QueuedRequest(ctx, request, processor, began), response, result)
+        return True
 
     async def close(self) -> None:
         self._closed = True
@@ -341,8 +373,22 @@ class RequestExecutor:
         self._queue.clear()
 
 
-def _error_response(item: QueuedRequest, exc: BaseException) -> RemotingCommand:
-    request = item.request
+def _answer(ctx: RemotingContext, request: RemotingCommand, response: RemotingCommand | None) -> str:
+    """Write ``response`` (unless None or the request is oneway); Java's result label."""
+    if response is None or request.is_oneway:
+        return "oneway"
+    try:
+        ctx.write_response(response)
+    except RemotingSendRequestError as exc:  # the client left before its answer
+        log.debug("cannot answer code=%d to %s: %s", request.code, ctx.remote_addr, exc)
+        return "write_channel_failed"
+    except Exception:
+        log.exception("cannot answer code=%d to %s", request.code, ctx.remote_addr)
+        return "write_channel_failed"
+    return "success"
+
+
+def _error_response(ctx: RemotingContext, request: RemotingCommand, exc: BaseException) -> RemotingCommand:
     if isinstance(exc, ProtocolError):
         return request.make_response(exc.response_code, str(exc))
     if not isinstance(exc, Exception):
@@ -352,7 +398,7 @@ def _error_response(item: QueuedRequest, exc: BaseException) -> RemotingCommand:
         f"code-{request.code}",
         "process request code=%d from %s failed",
         request.code,
-        item.ctx.remote_addr,
+        ctx.remote_addr,
         exc_info=exc,
     )
     return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
@@ -363,6 +409,7 @@ class RequestDispatcher:
 
     def __init__(self) -> None:
         self._table: dict[int, tuple[RequestProcessor, RequestExecutor]] = {}
+        self._now: dict[int, ProcessNow] = {}  # code -> its processor's process_now, if it has one
         self._default: tuple[RequestProcessor, RequestExecutor] | None = None
         self._executors: dict[str, RequestExecutor] = {}
         self.on_overload: Callable[[RequestExecutor, RemotingCommand], None] | None = None
@@ -377,8 +424,13 @@ class RequestDispatcher:
         executor: RequestExecutor,
     ) -> None:
         """Route ``codes`` to ``processor`` run by ``executor`` (executors may be shared)."""
+        process_now: ProcessNow | None = getattr(processor, "process_now", None)
         for code in codes if isinstance(codes, list) else [codes]:
             self._table[int(code)] = (processor, executor)
+            if process_now is not None:
+                self._now[int(code)] = process_now
+            else:
+                self._now.pop(int(code), None)
         self._executors[executor.name] = executor
 
     def register_default(self, processor: RequestProcessor, executor: RequestExecutor) -> None:
@@ -418,6 +470,9 @@ class RequestDispatcher:
                 ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_REJECT_REQUEST))
             return
         if self.before_request is not None and not self._run_before_request(ctx, request):
+            return
+        process_now = self._now.get(request.code)
+        if process_now is not None and executor.run_now(process_now, ctx, request, processor):
             return
         if not executor.submit(QueuedRequest(ctx, request, processor, time.monotonic())):
             if self.on_overload is not None:

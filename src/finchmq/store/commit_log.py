@@ -4,10 +4,11 @@ Owns ``<root>/commitlog`` segments, the put lock, the topic-queue offset table a
 recovery of the log. Imports: ``finchmq.protocol.message`` (layout), the store's segments.
 
 Strategy:
-    Encoding happens before the put lock (Java 4.9's pre-encode): a single message with
-    ``encode_stored``, a batch item by item into one buffer. Under the lock the commit log
-    picks the segment (writing the BLANK record and rolling when the record plus 8 bytes does
-    not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
+    A batch is encoded before the put lock (Java 4.9's pre-encode), item by item into one
+    buffer; a single message is written in place under it, in parts (no buffer to copy from:
+    it is the per-send path). Under the lock the commit log picks the segment (writing the
+    BLANK record and rolling when the record plus 8 bytes does not fit, as Java's
+    END_OF_FILE), assigns queue and physical offsets and the store
     timestamp, copies the bytes in, and queues a ``DispatchRequest``. Every record's 8-byte
     head (TOTALSIZE + MAGICCODE) is written after the rest of it, and the first record of a
     batch last of all, so a process killed mid-copy leaves a zero head that recovery reads as
@@ -46,7 +47,6 @@ from finchmq.protocol.message import (
     decode_stored,
     encode_blank_into,
     encode_stored,
-    fill_stored_offsets,
     properties_to_string,
     stored_size,
     tags_hash_code,
@@ -74,6 +74,17 @@ _BATCH_HEAD: Final = StoredLayout.BATCH_ITEM_HEAD
 _STORED_HEAD_V4: Final = StoredLayout.HEAD_V4
 _QUEUE_OFFSET: Final = StoredLayout.QUEUE_OFFSET
 _STORE_TIMESTAMP_V6: Final = StoredLayout.STORE_TIMESTAMP_V4 + StoredLayout.V6_EXTRA
+_HEADS_AFTER_MAGIC: Final = StoredLayout.HEADS_AFTER_MAGIC
+_TOPIC_LENGTH: Final = StoredLayout.TOPIC_LENGTH_BYTES
+_V6_EXTRA: Final = StoredLayout.V6_EXTRA
+_FIRST: Final = (0,)  # rel_offsets of a single message
+_TAGS: Final = MessageConst.PROPERTY_TAGS
+_KEYS: Final = MessageConst.PROPERTY_KEYS
+_UNIQ: Final = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_DELAY: Final = MessageConst.PROPERTY_DELAY_TIME_LEVEL
+_PUT_OK: Final = PutMessageStatus.PUT_OK
+_APPEND_OK: Final = AppendMessageStatus.PUT_OK
+_crc32: Final = zlib.crc32
 
 
 def _now_ms() -> int:
@@ -219,24 +230,46 @@ class CommitLog:
         self, msg: MessageExtBrokerInner, properties: Mapping[str, str]
     ) -> tuple[PutMessageStatus, AppendMessageResult | None]:
         """Append one message (``properties``: its properties, parsed). Returns the status and,
-        when appended, the append result."""
-        topic, queue_id, body, sys_flag = msg.topic, msg.queue_id, msg.body, msg.sys_flag
-        born_host, store_host, properties_string = msg.born_host, msg.store_host, msg.properties_string
-        tags_code = msg.tags_code
-        topic_b = self._topic_bytes(topic)
-        if len(topic_b) > MAX_TOPIC_LENGTH:
-            log.warning("putMessage message topic length too long %d", len(topic_b))
+        when appended, the append result.
+
+        The record is written straight into the segment under the put lock (head last), not
+        encoded into a buffer first and copied: this is the broker's per-send path.
+        """
+        topic = msg.topic
+        topic_b = self._topic_cache.get(topic)
+        if topic_b is None:
+            topic_b = self._topic_bytes(topic)
+        topic_len = len(topic_b)
+        if topic_len > MAX_TOPIC_LENGTH:
+            log.warning("putMessage message topic length too long %d", topic_len)
             return PutMessageStatus.MESSAGE_ILLEGAL, None
-        try:
-            props_text = properties_to_string(properties) if properties_string is None else properties_string
-        except MessageEncodeError as exc:
-            log.warning("putMessage bad properties: %s", exc)
-            return PutMessageStatus.MESSAGE_ILLEGAL, None
+        props_text = msg.properties_string
+        if props_text is None:
+            try:
+                props_text = properties_to_string(properties)
+            except MessageEncodeError as exc:
+                log.warning("putMessage bad properties: %s", exc)
+                return PutMessageStatus.MESSAGE_ILLEGAL, None
         props_b = props_text.encode("utf-8")
-        if len(props_b) > MAX_PROPERTIES_LENGTH:
-            log.warning("putMessage message properties length too long %d", len(props_b))
+        props_len = len(props_b)
+        if props_len > MAX_PROPERTIES_LENGTH:
+            log.warning("putMessage message properties length too long %d", props_len)
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
-        size = stored_size(len(body), len(topic_b), len(props_b), len(born_host) == 20, len(store_host) == 20)
+        body = msg.body
+        body_len = len(body)
+        born_host, store_host = msg.born_host, msg.store_host
+        size = MIN_STORED_SIZE + body_len + topic_len + props_len
+        if len(born_host) == 8 and len(store_host) == 8:
+            hosts = 0
+        else:
+            hosts_ = (born_host, store_host)
+            if len(born_host) not in (8, 20) or len(store_host) not in (8, 20):
+                log.warning(
+                    "putMessage cannot encode the message: hosts of %d and %d bytes", *map(len, hosts_)
+                )
+                return PutMessageStatus.MESSAGE_ILLEGAL, None
+            hosts = (len(born_host) == 20) | (len(store_host) == 20) << 1
+            size += ((hosts & 1) + (hosts >> 1)) * _V6_EXTRA
         if size > self._max_message_size:
             log.warning(
                 "message size exceeded, msg total size: %d, maxMessageSize: %d", size, self._max_message_size
@@ -244,30 +277,22 @@ class CommitLog:
             return PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(
                 status=AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
             )
-        try:
-            record = encode_stored(
-                topic=topic_b,
-                body=body,
-                properties=props_b,
-                born_host=born_host,
-                store_host=store_host,
-                queue_id=queue_id,
-                flag=msg.flag,
-                sys_flag=sys_flag,
-                born_timestamp=msg.born_timestamp,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-            )
-        except MessageEncodeError as exc:
-            log.warning("putMessage cannot encode the message: %s", exc)
-            return PutMessageStatus.MESSAGE_ILLEGAL, None
-        tags = properties.get(MessageConst.PROPERTY_TAGS)
-        delay = properties.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL) if topic == SCHEDULE_TOPIC else None
-        keys = properties.get(MessageConst.PROPERTY_KEYS)
-        uniq = properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        sys_flag = msg.sys_flag
+        stored_flag = (sys_flag & ~0x30) | (hosts << 4)
+        tail = _TOPIC_LENGTH[topic_len] + topic_b + _I16.pack(props_len) + props_b
+        crc = _crc32(body) & 0x7FFFFFFF
+        fixed = _HEADS_AFTER_MAGIC[hosts]
+        tags = properties.get(_TAGS)
+        delay = properties.get(_DELAY) if topic == SCHEDULE_TOPIC else None
+        keys = properties.get(_KEYS)
+        uniq = properties.get(_UNIQ)
+        tags_code = msg.tags_code
+        queue_id = msg.queue_id
+        prepared_offset = msg.prepared_transaction_offset
         tran = sys_flag & _TRAN_MASK
+        counted = tran not in (_PREPARED, _ROLLBACK)  # half messages take no queue offset
         key = (topic, queue_id)
-        rv = memoryview(record)
+        table = self.topic_queue_table
         with self.put_lock:
             now = _now_ms()
             self.begin_time_in_lock = now
@@ -277,15 +302,18 @@ class CommitLog:
                     return mf
                 pos = mf.wrote_position
                 phy = mf.file_from_offset + pos
-                if tran in (_PREPARED, _ROLLBACK):
-                    queue_offset = 0
-                else:
-                    queue_offset = self.topic_queue_table.get(key, 0)
-                    self.topic_queue_table[key] = queue_offset + 1
-                fill_stored_offsets(
-                    record, 0, queue_offset=queue_offset, commit_log_offset=phy, store_timestamp=now
-                )
-                mf.append_record(rv, now)
+                queue_offset = table.get(key, 0) if counted else 0
+                try:
+                    head = fixed.pack(
+                        crc, queue_id, msg.flag, queue_offset, phy, stored_flag, msg.born_timestamp,
+                        born_host, now, store_host, msg.reconsume_times, prepared_offset, body_len,
+                    )  # fmt: skip
+                except struct.error as exc:
+                    log.warning("putMessage cannot encode the message: %s", exc)
+                    return PutMessageStatus.MESSAGE_ILLEGAL, None
+                if counted:
+                    table[key] = queue_offset + 1
+                mf.append_record_parts(_HEAD.pack(size, MESSAGE_MAGIC_CODE), head, body, tail, now)
                 if tags_code is None or delay:
                     tags_code = compute_tags_code(topic, tags, delay, now, self._delay_levels)
                 self.reput.pending.append(
@@ -294,33 +322,24 @@ class CommitLog:
                         queue_id,
                         phy,
                         queue_offset,
-                        [0],
-                        [size],
-                        [tags_code],
+                        _FIRST,
+                        (size,),
+                        (tags_code,),
                         now,
-                        [keys] if keys else None,
-                        [uniq] if uniq else None,
-                        [properties],
+                        (keys,) if keys else None,
+                        (uniq,) if uniq else None,
+                        (properties,),
                         sys_flag,
-                        msg.prepared_transaction_offset,
+                        prepared_offset,
                     )
                 )
                 elapsed = _now_ms() - now
             finally:
                 self.begin_time_in_lock = 0
-        rv.release()
         if elapsed > 500:
-            log.warning("[NOTIFYME]putMessage in lock cost time(ms)=%d, bodyLength=%d", elapsed, len(body))
-        return PutMessageStatus.PUT_OK, AppendMessageResult(
-            status=AppendMessageStatus.PUT_OK,
-            wrote_offset=phy,
-            wrote_bytes=size,
-            logics_offset=queue_offset,
-            store_timestamp=now,
-            msg_num=1,
-            page_cache_rt=elapsed,
-            store_host=store_host,
-            offsets=(phy,),
+            log.warning("[NOTIFYME]putMessage in lock cost time(ms)=%d, bodyLength=%d", elapsed, body_len)
+        return _PUT_OK, AppendMessageResult(
+            _APPEND_OK, phy, size, queue_offset, now, 1, elapsed, store_host, (phy,)
         )
 
     def encode_batch(self, batch: MessageExtBatch) -> EncodedBatch | PutMessageStatus:

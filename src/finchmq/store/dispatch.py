@@ -132,9 +132,9 @@ class DispatchRequest:
         queue_id: int,
         commit_log_offset: int,
         queue_offset: int,
-        rel_offsets: list[int],
-        sizes: list[int],
-        tags_codes: list[int],
+        rel_offsets: Sequence[int],
+        sizes: Sequence[int],
+        tags_codes: Sequence[int],
         store_timestamp: int,
         keys: Sequence[str | bytes | None] | None,
         uniq_keys: Sequence[str | bytes | None] | None,
@@ -163,6 +163,7 @@ class DispatchRequest:
 
 
 _CQ_STRUCTS: dict[int, struct.Struct] = {}
+_CQ_UNIT: Final = struct.Struct(">qiq")
 
 
 def _cq_struct(n: int) -> struct.Struct:
@@ -208,10 +209,10 @@ class ReputMessageService:
     def apply(self, req: DispatchRequest) -> None:
         tran = req.sys_flag & _TRAN_MASK
         n = len(req.sizes)
-        if tran not in (_PREPARED, _ROLLBACK):
+        if tran != _PREPARED and tran != _ROLLBACK:  # noqa: PLR1714 - two int compares are cheaper
             base = req.commit_log_offset
             if n == 1:
-                units = _cq_struct(1).pack(base, req.sizes[0], req.tags_codes[0])
+                units = _CQ_UNIT.pack(base, req.sizes[0], req.tags_codes[0])
             else:
                 units = _cq_struct(n).pack(
                     *itertools.chain.from_iterable(

@@ -25,8 +25,7 @@ LOCAL_HOST: Final = pack_host("127.0.0.1", 0)
 
 def stored_properties_string(properties: Mapping[str, str]) -> str:
     """The properties as stored: all but WAIT, which only tells this put whether to wait."""
-    wait = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
-    return properties_to_string({k: v for k, v in properties.items() if k != wait})
+    return properties_to_string(properties, without=MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
 
 
 def _wait(properties: Mapping[str, str]) -> bool:
@@ -34,7 +33,9 @@ def _wait(properties: Mapping[str, str]) -> bool:
     return value is None or value.lower() == "true"
 
 
-@dataclass(slots=True, kw_only=True)
+# The __init__ is written out (dataclass keeps it) so the send path can pass arguments by
+# position, about twice as fast as keywords; other callers name them.
+@dataclass(slots=True)
 class MessageExtBrokerInner:
     """One message to store (Java ``MessageExtBrokerInner``).
 
@@ -56,6 +57,36 @@ class MessageExtBrokerInner:
     store_host: bytes = LOCAL_HOST
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        queue_id: int = 0,
+        flag: int = 0,
+        properties: Mapping[str, str] | None = None,
+        properties_string: str | None = None,
+        tags_code: int | None = None,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: bytes = LOCAL_HOST,
+        store_host: bytes = LOCAL_HOST,
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.queue_id = queue_id
+        self.flag = flag
+        self.properties = {} if properties is None else properties
+        self.properties_string = properties_string
+        self.tags_code = tags_code
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.store_host = store_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
 
     @property
     def wait_store_msg_ok(self) -> bool:

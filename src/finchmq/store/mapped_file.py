@@ -223,6 +223,29 @@ class MappedFile:
         self.store_timestamp = store_timestamp
         return pos
 
+    def append_record_parts(
+        self,
+        head: bytes,
+        fixed: bytes,
+        body: bytes | bytearray | memoryview,
+        tail: bytes,
+        store_timestamp: int,
+    ) -> int:
+        """``append_record`` of a record given in parts (its 8-byte head, the rest of its fixed
+        part, body, and tail), written in place without joining them first; head last."""
+        pos = self.wrote_position
+        wv = self.write_view
+        body_at = pos + 8 + len(fixed)
+        tail_at = body_at + len(body)
+        end = tail_at + len(tail)
+        wv[pos + 8 : body_at] = fixed
+        wv[body_at:tail_at] = body
+        wv[tail_at:end] = tail
+        wv[pos : pos + 8] = head
+        self.wrote_position = end
+        self.store_timestamp = store_timestamp
+        return pos
+
     def fill_to_end(self, write_blank: Callable[[memoryview, int, int], object]) -> None:
         """Close the file for appends: ``write_blank(view, pos, free)`` marks the rest unused (the
         commit log's BLANK record) and the wrote position moves to the end."""

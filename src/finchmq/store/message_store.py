@@ -100,6 +100,10 @@ def _combine(
     return combined
 
 
+_PUT_OK: Final = PutMessageStatus.PUT_OK
+_SLAVE: Final = BrokerRole.SLAVE
+_SYNC_MASTER: Final = BrokerRole.SYNC_MASTER
+
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
@@ -123,6 +127,8 @@ class StoreState(enum.Enum):
     RUNNING = "RUNNING"
     SHUTDOWN = "SHUTDOWN"
 
+
+_RUNNING: Final = StoreState.RUNNING
 
 # seconds; Java StoreStatsService's putMessageDistributeTime edges (0, 10, 50 ms ... 10 s) are
 # among them, finer below 1 ms where a Python append lives
@@ -486,6 +492,14 @@ class DefaultMessageStore:
         self.reput.listener = listener
 
     def _check_store_status(self) -> PutMessageStatus | None:
+        if (
+            self.state is _RUNNING
+            and not self._disk_full
+            and not self._write_error
+            and not self.commit_log.begin_time_in_lock
+            and self.config.broker_role is not _SLAVE
+        ):
+            return None  # the usual case, decided without a clock read
         if self.state is not StoreState.RUNNING:
             limited.warning(
                 "not-running",
@@ -575,13 +589,13 @@ class DefaultMessageStore:
         if self.reput.failed and not self._write_error:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
-        ok = PutMessageResult(PutMessageStatus.PUT_OK, append)
+        ok = PutMessageResult(_PUT_OK, append)
         on_data = self.replication.on_data
         if on_data is not None:
             on_data()
         flush = self._flush
-        if flush is None:
-            return ok, None
+        if flush is None or (flush.group_commit is None and self.config.broker_role is not _SYNC_MASTER):
+            return ok, None  # ASYNC_FLUSH on a master that waits for no slave: final now
         wait_store_ok = wait is None or wait.lower() == "true"
         flushed = flush.handle_disk_flush(ok, wait_store_ok)
         if not wait_store_ok or self.config.broker_role is not BrokerRole.SYNC_MASTER:

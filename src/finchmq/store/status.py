@@ -107,9 +107,13 @@ class AppendMessageResult(NamedTuple):
     @property
     def msg_id(self) -> str:
         """The offset msgId(s): comma-joined for a batch (Java's batch ``msgId``)."""
-        if not self.store_host:
+        store_host = self.store_host
+        if not store_host:
             return ""
-        return ",".join(offset_msg_id_from_packed(self.store_host, o) for o in self.offsets)
+        offsets = self.offsets
+        if len(offsets) == 1:  # a single message: every send asks
+            return offset_msg_id_from_packed(store_host, offsets[0])
+        return ",".join([offset_msg_id_from_packed(store_host, o) for o in offsets])
 
     def is_ok(self) -> bool:
         return self.status is AppendMessageStatus.PUT_OK

@@ -32,8 +32,8 @@ from finchmq.protocol.codes import LanguageCode, MQVersion
 from finchmq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     ReplyMessageRequestHeader,
-    SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
+    SendMessageFields,
+    decode_send_fields,
 )
 from finchmq.protocol.message import (
     MessageConst,
@@ -52,7 +52,7 @@ from finchmq.protocol.topics import (
     retry_topic,
     validate_topic,
 )
-from finchmq.remoting import RemotingContext, RemotingError
+from finchmq.remoting import LATER, Later, RemotingContext, RemotingError
 from finchmq.store import (
     MessageExtBatch,
     MessageExtBrokerInner,
@@ -82,6 +82,30 @@ _ILLEGAL_REMARK = (
 )
 PC_SYNCHRONIZED_REMARK = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
 
+# A topic that passed msgCheck: (topic configs' data version, broker permission, write queues,
+# valid queue ids, MULTI_TAG filter type)
+_CheckedTopic = tuple[object, int, int, int, bool]
+_RETRY_PREFIX = "%RETRY%"
+_PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
+_CLUSTER = MessageConst.PROPERTY_CLUSTER
+_PUT_OK = PutMessageStatus.PUT_OK
+_SUCCESS = ResponseCode.SUCCESS
+_MULTI_TAGS_FLAG = MessageSysFlag.MULTI_TAGS_FLAG
+_SEND_V1 = int(RequestCode.SEND_MESSAGE)
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+
+# put results whose message was stored (and is counted and answered with its ids)
+_STORED_CODES = frozenset(
+    {
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+)
+
 _OK_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
     PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
@@ -90,11 +114,11 @@ _OK_CODES = {
 }
 
 
-def _send_header(request: RemotingCommand) -> SendMessageRequestHeader | SendMessageRequestHeaderV2:
+def _send_header(request: RemotingCommand) -> SendMessageFields:
     """The long-name header of SEND_MESSAGE / SEND_REPLY_MESSAGE, else the short-name V2 one."""
-    if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
-        return SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-    return SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+    code = request.code
+    long_names = code == RequestCode.SEND_MESSAGE or code == RequestCode.SEND_REPLY_MESSAGE  # noqa: PLR1714
+    return decode_send_fields(request.ext_fields, short_keys=not long_names)
 
 
 def _delay_level(properties: Mapping[str, str]) -> int:
@@ -128,8 +152,7 @@ class SendMessageProcessor(BrokerProcessor):
 
     def __init__(self, context: BrokerContext) -> None:
         super().__init__(context)
-        # topic -> ((topic configs' data version, broker permission), write queues, valid queue ids)
-        self._checked_topics: dict[str, tuple[tuple[object, int], int, int]] = {}
+        self._checked_topics: dict[str, _CheckedTopic] = {}
         self._born_hosts: dict[str, bytes] = {}
 
     def reject_request(self) -> bool:
@@ -155,16 +178,17 @@ class SendMessageProcessor(BrokerProcessor):
         self,
         ctx: RemotingContext,
         request: RemotingCommand,
-        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+        header: SendMessageFields,
     ) -> tuple[RemotingCommand | None, int]:
-        """Java ``msgCheck``: an error response, or None and the topic's queue count."""
+        """Java ``msgCheck``: an error response, or None and the topic's queue count.
+
+        A topic that passed is remembered (``_checked``) under the topic configs' data version
+        and the broker's permission, so the next send to it skips the checks."""
         c = self.context
         topic = header.topic
-        # Fast path: a topic already checked under the current topic configs and permission.
-        checked = self._checked_topics.get(topic)
-        version = (c.topic_config_manager.data_version, c.broker_permission)
-        if checked is not None and checked[0] == version and header.queue_id < checked[2]:
-            return None, checked[1]
+        checked = self._checked(topic, header.queue_id)
+        if checked is not None:
+            return None, checked[2]
         if not PermName.is_writeable(c.broker_permission) and c.topic_config_manager.is_order_topic(topic):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{c.broker_addr}] sending message is forbidden"
@@ -205,9 +229,26 @@ class SendMessageProcessor(BrokerProcessor):
             ), 0
         if len(self._checked_topics) > _CHECKED_TOPICS_MAX:
             self._checked_topics.clear()
-        version = (c.topic_config_manager.data_version, c.broker_permission)
-        self._checked_topics[topic] = (version, topic_config.write_queue_nums, valid)
+        self._checked_topics[topic] = (
+            c.topic_config_manager.data_version,
+            c.broker_permission,
+            topic_config.write_queue_nums,
+            valid,
+            topic_config.topic_filter_type is TopicFilterType.MULTI_TAG,
+        )
         return None, topic_config.write_queue_nums
+
+    def _checked(self, topic: str, queue_id: int) -> _CheckedTopic | None:
+        """What ``_msg_check`` remembered of ``topic``, if still valid and ``queue_id`` is in range."""
+        checked = self._checked_topics.get(topic)
+        if (
+            checked is not None
+            and checked[0] is self.context.topic_config_manager.data_version
+            and checked[1] == self.context.broker_permission
+            and queue_id < checked[3]
+        ):
+            return checked
+        return None
 
     # -- single messages --------------------------------------------------------------------
 
@@ -215,19 +256,49 @@ class SendMessageProcessor(BrokerProcessor):
         self,
         ctx: RemotingContext,
         request: RemotingCommand,
-        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+        header: SendMessageFields,
     ) -> RemotingCommand | None:
+        checked = self._checked(header.topic, header.queue_id)
+        multi_tag: bool | None = None
+        if checked is None:
+            error, write_queue_nums = await self._msg_check(ctx, request, header)
+            if error is not None:
+                return error
+        else:
+            write_queue_nums, multi_tag = checked[2], checked[4]
+        prepared = self._prepare_message(ctx, request, header, write_queue_nums, multi_tag)
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        inner, topic, queue_id = prepared
+        size = len(inner.body)
+        return await self._put_and_respond(
+            ctx,
+            request,
+            self.context.store.put,
+            inner,
+            lambda result: self._send_response(request, result, topic, queue_id, size),
+        )
+
+    def _prepare_message(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        header: SendMessageFields,
+        write_queue_nums: int,
+        multi_tag: bool | None,
+    ) -> RemotingCommand | tuple[MessageExtBrokerInner, str, int]:
+        """A single send past ``msgCheck``, up to the message to store: an error response, or the
+        message with the topic and queue it is answered with. ``multi_tag``: whether the topic
+        filters by several tags, None if not known yet. Changes nothing unless the topic is a
+        retry topic (which may make a DLQ topic)."""
         c = self.context
-        error, write_queue_nums = await self._msg_check(ctx, request, header)
-        if error is not None:
-            return error
-        queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
-        properties = string_to_properties(header.properties or "")
         topic = header.topic
+        queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
+        properties = string_to_properties(header.properties) if header.properties else {}
         reconsume_times = header.reconsume_times or 0
 
-        if is_retry_topic(topic):
-            group = topic[len("%RETRY%") :]
+        if topic.startswith(_RETRY_PREFIX):
+            group = topic[len(_RETRY_PREFIX) :]
             group_config = c.subscription_group_manager.find_subscription_group_config(group)
             if group_config is None:
                 return request.make_response(
@@ -245,11 +316,15 @@ class SendMessageProcessor(BrokerProcessor):
                     topic, DLQ_NUMS_PER_GROUP, PermName.WRITE | PermName.READ
                 )
                 properties.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+                multi_tag = None
 
         # Java: a prepared message, unless it is a retry of one being delayed
+        prepared_value = properties.get(_PREPARED)
         prepared = (
-            properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) or ""
-        ).lower() == "true" and not (reconsume_times > 0 and _delay_level(properties) > 0)
+            prepared_value is not None
+            and prepared_value.lower() == "true"
+            and not (reconsume_times > 0 and _delay_level(properties) > 0)
+        )
         if prepared and c.config.reject_transaction_message:
             return request.make_response(
                 ResponseCode.NO_PERMISSION,
@@ -257,34 +332,71 @@ class SendMessageProcessor(BrokerProcessor):
             )
 
         sys_flag = header.sys_flag
-        topic_config = c.topic_config_manager.select_topic_config(topic)
-        if topic_config is not None and topic_config.topic_filter_type is TopicFilterType.MULTI_TAG:
-            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        if multi_tag is None:
+            config = c.topic_config_manager.select_topic_config(topic)
+            multi_tag = config is not None and config.topic_filter_type is TopicFilterType.MULTI_TAG
+        if multi_tag:
+            sys_flag |= _MULTI_TAGS_FLAG
 
-        if not prepared:  # a half message's delay level applies when it is committed
+        if not prepared and _DELAY in properties:  # a half message's delay applies when committed
             topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
-        properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
+        properties[_CLUSTER] = c.config.broker_cluster_name
+        body = request.body if type(request.body) is bytes else bytes(request.body)
         inner = MessageExtBrokerInner(
-            topic=topic,
-            body=request.body if isinstance(request.body, bytes) else bytes(request.body),
-            queue_id=queue_id,
-            flag=header.flag,
-            properties=properties,
-            properties_string=stored_properties_string(properties),
-            sys_flag=sys_flag,
-            born_timestamp=header.born_timestamp,
-            born_host=self._born_host(ctx),
-            store_host=c.store_host,
-            reconsume_times=reconsume_times,
+            topic,
+            body,
+            queue_id,
+            header.flag,
+            properties,
+            stored_properties_string(properties),
+            None,
+            sys_flag,
+            header.born_timestamp,
+            self._born_host(ctx),
+            c.store_host,
+            reconsume_times,
         )
         if prepared:  # stored as a half message until END_TRANSACTION (broker/transaction.py)
             inner = to_half_message(inner)
-        return await self._put_and_respond(
-            ctx,
-            request,
-            c.store.put,
-            inner,
-            lambda result: self._send_response(request, result, topic, queue_id, len(inner.body)),
+        return inner, topic, queue_id
+
+    def process_now(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | Later | None:
+        """The sends that need no waiting, answered without the executor's queue (see
+        ``RequestDispatcher``): to a topic already checked, not a retry topic, appended on the
+        loop. ``LATER`` (having changed nothing) for the others, which ``send`` takes."""
+        code = request.code
+        if code != _SEND_V2 and code != _SEND_BATCH and code != _SEND_V1:  # noqa: PLR1714
+            return LATER
+        c = self.context
+        if c.metadata_unwritten or c.config.start_accept_send_request_time_stamp:
+            return LATER
+        header = _send_header(request)
+        checked = self._checked(header.topic, header.queue_id)
+        if checked is None:
+            return LATER
+        put_service = c.put_service
+        if header.batch or code == _SEND_BATCH:
+            batch = self._prepare_batch(ctx, request, header, checked[2])
+            if isinstance(batch, RemotingCommand):
+                return batch
+            outcome = put_service.try_append(c.store.put, batch)
+            if outcome is None:
+                return LATER
+            return self._answer_put(ctx, request, outcome, lambda r: self._batch_response(request, r, batch))
+        if header.topic.startswith(_RETRY_PREFIX):
+            return LATER
+        prepared = self._prepare_message(ctx, request, header, checked[2], checked[4])
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        inner, topic, queue_id = prepared
+        outcome = put_service.try_append(c.store.put, inner)
+        if outcome is None:
+            return LATER
+        if type(outcome) is PutMessageResult:  # final: the usual case
+            return self._send_response(request, outcome, topic, queue_id, len(inner.body))
+        size = len(inner.body)
+        return self._answer_put(
+            ctx, request, outcome, lambda r: self._send_response(request, r, topic, queue_id, size)
         )
 
     def _born_host(self, ctx: RemotingContext) -> bytes:
@@ -308,9 +420,20 @@ class SendMessageProcessor(BrokerProcessor):
         executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
         if self.context.metadata_unwritten:  # a retry group or DLQ topic made for this message
             await self.context.flush_metadata()
-        store_future = await self.context.put_service.append(put, message)
-        if isinstance(store_future, PutMessageResult):
-            return respond(store_future)
+        outcome = await self.context.put_service.append(put, message)
+        return self._answer_put(ctx, request, outcome, respond)
+
+    def _answer_put(
+        self,
+        ctx: RemotingContext,
+        request: RemotingCommand,
+        outcome: PutMessageResult | Future[PutMessageResult],
+        respond: Callable[[PutMessageResult], RemotingCommand],
+    ) -> RemotingCommand | None:
+        """The answer to a put: now for a final ``outcome``, else None and the answer is written
+        when the flush completes."""
+        if isinstance(outcome, PutMessageResult):
+            return respond(outcome)
         loop = asyncio.get_running_loop()
         began = time.monotonic()  # metrics time a late answer from here (the queue wait is missed)
 
@@ -318,7 +441,7 @@ class SendMessageProcessor(BrokerProcessor):
             with contextlib.suppress(RuntimeError):  # loop closed: shutting down
                 loop.call_soon_threadsafe(self._answer_late, ctx, request, respond, f, began)
 
-        store_future.add_done_callback(flushed)
+        outcome.add_done_callback(flushed)
         return None
 
     def _answer_late(
@@ -351,34 +474,31 @@ class SendMessageProcessor(BrokerProcessor):
         count: int = 1,
     ) -> RemotingCommand:
         c = self.context
-        code, remark = put_status_response(
-            result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
-        )
         append = result.append_message_result
-        if (
-            code
-            in (
-                ResponseCode.SUCCESS,
-                ResponseCode.FLUSH_DISK_TIMEOUT,
-                ResponseCode.FLUSH_SLAVE_TIMEOUT,
-                ResponseCode.SLAVE_NOT_AVAILABLE,
+        if result.status is _PUT_OK and append is not None:  # the usual case, decided at once
+            code: ResponseCode = _SUCCESS
+            remark = None
+        else:
+            store = c.store
+            code, remark = put_status_response(
+                result.status, max_message_size=store.config.max_message_size, disk_full=store.is_disk_full()
             )
-            and append is not None
-        ):
-            c.stats.record_put(topic, count, size)
-            # SendMessageResponseHeader's extFields, built directly: this runs for every send.
-            ext = {
-                "msgId": append.msg_id,
-                "queueId": str(queue_id),
-                "queueOffset": str(append.logics_offset),
-                "MSG_REGION": c.config.region_id,
-                "TRACE_ON": "true" if c.config.trace_on else "false",
-            }
-            return request.make_response(code, remark, ext)
-        c.stats.record_put_failed()
-        if code == ResponseCode.SYSTEM_BUSY:
-            c.flow_control.record("PC_SYNCHRONIZED")
-        return request.make_response(code, remark)
+            if code not in _STORED_CODES or append is None:
+                c.stats.record_put_failed()
+                if code == ResponseCode.SYSTEM_BUSY:
+                    c.flow_control.record("PC_SYNCHRONIZED")
+                return request.make_response(code, remark)
+        c.stats.record_put(topic, count, size)
+        config = c.config
+        # SendMessageResponseHeader's extFields, built directly: this runs for every send.
+        ext = {
+            "msgId": append.msg_id,
+            "queueId": str(queue_id),
+            "queueOffset": str(append.logics_offset),
+            "MSG_REGION": config.region_id,
+            "TRACE_ON": "true" if config.trace_on else "false",
+        }
+        return request.make_response(code, remark, ext)
 
     # -- batches ----------------------------------------------------------------------------
 
@@ -386,23 +506,35 @@ class SendMessageProcessor(BrokerProcessor):
         self,
         ctx: RemotingContext,
         request: RemotingCommand,
-        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+        header: SendMessageFields,
     ) -> RemotingCommand | None:
-        c = self.context
         error, write_queue_nums = await self._msg_check(ctx, request, header)
         if error is not None:
             return error
-        if len(header.topic.encode()) > 127:
+        batch = self._prepare_batch(ctx, request, header, write_queue_nums)
+        if isinstance(batch, RemotingCommand):
+            return batch
+        return await self._put_and_respond(
+            ctx, request, self.context.store.put, batch, lambda r: self._batch_response(request, r, batch)
+        )
+
+    def _prepare_batch(
+        self, ctx: RemotingContext, request: RemotingCommand, header: SendMessageFields, write_queue_nums: int
+    ) -> RemotingCommand | MessageExtBatch:
+        """A batch send past ``msgCheck``, up to the batch to store, or an error response."""
+        c = self.context
+        topic = header.topic
+        if len(topic.encode()) > 127:
             return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(header.topic)}"
+                ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}"
             )
-        if is_retry_topic(header.topic):
+        if topic.startswith(_RETRY_PREFIX):
             return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {header.topic}"
+                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
             )
         queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
-        properties = string_to_properties(header.properties or "")
-        properties[MessageConst.PROPERTY_CLUSTER] = c.config.broker_cluster_name
+        properties = string_to_properties(header.properties) if header.properties else {}
+        properties[_CLUSTER] = c.config.broker_cluster_name
         body = request.body
         sys_flag = header.sys_flag
         if sys_flag & MessageSysFlag.COMPRESSED_FLAG:
@@ -413,8 +545,8 @@ class SendMessageProcessor(BrokerProcessor):
             except MessageDecodeError as exc:
                 return request.make_response(ResponseCode.MESSAGE_ILLEGAL, f"compressed batch body: {exc}")
             sys_flag &= ~MessageSysFlag.COMPRESSED_FLAG
-        batch = MessageExtBatch(
-            topic=header.topic,
+        return MessageExtBatch(
+            topic=topic,
             body=body,
             queue_id=queue_id,
             properties=properties,
@@ -423,15 +555,13 @@ class SendMessageProcessor(BrokerProcessor):
             born_host=self._born_host(ctx),
             store_host=c.store_host,
         )
-        topic = header.topic
 
-        def respond(result: PutMessageResult) -> RemotingCommand:
-            append = result.append_message_result
-            return self._send_response(
-                request, result, topic, queue_id, len(request.body), append.msg_num if append else 0
-            )
-
-        return await self._put_and_respond(ctx, request, c.store.put, batch, respond)
+    def _batch_response(
+        self, request: RemotingCommand, result: PutMessageResult, batch: MessageExtBatch
+    ) -> RemotingCommand:
+        append = result.append_message_result
+        count = append.msg_num if append else 0
+        return self._send_response(request, result, batch.topic, batch.queue_id, len(request.body), count)
 
     # -- consumer send back -----------------------------------------------------------------
 
@@ -482,7 +612,7 @@ class SendMessageProcessor(BrokerProcessor):
     async def _push_reply(
         self,
         ctx: RemotingContext,
-        header: SendMessageRequestHeader | SendMessageRequestHeaderV2,
+        header: SendMessageFields,
         properties: dict[str, str],
         body: bytes,
     ) -> tuple[bool, str | None]:

@@ -31,12 +31,14 @@ from finchmq.protocol.headers import QueryConsumerOffsetRequestHeader
 from finchmq.remoting import RemotingClient
 from finchmq.testing.audit import stored_bodies
 from finchmq.testing.cluster import LocalCluster
+from tests.client.conftest import SMALL_STORE
 from tests.scrape import scrape
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 TOPIC = "HaTopic"
 SEGMENT = 256 * 1024  # small commit-log segments, so replication crosses segment boundaries
+SMALL = {**SMALL_STORE, "mappedFileSizeCommitLog": str(SEGMENT)}  # a few MiB of disk per broker, not 1.4 GiB
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 60.0, what: str = "") -> None:
@@ -56,7 +58,7 @@ def sync_group(tmp_path: Path) -> Iterator[LocalCluster]:
         slaves=1,
         namesrvs=1,
         role="SYNC_MASTER",
-        conf={"mappedFileSizeCommitLog": str(SEGMENT), "defaultTopicQueueNums": "4"},
+        conf={**SMALL, "defaultTopicQueueNums": "4"},
         metrics=True,
     )
     with cluster:
@@ -206,7 +208,7 @@ async def test_consumers_read_from_the_slave_when_the_master_is_killed_and_offse
 
 
 async def test_a_killed_group_makes_producers_move_to_the_other_group(tmp_path: Path) -> None:
-    with LocalCluster(tmp_path, groups=2, slaves=0, namesrvs=1, role="ASYNC_MASTER") as cluster:
+    with LocalCluster(tmp_path, groups=2, slaves=0, namesrvs=1, role="ASYNC_MASTER", conf=SMALL) as cluster:
         await create_topic_on_all(cluster)
         ok: list[bytes] = []
         failed: list[tuple[int, str]] = []
@@ -245,7 +247,12 @@ async def create_topic_on_all(cluster: LocalCluster) -> None:
 
 async def test_a_lagging_consumer_is_sent_to_the_slave_when_slave_reads_are_enabled(tmp_path: Path) -> None:
     # accessMessageInMemoryMaxRatio=0: any backlog counts as "more than fits in memory"
-    conf = {"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": "0", "defaultTopicQueueNums": "4"}
+    conf = {
+        **SMALL,
+        "slaveReadEnable": "true",
+        "accessMessageInMemoryMaxRatio": "0",
+        "defaultTopicQueueNums": "4",
+    }
     with LocalCluster(tmp_path, groups=1, slaves=1, namesrvs=1, role="SYNC_MASTER", conf=conf) as cluster:
         master, slave = cluster.broker("broker-a", 0), cluster.broker("broker-a", 1)
         await create_topic(cluster.namesrv_addr)

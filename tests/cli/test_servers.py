@@ -21,6 +21,7 @@ from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageReques
 from finchmq.protocol.message import decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.testing.cluster import free_port_pair
+from tests.client.conftest import SMALL_STORE
 
 
 def free_port() -> int:
@@ -182,13 +183,13 @@ def test_namesrv_command_serves_routes(tmp_path: Path) -> None:
 def test_server_with_two_brokers_spreads_sends_over_both(tmp_path: Path) -> None:
     """``finchmq server --brokers 2``: broker-b is a child process with its own store, both register
     with the embedded name server, a producer's sends land on both, SIGTERM stops both."""
-    ns_port, port_a, port_b = free_port(), free_port_pair(), free_port_pair()
-    while abs(port_b - port_a) < 20:
-        port_b = free_port_pair()
+    ns_port, port_a = free_port(), free_port_pair()
+    conf = tmp_path / "small.conf"  # broker-b inherits it: small files, not 1.4 GiB per broker
+    conf.write_text("".join(f"{k}={v}\n" for k, v in SMALL_STORE.items()))
     proc = subprocess.Popen(
         [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(tmp_path), "--bind", "127.0.0.1",
          "--broker-ip", "127.0.0.1", "--namesrv-port", str(ns_port), "--broker-port", str(port_a),
-         "--brokers", "2", "--metrics-port", "0", "--console-port", "0"],
+         "--brokers", "2", "--metrics-port", "0", "--console-port", "0", "-c", str(conf)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:

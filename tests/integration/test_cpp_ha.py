@@ -14,6 +14,7 @@ import pytest
 from finchmq.client.admin import AdminClient
 from finchmq.testing.audit import stored_bodies
 from finchmq.testing.cluster import LocalCluster
+from tests.client.conftest import SMALL_STORE
 
 from .conftest import body, consume
 
@@ -43,7 +44,7 @@ def test_sync_master_killed_mid_stream_loses_no_acknowledged_send(cpp: Any, tmp_
         slaves=1,
         namesrvs=1,
         role="SYNC_MASTER",
-        conf={"mappedFileSizeCommitLog": str(1024 * 1024), "defaultTopicQueueNums": "4"},
+        conf={**SMALL_STORE, "mappedFileSizeCommitLog": str(1024 * 1024), "defaultTopicQueueNums": "4"},
     )
     with cluster:
         master, slave = cluster.broker("broker-a", 0), cluster.broker("broker-a", 1)

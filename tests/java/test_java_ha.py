@@ -48,6 +48,8 @@ class JavaBroker:
                     str(namesrv_port),
                     str(self.port),
                     str(root / "b"),
+                    "maxHashSlotNum=20000",
+                    "maxIndexNum=80000",
                     *conf,
                 ],
                 stdout=log,
@@ -83,6 +85,8 @@ def finch_broker(root: Path, namesrv: NamesrvProcess, name: str, broker_id: int,
             "namesrvAddr": namesrv.addr,
             "storePathRootDir": str(root / "store"),
             "mappedFileSizeCommitLog": SEGMENT,
+            "maxHashSlotNum": "20000",  # a small index file, not Java's 420 MB
+            "maxIndexNum": "80000",
         },
     ).start()
 

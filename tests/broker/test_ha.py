@@ -119,9 +119,10 @@ async def test_sync_master_acks_once_the_slave_has_it_and_a_restarted_slave_catc
         statuses: list[SendStatus] = []
 
         async def refused() -> bool:
-            statuses.append(
-                (await producer.send(Message(TOPIC, f"alone-{len(statuses)}".encode()))).send_status
-            )
+            # until the master sees the connection gone, a send waits slaveTimeout (3 s) and is
+            # answered FLUSH_SLAVE_TIMEOUT: give it longer than that so the answer arrives
+            body = f"alone-{len(statuses)}".encode()
+            statuses.append((await producer.send(Message(TOPIC, body), timeout_millis=10_000)).send_status)
             return statuses[-1] is SendStatus.SLAVE_NOT_AVAILABLE
 
         await eventually(refused, 30, "a send answered SLAVE_NOT_AVAILABLE after the slave was killed")

@@ -9,7 +9,8 @@ consumer offsets (merged in) and the delay-level offsets.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
@@ -19,11 +20,13 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.remoting import RemotingClient, RemotingError
 
+from ._persist import JsonConfigManager
 from .context import BrokerContext
 
 __all__ = ["SlaveSynchronize"]
 
 log = logging.getLogger(__name__)
+_V = TypeVar("_V")
 
 _TIMEOUT_MS = 3000
 
@@ -64,11 +67,9 @@ class SlaveSynchronize:
         wrapper = TopicConfigSerializeWrapper.from_json(body)
         manager = self.context.topic_config_manager
         if manager.data_version != wrapper.data_version:
-            manager.topic_config_table.clear()
-            manager.topic_config_table.update(wrapper.topic_config_table)
+            _replace(manager.topic_config_table, wrapper.topic_config_table)
             manager.data_version = wrapper.data_version
-            manager.mark_dirty()
-            await manager.persist()
+            await _save(manager)
             log.info("slave sync: %d topic configs from the master", len(wrapper.topic_config_table))
 
     async def sync_consumer_offset(self) -> None:
@@ -79,8 +80,7 @@ class SlaveSynchronize:
         manager = self.context.consumer_offset_manager
         for key, offsets in wrapper.offset_table.items():
             manager.offset_table[key] = dict(offsets)
-        manager.mark_dirty()
-        await manager.persist()
+        await _save(manager)
 
     async def sync_delay_offset(self) -> None:
         body = await self._fetch(RequestCode.GET_ALL_DELAY_OFFSET)
@@ -88,8 +88,7 @@ class SlaveSynchronize:
             return
         offsets = self.context.schedule_message_service.offsets
         offsets.decode(body)
-        offsets.mark_dirty()
-        await offsets.persist()
+        await _save(offsets)
 
     async def sync_subscription_group_config(self) -> None:
         body = await self._fetch(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
@@ -98,8 +97,18 @@ class SlaveSynchronize:
         wrapper = SubscriptionGroupWrapper.from_json(body)
         manager = self.context.subscription_group_manager
         if manager.data_version != wrapper.data_version:
-            manager.table.clear()
-            manager.table.update(wrapper.subscription_group_table)
+            _replace(manager.table, wrapper.subscription_group_table)
             manager.data_version = wrapper.data_version
-            manager.mark_dirty()
-            await manager.persist()
+            await _save(manager)
+
+
+def _replace(table: dict[str, _V], new: Mapping[str, _V]) -> None:
+    """The master's table in place of this slave's (Java clears, then putAll)."""
+    table.clear()
+    table.update(new)
+
+
+async def _save(manager: JsonConfigManager) -> None:
+    """Persist what the sync changed now, as Java's persist() after each sync."""
+    manager.mark_dirty()
+    await manager.persist()

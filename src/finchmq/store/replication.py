@@ -17,23 +17,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from .services import PutWaitRequest
 from .status import AppendMessageResult, PutMessageResult, PutMessageStatus
 
 __all__ = ["ReplicationState"]
 
 log = logging.getLogger(__name__)
-
-
-class _TransferRequest:
-    __slots__ = ("deadline", "future", "next_offset", "result")
-
-    def __init__(
-        self, next_offset: int, deadline: float, future: Future[PutMessageResult], result: AppendMessageResult
-    ) -> None:
-        self.next_offset = next_offset
-        self.deadline = deadline
-        self.future = future
-        self.result = result
 
 
 class ReplicationState:
@@ -47,7 +36,7 @@ class ReplicationState:
         self._fallbehind_max = fallbehind_max
         self._timeout = slave_timeout_ms / 1000
         self._cond = threading.Condition()
-        self._requests: list[_TransferRequest] = []
+        self._requests: list[PutWaitRequest] = []
         self._thread: threading.Thread | None = None
         self._stopped = False
         self.connection_count = 0
@@ -95,9 +84,7 @@ class ReplicationState:
             if self._stopped:
                 fut.set_result(PutMessageResult(PutMessageStatus.FLUSH_SLAVE_TIMEOUT, result))
                 return fut
-            self._requests.append(
-                _TransferRequest(next_offset, time.monotonic() + self._timeout, fut, result)
-            )
+            self._requests.append(PutWaitRequest(next_offset, time.monotonic() + self._timeout, fut, result))
             self._cond.notify()
         return fut
 
@@ -115,8 +102,8 @@ class ReplicationState:
                     self._cond.wait(max(0.0, min(wait - time.monotonic(), 1.0)))
                 acked = self.push_to_slave_max_offset
                 now = time.monotonic()
-                done: list[tuple[_TransferRequest, PutMessageStatus]] = []
-                keep: list[_TransferRequest] = []
+                done: list[tuple[PutWaitRequest, PutMessageStatus]] = []
+                keep: list[PutWaitRequest] = []
                 for r in self._requests:
                     if acked >= r.next_offset:
                         done.append((r, PutMessageStatus.PUT_OK))

@@ -172,7 +172,9 @@ class FlushRealTimeService(ServiceThread):
             self.store.checkpoint.physic_msg_timestamp = mfq.store_timestamp
 
 
-class _GroupCommitRequest:
+class PutWaitRequest:
+    """A put waiting until the log reaches ``next_offset`` (flushed, or acknowledged by a slave)."""
+
     __slots__ = ("deadline", "future", "next_offset", "result")
 
     def __init__(
@@ -192,7 +194,7 @@ class GroupCommitService:
     def __init__(self, store: ServicedStore) -> None:
         self.store = store
         self._cond = threading.Condition()
-        self._requests: list[_GroupCommitRequest] = []
+        self._requests: list[PutWaitRequest] = []
         self._stopped = False
         self._timeout = store.config.sync_flush_timeout / 1000
         self._thread: threading.Thread | None = None
@@ -204,7 +206,7 @@ class GroupCommitService:
     def put_request(self, next_offset: int, result: AppendMessageResult) -> Future[PutMessageResult]:
         """A future completed once the log is flushed up to ``next_offset`` (or times out)."""
         fut: Future[PutMessageResult] = Future()
-        req = _GroupCommitRequest(next_offset, time.monotonic() + self._timeout, fut, result)
+        req = PutWaitRequest(next_offset, time.monotonic() + self._timeout, fut, result)
         with self._cond:
             if self._stopped:
                 fut.set_result(PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result))
@@ -242,7 +244,7 @@ class GroupCommitService:
                 self.store.checkpoint.physic_msg_timestamp = mfq.store_timestamp
             flushed = mfq.flushed_where
             now = time.monotonic()
-            keep: list[_GroupCommitRequest] = []
+            keep: list[PutWaitRequest] = []
             for r in batch:
                 if flushed >= r.next_offset and now <= r.deadline:
                     r.future.set_result(PutMessageResult(PutMessageStatus.PUT_OK, r.result))

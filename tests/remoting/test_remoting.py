@@ -201,6 +201,43 @@ async def test_timeout_raises_and_late_answer_is_dropped(echo_server: tuple[Remo
         assert response.ext_fields == {"after": "timeout"}
 
 
+async def test_each_call_times_out_at_its_own_deadline_on_one_connection(
+    echo_server: tuple[RemotingServer, Echo],
+) -> None:
+    """Calls with different timeouts share a connection: a short timeout sent after a long one
+    still expires first, answered calls never time out, and unanswered ones all do."""
+    server, _ = echo_server
+    async with RemotingClient() as client:
+        loop = asyncio.get_running_loop()
+        finished: dict[str, float] = {}
+
+        async def call(name: str, code: int, timeout_ms: int) -> BaseException | None:
+            try:
+                await client.invoke(addr(server), RemotingCommand.request(code, {"n": name}), timeout_ms)
+                return None
+            except RemotingTimeoutError as exc:
+                return exc
+            finally:
+                finished[name] = loop.time()
+
+        long_call = asyncio.create_task(call("long", NEVER, 3000))
+        await asyncio.sleep(0.05)  # on the connection first
+        results = await asyncio.gather(
+            call("short", NEVER, 200),
+            call("answered", ECHO, 200),
+            *(call(f"never{i}", NEVER, 300) for i in range(5)),
+        )
+        assert not long_call.done()  # the short ones expired before it
+        assert results[1] is None  # answered in time: no timeout later
+        assert all(isinstance(r, RemotingTimeoutError) for i, r in enumerate(results) if i != 1)
+        assert "200(ms)" in str(results[0]) and "300(ms)" in str(results[2])
+        assert finished["short"] <= finished["never0"]
+        assert isinstance(await long_call, RemotingTimeoutError)
+        assert finished["long"] > finished["never4"]
+        conn = await client.get_connection(addr(server))
+        assert conn.pending_count == 0
+
+
 async def test_unanswered_async_call_times_out_through_its_callback(
     echo_server: tuple[RemotingServer, Echo],
 ) -> None:

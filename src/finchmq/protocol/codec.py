@@ -33,6 +33,7 @@ __all__ = [
     "Signal",
     "decode_frame",
     "encode_command",
+    "encode_parts",
 ]
 
 # Java NettyDecoder: com.rocketmq.remoting.frameMaxLength, counted over the whole frame.
@@ -134,6 +135,7 @@ def _normalize_ext_fields(raw: object) -> dict[str, str]:
 
 _loads = _json.loads_raw
 _dumps = _json.dumps
+_dumps_raw = _json.dumps_raw
 
 
 _JSON = SerializeType.JSON
@@ -259,11 +261,12 @@ def encode_command(
     cmd: RemotingCommand, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, opaque: int | None = None
 ) -> bytes:
     """One frame's bytes. Raises ``LocalProtocolError`` if it cannot be encoded or is too large."""
-    head, body = _encode_parts(cmd, max_frame_size, opaque)
+    head, body = encode_parts(cmd, max_frame_size, opaque)
     return head + body if body else head
 
 
-def _encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None) -> tuple[bytes, Body]:
+def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None = None) -> tuple[bytes, Body]:
+    """Length prefix + header, and the body (``RemotingCodec.send_parts`` without the codec)."""
     ext_fields = cmd.ext_fields
     for value in ext_fields.values():
         if type(value) is not str:
@@ -271,7 +274,7 @@ def _encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None)
     if opaque is None:
         opaque = cmd.opaque
     serialize_type = cmd.serialize_type
-    if serialize_type is SerializeType.JSON:
+    if serialize_type is _JSON:
         # Alphabetical keys and no null fields, as fastjson writes RemotingCommand.
         fields: dict[str, object] = {
             "code": cmd.code,
@@ -285,11 +288,16 @@ def _encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None)
         fields["serializeTypeCurrentRPC"] = "JSON"
         fields["version"] = cmd.version
         try:
-            header = _dumps(fields)
-        except (TypeError, ValueError) as exc:
+            header = _dumps_raw(fields)
+        except TypeError:
+            try:
+                header = _dumps(fields)
+            except (TypeError, ValueError) as exc:
+                raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
+        except ValueError as exc:
             raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
         word = 0
-    elif serialize_type is SerializeType.ROCKETMQ:
+    elif serialize_type is _ROCKETMQ:
         header = _encode_rocketmq_header(cmd, opaque)
         word = 0x1000000
     else:
@@ -461,4 +469,4 @@ class RemotingCodec:
 
     def send_parts(self, cmd: RemotingCommand, *, opaque: int | None = None) -> tuple[bytes, Body]:
         """Length prefix + header, and the body, for ``transport.writelines`` without a copy."""
-        return _encode_parts(cmd, self.max_frame_size, opaque)
+        return encode_parts(cmd, self.max_frame_size, opaque)

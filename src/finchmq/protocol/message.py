@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import itertools
 import os
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -376,31 +376,36 @@ _INT64_RANGE: Final = range(-(2**63), 2**63)
 # Properties and tags
 
 
-def properties_to_string(properties: Mapping[str, str], *, without: str | None = None) -> str:
+def properties_to_string(
+    properties: Mapping[str, str], *, without: str | None = None, trusted: bool = False
+) -> str:
     """``key \\x01 value \\x02 ...`` without a trailing separator (Java 4.9
     ``messageProperties2String``), leaving out the property named ``without`` if given.
 
     Raises ``MessageEncodeError`` for a pair that would not read back: an empty key or value, a
-    key holding ``\\x01``/``\\x02``, a value holding ``\\x02``, or a non-string.
+    key holding ``\\x01``/``\\x02``, a value holding ``\\x02``, or a non-string. ``trusted`` skips
+    that check: for properties known to be writable (parsed by ``string_to_properties``, plus
+    values checked by the caller), on the per-send path.
     """
-    # Checked all at once on the joined texts (one pass in C), pair by pair only to say which
-    # pair is bad: a send's properties go through here.
-    keys = list(properties)
-    values = list(properties.values())
-    try:
-        key_text = "".join(keys)
-        value_text = "".join(values)
-    except TypeError:
-        _check_properties(properties)
-        raise  # pragma: no cover - _check_properties raised
-    if (
-        NAME_VALUE_SEPARATOR in key_text
-        or PROPERTY_SEPARATOR in key_text
-        or PROPERTY_SEPARATOR in value_text
-        or "" in keys
-        or "" in values
-    ):
-        _check_properties(properties)
+    if not trusted:
+        # Checked all at once on the joined texts (one pass in C), pair by pair only to say
+        # which pair is bad.
+        keys = list(properties)
+        values = list(properties.values())
+        try:
+            key_text = "".join(keys)
+            value_text = "".join(values)
+        except TypeError:
+            _check_properties(properties)
+            raise  # pragma: no cover - _check_properties raised
+        if (
+            NAME_VALUE_SEPARATOR in key_text
+            or PROPERTY_SEPARATOR in key_text
+            or PROPERTY_SEPARATOR in value_text
+            or "" in keys
+            or "" in values
+        ):
+            _check_properties(properties)
     pairs = properties.items()
     if without is not None and without in properties:
         return PROPERTY_SEPARATOR.join([NAME_VALUE_SEPARATOR.join(kv) for kv in pairs if kv[0] != without])
@@ -1413,9 +1418,9 @@ class UniqueKeyGenerator:
         fixed = ip_bytes + (pid & 0xFFFF).to_bytes(2, "big") + (loader_hash & 0xFFFFFFFF).to_bytes(4, "big")
         self._prefix = fixed.hex().upper()
         self._clock = clock
-        self._lock = threading.Lock()
-        self._counter = 0
-        self._start, self._next_start = _month_bounds(clock())
+        # itertools.count's next() and one tuple for the month are atomic under the GIL: no lock
+        self._counter = itertools.count()
+        self._month = _month_bounds(clock())
 
     @property
     def prefix(self) -> str:
@@ -1425,13 +1430,12 @@ class UniqueKeyGenerator:
     def create_uniq_id(self) -> str:
         """A new id (Java ``createUniqID``)."""
         now = self._clock()
-        with self._lock:
-            if not self._start <= now < self._next_start:
-                self._start, self._next_start = _month_bounds(now)
-            span = (now - self._start) & 0xFFFFFFFF
-            counter = self._counter
-            self._counter = (counter + 1) & 0xFFFF
-        return f"{self._prefix}{span:08X}{counter:04X}"
+        start, next_start = self._month
+        if not start <= now < next_start:
+            self._month = _month_bounds(now)
+            start = self._month[0]
+        span = (now - start) & 0xFFFFFFFF
+        return f"{self._prefix}{span:08X}{next(self._counter) & 0xFFFF:04X}"
 
     def set_uniq_id(self, msg: _M) -> _M:
         """``msg`` with a UNIQ_KEY, unless it already has one (Java ``setUniqID``)."""

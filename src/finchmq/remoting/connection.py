@@ -22,10 +22,11 @@ import enum
 import logging
 import socket
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from finchmq.protocol.codec import NEED_DATA, RemotingCodec
+from finchmq.protocol.codec import RemotingCodec, encode_parts
 from finchmq.protocol.command import FLAG_RESPONSE, Body, RemotingCommand
 from finchmq.protocol.errors import RemoteProtocolError
 
@@ -107,12 +108,19 @@ class RemotingConnection(asyncio.Protocol):
         on_lost: _LostCallback | None = None,
     ) -> None:
         self._codec = RemotingCodec(max_frame_size=max_frame_size)
+        self._max_frame_size = max_frame_size
         self._dispatcher = dispatcher
         self._listener = listener
         self._on_lost = on_lost
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        # Each timeout's (deadline, opaque) in sending order, hence in deadline order, and one
+        # timer for the earliest: a call_later per request cost more than the rest of invoke's
+        # bookkeeping. Answered requests leave their entries behind, dropped as they reach the head.
+        self._deadlines: dict[float, deque[tuple[float, int]]] = {}
+        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry_at = 0.0
         self._wbuf: list[Body] = []
         self._flush_scheduled = False
         self._write_paused = False
@@ -160,8 +168,8 @@ class RemotingConnection(asyncio.Protocol):
                     self._notify("on_channel_exception", exc)
                 self.close(CloseReason.PROTOCOL_ERROR)
                 return
-            if cmd is NEED_DATA or not isinstance(cmd, RemotingCommand):
-                return
+            if type(cmd) is not RemotingCommand:
+                return  # NEED_DATA (or CLOSED)
             if cmd.flag & FLAG_RESPONSE:
                 future = pending.pop(cmd.opaque, None)
                 if future is None:
@@ -187,6 +195,10 @@ class RemotingConnection(asyncio.Protocol):
         if self._close_exc is not None:
             error.__cause__ = self._close_exc
         pending, self._pending = self._pending, {}
+        self._deadlines.clear()
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         for future in pending.values():
             if not future.done():
                 future.set_exception(error)
@@ -260,9 +272,10 @@ class RemotingConnection(asyncio.Protocol):
             RemotingSendRequestError: the connection is closed.
             LocalProtocolError: the command cannot be encoded (too large, bad extFields).
         """
-        if not self.is_open:
+        transport = self._transport
+        if transport is None or self._close_reason is not None or transport.is_closing():
             raise RemotingSendRequestError(f"connection {self.remote_addr} is closed", self.remote_addr)
-        head, body = self._codec.send_parts(cmd, opaque=opaque)
+        head, body = encode_parts(cmd, self._max_frame_size, opaque)
         if self._flush_scheduled:
             wbuf = self._wbuf
             wbuf.append(head)
@@ -275,8 +288,6 @@ class RemotingConnection(asyncio.Protocol):
         # gathered and written together at the start of the next iteration (fewer syscalls).
         self._flush_scheduled = True
         self._loop.call_soon(self._flush)
-        transport = self._transport
-        assert transport is not None
         if body:
             transport.writelines((head, body))
         else:
@@ -320,24 +331,61 @@ class RemotingConnection(asyncio.Protocol):
         except BaseException:
             self._pending.pop(opaque, None)
             raise
-        timer = self._loop.call_later(timeout, self._expire, opaque, timeout)
+        self._track_deadline(opaque, timeout)
         try:
             if self._write_paused:
                 await self.drain()
             return await future
         finally:
-            timer.cancel()
             self._pending.pop(opaque, None)
 
-    def _expire(self, opaque: int, timeout: float) -> None:
-        future = self._pending.pop(opaque, None)
-        if future is not None and not future.done():
-            future.set_exception(
-                RemotingTimeoutError(
-                    f"wait response on the channel <{self.remote_addr}> timeout, {int(timeout * 1000)}(ms)",
-                    self.remote_addr,
-                )
-            )
+    def _track_deadline(self, opaque: int, timeout: float) -> None:
+        deadline = self._loop.time() + timeout
+        queue = self._deadlines.get(timeout)
+        if queue is None:
+            queue = self._deadlines[timeout] = deque()
+        queue.append((deadline, opaque))
+        pending = self._pending
+        while queue[0][1] not in pending:  # stops at the entry just added at the latest
+            queue.popleft()
+        if self._expiry is None or deadline < self._expiry_at:
+            self._arm_expiry(deadline)
+
+    def _arm_expiry(self, when: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry_at = when
+        self._expiry = self._loop.call_at(when, self._expire_due)
+
+    def _expire_due(self) -> None:
+        self._expiry = None
+        # Timers fire up to a clock tick early: what is due within a millisecond is due now.
+        now = self._loop.time() + 0.001
+        pending = self._pending
+        earliest: float | None = None
+        for timeout, queue in list(self._deadlines.items()):
+            while queue:
+                deadline, opaque = queue[0]
+                future = pending.get(opaque)
+                if future is not None and deadline > now:
+                    if earliest is None or deadline < earliest:
+                        earliest = deadline
+                    break
+                queue.popleft()
+                if future is not None:
+                    del pending[opaque]
+                    if not future.done():
+                        future.set_exception(
+                            RemotingTimeoutError(
+                                f"wait response on the channel <{self.remote_addr}> timeout, "
+                                f"{int(timeout * 1000)}(ms)",
+                                self.remote_addr,
+                            )
+                        )
+            if not queue:
+                del self._deadlines[timeout]
+        if earliest is not None:
+            self._arm_expiry(earliest)
 
     async def send_oneway(self, request: RemotingCommand) -> None:
         """Send ``request`` with the ONEWAY flag; returns once it is handed to the socket."""

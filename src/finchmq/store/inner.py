@@ -23,9 +23,10 @@ __all__ = ["LOCAL_HOST", "MessageExtBatch", "MessageExtBrokerInner", "stored_pro
 LOCAL_HOST: Final = pack_host("127.0.0.1", 0)
 
 
-def stored_properties_string(properties: Mapping[str, str]) -> str:
-    """The properties as stored: all but WAIT, which only tells this put whether to wait."""
-    return properties_to_string(properties, without=MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
+def stored_properties_string(properties: Mapping[str, str], *, trusted: bool = False) -> str:
+    """The properties as stored: all but WAIT, which only tells this put whether to wait
+    (``trusted`` as ``properties_to_string``)."""
+    return properties_to_string(properties, without=MessageConst.PROPERTY_WAIT_STORE_MSG_OK, trusted=trusted)
 
 
 def _wait(properties: Mapping[str, str]) -> bool:

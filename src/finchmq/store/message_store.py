@@ -666,6 +666,8 @@ class DefaultMessageStore:
     def is_os_page_cache_busy(self) -> bool:
         """True while an append has held the put lock longer than ``os_page_cache_busy_time_out_mills``."""
         begin = self.commit_log.begin_time_in_lock
+        if not begin:
+            return False  # nobody holds the lock: no clock read (every request asks)
         diff = time.time_ns() // 1_000_000 - begin
         return diff < 10_000_000 and diff > self.config.os_page_cache_busy_time_out_mills
 
@@ -682,7 +684,8 @@ class DefaultMessageStore:
 
     def is_transient_store_pool_deficient(self) -> bool:
         """True when the transient store pool is on and has no free buffer (Java)."""
-        return self.remain_transient_store_buffer_numbs() == 0
+        pool = self.transient_store_pool
+        return pool is not None and pool.available_buffer_nums() == 0
 
     def is_disk_full(self) -> bool:
         return self._disk_full

@@ -36,6 +36,7 @@ from finchmq.protocol.headers import (
     decode_send_fields,
 )
 from finchmq.protocol.message import (
+    PROPERTY_SEPARATOR,
     MessageConst,
     MessageDecodeError,
     MessageSysFlag,
@@ -89,6 +90,7 @@ _RETRY_PREFIX = "%RETRY%"
 _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
 _DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _CLUSTER = MessageConst.PROPERTY_CLUSTER
+_PROPERTY_SEPARATOR = PROPERTY_SEPARATOR
 _PUT_OK = PutMessageStatus.PUT_OK
 _SUCCESS = ResponseCode.SUCCESS
 _MULTI_TAGS_FLAG = MessageSysFlag.MULTI_TAGS_FLAG
@@ -340,7 +342,11 @@ class SendMessageProcessor(BrokerProcessor):
 
         if not prepared and _DELAY in properties:  # a half message's delay applies when committed
             topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
-        properties[_CLUSTER] = c.config.broker_cluster_name
+        cluster = c.config.broker_cluster_name
+        properties[_CLUSTER] = cluster
+        # Parsed properties are writable; so are the delay's (a topic name, numbers): only the
+        # cluster name from broker.conf needs a look.
+        trusted = bool(cluster) and _PROPERTY_SEPARATOR not in cluster
         body = request.body if type(request.body) is bytes else bytes(request.body)
         inner = MessageExtBrokerInner(
             topic,
@@ -348,7 +354,7 @@ class SendMessageProcessor(BrokerProcessor):
             queue_id,
             header.flag,
             properties,
-            stored_properties_string(properties),
+            stored_properties_string(properties, trusted=trusted),
             None,
             sys_flag,
             header.born_timestamp,

@@ -42,12 +42,18 @@ def worker_python_without_finchmq(root: Path) -> Path:
     python = root / "bin" / "python"
     probe = "import importlib.util as u; print(bool(u.find_spec('pyspark')), bool(u.find_spec('finchmq')))"
     assert subprocess.run(
-        [python, "-c", probe], capture_output=True, text=True, check=True
+        [python, "-c", probe], capture_output=True, text=True, check=True, env=_without_pythonpath()
     ).stdout.split() == [
         "True",
         "False",
     ]
     return python
+
+
+def _without_pythonpath() -> dict[str, str]:
+    """This environment but PYTHONPATH: a PYTHONPATH naming finchmq's tree (a checkout's src, the
+    compiled build) would reach the workers too, and they would import finchmq after all."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
 
 
 CONNECT_SCRIPT = """
@@ -70,7 +76,12 @@ def test_register_says_what_to_set_when_workers_lack_finchmq(tmp_path: Path, scr
         pytest.importorskip("grpc", reason="Spark Connect needs the connect extra")
     python = worker_python_without_finchmq(tmp_path / "bare")
     # SPARK_TESTING: a local Connect server takes a free port (not 15002), so two suites can run
-    env = {**os.environ, "PYSPARK_PYTHON": str(python), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_TESTING": "1"}
+    env = {
+        **_without_pythonpath(),
+        "PYSPARK_PYTHON": str(python),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_TESTING": "1",
+    }
     done = subprocess.run(
         [sys.executable, "-c", script, str(python)],
         capture_output=True,

@@ -65,7 +65,10 @@ def fill(root: Path, records: int, size: int, queues: int, segment: int) -> None
     """The child: write ``records`` messages, print DONE, wait to be killed."""
     batches = [
         encode_batch(
-            [Message(TOPIC, os.urandom(size), properties=props_of(b * PER_BATCH + j)) for j in range(PER_BATCH)]
+            [
+                Message(TOPIC, os.urandom(size), properties=props_of(b * PER_BATCH + j))
+                for j in range(PER_BATCH)
+            ]
         )
         for b in range(DISTINCT)
     ]
@@ -142,8 +145,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="finchmq-recovery-", dir=args.dir))
     root = tmp / "store"
     child = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.recovery", "--fill", str(root), "--records", str(records)]
-        + ["--size", str(args.size), "--queues", str(args.queues), "--segment-mib", str(args.segment_mib)],
+        [
+            *(sys.executable, "-m", "benchmarks.recovery", "--fill", str(root), "--records", str(records)),
+            *("--size", str(args.size), "--queues", str(args.queues), "--segment-mib", str(args.segment_mib)),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -156,8 +161,8 @@ def main() -> None:
         child.send_signal(signal.SIGKILL)
         child.wait()
         print(
-            f"wrote {records} records of {args.size} B ({record_size(args.size)} B stored, {end / 2**20:.0f} MiB"
-            f" of commit log) in {fill_s:.1f} s; writer killed with SIGKILL",
+            f"wrote {records} records of {args.size} B ({record_size(args.size)} B stored, "
+            f"{end / 2**20:.0f} MiB of commit log) in {fill_s:.1f} s; writer killed with SIGKILL",
             flush=True,
         )
         runs = []

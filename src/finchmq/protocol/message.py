@@ -394,6 +394,14 @@ class StoredLayout:
     TIMESTAMP: Final = _I64
 
     @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def scan_through_properties_length(body_len: int, topic_len: int) -> struct.Struct:
+        """``SCAN_HEADS[0]`` (IPv4 hosts) followed by TOPICLENGTH and PROPERTIESLENGTH of a record
+        with this BODYLENGTH and TOPICLENGTH: recovery reads a run of records of one shape with
+        one unpack each."""
+        return struct.Struct(f"{_SCAN_HEADERS[0].format}{body_len}xB{topic_len}xh")
+
+    @staticmethod
     def store_timestamp_pos(sys_flag: int) -> int:
         """STORETIMESTAMP's position in a record with this SYSFLAG."""
         return _STORE_TIMESTAMP_POS + (_V6_EXTRA if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 0)

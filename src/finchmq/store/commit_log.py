@@ -26,6 +26,7 @@ Strategy:
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 import threading
 import time
@@ -123,46 +124,66 @@ class ScanResult:
         self.halves_before_mark = 0
 
 
-def _walk(view: memoryview, base: int, pos: int, limit: int, check_crc: bool) -> tuple[int, int, int]:
+def _walk(
+    view: memoryview | mmap.mmap, base: int, pos: int, limit: int, check_crc: bool
+) -> tuple[int, int, int]:
     """Walk the good IPv4-host messages starting before ``limit`` from ``pos`` of a segment at
     ``base``: ``check_record``'s checks inlined, no per-record object. Stops at the first record
     it does not accept (a BLANK, the end of data, IPv6 hosts, any failed check), which
-    ``check_record`` then examines. Returns (where it stopped, messages, half messages)."""
+    ``check_record`` then examines. Returns (where it stopped, messages, half messages).
+    ``view`` is best the segment's mmap itself: indexing and slicing it is cheaper.
+
+    Records mostly come in runs of one shape (body and topic lengths): each is read with one
+    unpack through PROPERTIESLENGTH, guessing the previous record's shape, and re-read with the
+    head alone when the guess is wrong.
+    """
     unpack = _SCAN_V4.unpack_from
+    shape = StoredLayout.scan_through_properties_length
     i16 = _I16.unpack_from
     crc32 = _crc32
     head = _SCAN_V4.size
+    fixed = head + 3  # TOPICLENGTH and PROPERTIESLENGTH
     size = len(view)
-    start_phy = base - pos  # PHYSICALOFFSET - pos is the segment's base for every good record
+    guess = shape(0, 0).unpack_from
+    guess_body = guess_topic = 0
     count = halves = 0
-    try:
-        while pos < limit:
-            total, magic, body_crc, phy, sys_flag, store_timestamp, body_len = unpack(view, pos)
-            end = pos + total
-            topic_at = pos + head + body_len
-            if (
-                magic != MESSAGE_MAGIC_CODE
-                or sys_flag & 0x30
-                or phy - pos != start_phy
-                or store_timestamp <= 0
-                or body_len < 0
-                or topic_at + 3 > end
-                or end > size
-            ):
+    while pos < limit:
+        try:
+            total, magic, body_crc, phy, sys_flag, store_timestamp, body_len, topic_len, props_len = guess(
+                view, pos
+            )
+        except struct.error:  # the guessed shape reaches past the segment: re-read
+            body_len = -1
+        if body_len != guess_body or topic_len != guess_topic:
+            try:
+                total, magic, body_crc, phy, sys_flag, store_timestamp, body_len = unpack(view, pos)
+                topic_at = pos + head + body_len
+                if body_len < 0 or topic_at + 3 > pos + total:
+                    break
+                topic_len = view[topic_at]
+                props_len = i16(view, topic_at + 1 + topic_len)[0]
+            except (struct.error, IndexError):  # less than a head left: check_record says what it is
                 break
-            topic_len = view[topic_at]
-            props_at = topic_at + 1 + topic_len
-            props_len = i16(view, props_at)[0]
-            if props_at + 2 + props_len != end or props_len < 0 or topic_len > MAX_TOPIC_LENGTH:
-                break
-            if check_crc and crc32(view[pos + head : topic_at]) & 0x7FFFFFFF != body_crc:
-                break
-            if sys_flag & _HALF:
-                halves += 1
-            count += 1
-            pos = end
-    except struct.error:  # fewer bytes than a head left: check_record says what it is
-        pass
+            guess = shape(body_len, topic_len).unpack_from
+            guess_body, guess_topic = body_len, topic_len
+        end = pos + total
+        if (
+            magic != MESSAGE_MAGIC_CODE
+            or sys_flag & 0x30
+            or phy - pos != base
+            or store_timestamp <= 0
+            or fixed + body_len + topic_len + props_len != total  # Java: TOTALSIZE == calMsgLength
+            or props_len < 0
+            or topic_len > MAX_TOPIC_LENGTH
+            or end > size
+        ):
+            break
+        if check_crc and crc32(view[pos + head : pos + head + body_len]) & 0x7FFFFFFF != body_crc:
+            break
+        if sys_flag & _HALF:
+            halves += 1
+        count += 1
+        pos = end
     return pos, count, halves
 
 
@@ -718,12 +739,13 @@ class CommitLog:
         pos = 0
         while True:
             base = mf.file_from_offset
+            data = mf.view.obj if isinstance(mf.view.obj, mmap.mmap) else mf.view
             if mark > base:
-                pos, records, halves = _walk(mf.view, base, pos, min(mark - base, mf.file_size), check_crc)
+                pos, records, halves = _walk(data, base, pos, min(mark - base, mf.file_size), check_crc)
                 result.records_before_mark += records
                 result.halves_before_mark += halves
                 result.records += records
-            pos, records, _ = _walk(mf.view, mf.file_from_offset, pos, mf.file_size, check_crc)
+            pos, records, _ = _walk(data, base, pos, mf.file_size, check_crc)
             result.records += records
             size, reason = self.check_record(mf, pos, check_crc)
             if size > 0:

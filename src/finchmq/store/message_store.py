@@ -188,6 +188,8 @@ class DefaultMessageStore:
         self.commit_log.on_roll.append(self._on_roll)
         self.checkpoint: StoreCheckpoint
         self.recovery_report: list[StoreCorruptedError] = []
+        # the last recovery: messages scanned, the log end, where re-dispatch began and how many
+        self.recovery_counts: dict[str, int] = {}
         self._disk_full = False
         self._write_error = False
         self._lock_fd = -1
@@ -414,6 +416,12 @@ class DefaultMessageStore:
         count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end)
         self.reput.dispatched_offset = end
         self._recover_topic_queue_table()
+        self.recovery_counts = {
+            "scanned": scan.records if scan is not None else 0,
+            "end": end,
+            "rebuild_from": rebuild_from,
+            "rebuilt": count,
+        }
         log.info(
             "recovered %s: commit log [%d, %d), %d messages scanned, rebuilt %d records from %d",
             mode,

@@ -399,3 +399,22 @@ def test_half_messages_have_no_unit_and_do_not_force_a_full_redispatch(big_cfg: 
         assert len(read_queue(s, "T", 0)) == 480
     finally:
         s.shutdown()
+
+
+def test_messages_without_keys_are_not_decoded_again_for_the_index(big_cfg: MessageStoreConfig) -> None:
+    with DefaultMessageStore(big_cfg) as s:
+        for i in range(500):
+            assert s.put_message(msg("T", os.urandom(BODY), queue_id=i % 2)).is_ok()
+        assert s.put_message(msg("T", b"keyed", queue_id=0, KEYS="last")).is_ok()
+    shutil.rmtree(big_cfg.index_dir)
+    make_abnormal(big_cfg, from_first_segment=True)
+    s = loaded(big_cfg)
+    try:
+        # the index holds nothing: every message is looked at, only the keyed one decoded
+        assert s.recovery_counts["rebuild_from"] == 0
+        assert s.recovery_counts["rebuilt"] == 1
+        with s.query_message("T", "last", 4, 0, 2**62) as q:
+            assert len(q.buffers) == 1
+        assert len(read_queue(s, "T", 0)) == 251
+    finally:
+        s.shutdown()

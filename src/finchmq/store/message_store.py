@@ -409,11 +409,12 @@ class DefaultMessageStore:
             cq.truncate_dirty_logic_files(end)
         if self.index_service is not None:
             self.index_service.truncate_past(end)
+        keyed_only_before = 0
         if scan is not None and seg_start >= 0 and 0 <= seg_start <= max_cq_phy:
-            rebuild_from = self._dispatched_up_to(scan, seg_start, end, cqs, rebuild_from)
+            rebuild_from, keyed_only_before = self._dispatched_up_to(scan, seg_start, end, cqs, rebuild_from)
         min_off = max(cl.get_min_offset(), 0)
         rebuild_from = min(max(rebuild_from, min_off), end)
-        count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end)
+        count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end, keyed_only_before)
         self.reput.dispatched_offset = end
         self._recover_topic_queue_table()
         self.recovery_counts = {
@@ -435,19 +436,20 @@ class DefaultMessageStore:
 
     def _dispatched_up_to(
         self, scan: ScanResult, seg_start: int, end: int, cqs: list[ConsumeQueue], fallback: int
-    ) -> int:
-        """Where the abnormal recovery's re-dispatch can start, after the scan from ``seg_start``.
+    ) -> tuple[int, int]:
+        """Where the abnormal recovery's re-dispatch can start, after the scan from ``seg_start``,
+        and up to where only messages with keys need it (for the index).
 
         The consume queues hold every message of [seg_start, their max offset) if their units
         from ``seg_start`` on are as many as the messages the scan found there, less the half
         messages (which get no unit): then only what follows needs dispatching, and, with the
-        index on, what follows the last indexed message. Else ``fallback`` (the segment start,
-        as Java)."""
+        index on, the keyed messages after the last indexed one. Else ``fallback`` (the segment
+        start, as Java) for everything."""
         units = 0
         for cq in cqs:
             n = cq.units_from(seg_start)
             if n is None:
-                return fallback
+                return fallback, 0
             units += n
         if units != scan.records_before_mark - scan.halves_before_mark:
             log.warning(
@@ -456,11 +458,11 @@ class DefaultMessageStore:
                 scan.records_before_mark - scan.halves_before_mark,
                 seg_start,
             )
-            return fallback
-        start = min(max(cq.max_physic_offset for cq in cqs), end)
-        if self.index_service is not None:
-            start = min(start, max(self.index_service.end_phy_offset, seg_start))
-        return start
+            return fallback, 0
+        queues_end = min(max(cq.max_physic_offset for cq in cqs), end)
+        if self.index_service is None:
+            return queues_end, 0
+        return min(queues_end, max(self.index_service.end_phy_offset, seg_start)), queues_end
 
     def _recover_topic_queue_table(self) -> None:
         min_phy = max(self.commit_log.get_min_offset(), 0)

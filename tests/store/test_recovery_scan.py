@@ -418,3 +418,20 @@ def test_messages_without_keys_are_not_decoded_again_for_the_index(big_cfg: Mess
         assert len(read_queue(s, "T", 0)) == 251
     finally:
         s.shutdown()
+
+
+def test_keyless_log_is_not_walked_again_for_the_index(big_cfg: MessageStoreConfig) -> None:
+    with DefaultMessageStore(big_cfg) as s:
+        for i in range(2500):  # over two segments
+            assert s.put_message(msg("T", os.urandom(BODY), queue_id=i % 2)).is_ok()
+    make_abnormal(big_cfg, from_first_segment=True)
+    s = loaded(big_cfg)
+    try:
+        assert s.recovery_report == []
+        assert s.recovery_counts["rebuilt"] == 0
+        assert len(read_queue(s, "T", 0)) == len(read_queue(s, "T", 1)) == 1250
+        assert s.put_message(msg("T", b"k", queue_id=0, KEYS="after")).is_ok()
+        with s.query_message("T", "after", 4, 0, 2**62) as q:
+            assert len(q.buffers) == 1
+    finally:
+        s.shutdown()

@@ -349,6 +349,11 @@ class ReputMessageService:
                 if key_at < pos:  # one search finds the next keyed record, however far
                     key_at = _next_key_name(view, pos)
                 if key_at >= pos + total:
+                    base = mf.file_from_offset
+                    if key_at >= keyed_only_before - base or key_at >= mf.file_size:
+                        # no key name up to the bound or the segment end (both record boundaries)
+                        offset = min(keyed_only_before, base + mf.file_size, end)
+                        continue
                     # Hop over the records up to the next key name on their TOTALSIZE alone (the
                     # recovery scan checked them), stopping at the one holding it or at the bounds.
                     stop = min(key_at, keyed_only_before - mf.file_from_offset)

@@ -69,11 +69,14 @@ _KEY_NAMES: Final = (
 )
 
 
-def _next_key_name(view: memoryview, pos: int) -> int:
-    """Where the next KEYS or UNIQ_KEY property name is in ``view`` from ``pos``; its length if none."""
+def _next_key_name(view: memoryview, pos: int, stop: int) -> int:
+    """Where the first KEYS or UNIQ_KEY property name in ``view[pos:stop]`` is; ``stop`` if none."""
     data = view.obj if isinstance(view.obj, mmap.mmap) else bytes(view)  # mmap.find is memmem-fast
-    found = [at for at in (data.find(name, pos) for name in _KEY_NAMES) if at >= 0]
-    return min(found) if found else len(view)
+    for name in _KEY_NAMES:
+        at = data.find(name, pos, stop)
+        if at >= 0:
+            stop = at  # the other name only matters before it
+    return stop
 
 
 class _LazyProperties(Mapping[str, str]):
@@ -347,7 +350,10 @@ class ReputMessageService:
                 break
             if offset < keyed_only_before:
                 if key_at < pos:  # one search finds the next keyed record, however far
-                    key_at = _next_key_name(view, pos)
+                    # (keyed_only_before is a record boundary: no property name straddles it)
+                    key_at = _next_key_name(
+                        view, pos, min(keyed_only_before - mf.file_from_offset, mf.file_size)
+                    )
                 if key_at >= pos + total:
                     base = mf.file_from_offset
                     if key_at >= keyed_only_before - base or key_at >= mf.file_size:

@@ -24,6 +24,7 @@ from finchmq.protocol.message import (
     MessageSysFlag,
     StoredLayout,
     decode_stored,
+    pack_host,
 )
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
 from finchmq.store.checkpoint import StoreCheckpoint
@@ -433,5 +434,30 @@ def test_keyless_log_is_not_walked_again_for_the_index(big_cfg: MessageStoreConf
         assert s.put_message(msg("T", b"k", queue_id=0, KEYS="after")).is_ok()
         with s.query_message("T", "after", 4, 0, 2**62) as q:
             assert len(q.buffers) == 1
+    finally:
+        s.shutdown()
+
+
+def test_ipv6_hosts_take_the_careful_path_and_are_checked_the_same(big_cfg: MessageStoreConfig) -> None:
+    v6 = pack_host("2001:db8::7", 40001)
+    bodies = []
+    with DefaultMessageStore(big_cfg) as s:
+        for i in range(300):
+            m = msg("T", os.urandom(BODY), queue_id=0, KEYS=f"k{i}")
+            if i % 3 == 0:
+                m.born_host = v6
+            if i % 4 == 0:
+                m.store_host = v6
+            assert s.put_message(m).is_ok()
+            bodies.append(m.body)
+    seg, pos, _ = records(big_cfg)[264]  # born and store hosts IPv6: BODYLENGTH at 108
+    patch(seg, pos + StoredLayout.SCAN_HEADS[3].size - 4, (BODY + 1).to_bytes(4, "big"))
+    make_abnormal(big_cfg, from_first_segment=True)
+    s = loaded(big_cfg)
+    try:
+        [bad] = [p for p in s.recovery_report if p.offset == pos]
+        assert bad.reason.startswith("bad")
+        assert s.recovery_counts["scanned"] == 264
+        assert read_queue(s, "T", 0) == bodies[:264]
     finally:
         s.shutdown()

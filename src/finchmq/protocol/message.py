@@ -309,15 +309,53 @@ _STORE_TIMESTAMP_POS: Final = 56  # with an IPv4 born host; 68 with IPv6
 
 # The fixed part of a stored record up to and including BODYLENGTH, one struct per host-size
 # combination, indexed by the sysflag bits (born_v6 | store_v6 << 1) == (sys_flag >> 4) & 3.
-# TOTALSIZE MAGICCODE BODYCRC QUEUEID FLAG QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP
-# BORNHOST STORETIMESTAMP STOREHOST RECONSUMETIMES PREPAREDTRANSACTIONOFFSET BODYLENGTH
-_STORED_HEADERS: Final = tuple(
-    struct.Struct(f">iiiiiqqiq{born}sq{store}siqi") for born, store in ((8, 8), (20, 8), (8, 20), (20, 20))
+_STORED_FIELDS: Final = (
+    ("TOTALSIZE", "i"),
+    ("MAGICCODE", "i"),
+    ("BODYCRC", "i"),
+    ("QUEUEID", "i"),
+    ("FLAG", "i"),
+    ("QUEUEOFFSET", "q"),
+    ("PHYSICALOFFSET", "q"),
+    ("SYSFLAG", "i"),
+    ("BORNTIMESTAMP", "q"),
+    ("BORNHOST", "born"),
+    ("STORETIMESTAMP", "q"),
+    ("STOREHOST", "store"),
+    ("RECONSUMETIMES", "i"),
+    ("PREPAREDTRANSACTIONOFFSET", "q"),
+    ("BODYLENGTH", "i"),
 )
+_HOST_KINDS: Final = ((8, 8), (20, 8), (8, 20), (20, 20))  # (born, store) sizes by host index
+
+
+def _head_structs(first: str = "TOTALSIZE", keep: frozenset[str] | None = None) -> tuple[struct.Struct, ...]:
+    """The structs of ``_STORED_FIELDS`` from ``first`` on, by host index; fields not in ``keep``
+    (when given) are padding, so unpacking makes no object for them."""
+    names = [name for name, _ in _STORED_FIELDS]
+    fields = _STORED_FIELDS[names.index(first) :]
+    out = []
+    for born, store in _HOST_KINDS:
+        fmt = ">"
+        for name, code in fields:
+            size = {"i": 4, "q": 8, "born": born, "store": store}[code]
+            if keep is not None and name not in keep:
+                fmt += f"{size}x"
+            else:
+                fmt += code if code in ("i", "q") else f"{size}s"
+        out.append(struct.Struct(fmt))
+    return tuple(out)
+
+
+_STORED_HEADERS: Final = _head_structs()
 # The same without TOTALSIZE MAGICCODE (BODYCRC .. BODYLENGTH): writers that put the 8-byte head
 # in last, so a reader never sees a head before the rest of its record.
-_STORED_HEADS_AFTER_MAGIC: Final = tuple(
-    struct.Struct(f">iiiqqiq{born}sq{store}siqi") for born, store in ((8, 8), (20, 8), (8, 20), (20, 20))
+_STORED_HEADS_AFTER_MAGIC: Final = _head_structs("BODYCRC")
+# The fields recovery's scan checks (TOPICLENGTH follows the body; PROPERTIESLENGTH the topic).
+_SCAN_HEADERS: Final = _head_structs(
+    keep=frozenset(
+        ("TOTALSIZE", "MAGICCODE", "BODYCRC", "PHYSICALOFFSET", "SYSFLAG", "STORETIMESTAMP", "BODYLENGTH")
+    )
 )
 _SIZE_MAGIC: Final = struct.Struct(">ii")
 _I32: Final = struct.Struct(">i")
@@ -336,6 +374,9 @@ class StoredLayout:
 
     SIZE_MAGIC: Final = _SIZE_MAGIC  # TOTALSIZE MAGICCODE
     HEAD_V4: Final = _STORED_HEADERS[0]  # the fixed part up to BODYLENGTH, IPv4 hosts
+    # The fixed part as recovery checks it, by host sizes (born_v6 | store_v6 << 1): TOTALSIZE
+    # MAGICCODE BODYCRC PHYSICALOFFSET SYSFLAG STORETIMESTAMP BODYLENGTH; TOPICLENGTH follows the body.
+    SCAN_HEADS: Final = _SCAN_HEADERS
     # BODYCRC .. BODYLENGTH by host sizes (born_v6 | store_v6 << 1), written at offset 8
     HEADS_AFTER_MAGIC: Final = _STORED_HEADS_AFTER_MAGIC
     TOPIC_LENGTH_BYTES: Final = _BYTE  # TOPICLENGTH, one byte, by value
@@ -351,6 +392,14 @@ class StoredLayout:
     # QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP BORNHOST(v4) STORETIMESTAMP, at QUEUE_OFFSET
     PATCH_V4: Final = struct.Struct(">qqiq8sq")
     TIMESTAMP: Final = _I64
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def scan_through_properties_length(body_len: int, topic_len: int) -> struct.Struct:
+        """``SCAN_HEADS[0]`` (IPv4 hosts) followed by TOPICLENGTH and PROPERTIESLENGTH of a record
+        with this BODYLENGTH and TOPICLENGTH: recovery reads a run of records of one shape with
+        one unpack each."""
+        return struct.Struct(f"{_SCAN_HEADERS[0].format}{body_len}xB{topic_len}xh")
 
     @staticmethod
     def store_timestamp_pos(sys_flag: int) -> int:

@@ -26,6 +26,7 @@ Strategy:
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 import threading
 import time
@@ -40,11 +41,9 @@ from finchmq.protocol.message import (
     MESSAGE_MAGIC_CODE,
     MIN_STORED_SIZE,
     MessageConst,
-    MessageDecodeError,
     MessageEncodeError,
     MessageSysFlag,
     StoredLayout,
-    decode_stored,
     encode_blank_into,
     encode_stored,
     properties_to_string,
@@ -59,7 +58,7 @@ from .mapped_file import MappedFile, TransientStorePool
 from .mapped_file_queue import AllocateMappedFileService, MappedFileQueue
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageStatus, StoreCorruptedError
 
-__all__ = ["END_FILE_MIN_BLANK_LENGTH", "CommitLog", "EncodedBatch"]
+__all__ = ["END_FILE_MIN_BLANK_LENGTH", "CommitLog", "EncodedBatch", "ScanResult"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +67,11 @@ _TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _PREPARED: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _I16: Final = struct.Struct(">h")
+_I32: Final = struct.Struct(">i")
+_HALF: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE  # the bit set in PREPARED and ROLLBACK
+_SCAN_HEADS: Final = StoredLayout.SCAN_HEADS
+_SCAN_V4: Final = _SCAN_HEADS[0]
+_SYS_FLAG: Final = StoredLayout.SYS_FLAG
 # The record layout is StoredLayout's (protocol/message.py), here under short names.
 _HEAD: Final = StoredLayout.SIZE_MAGIC
 _BATCH_HEAD: Final = StoredLayout.BATCH_ITEM_HEAD
@@ -104,6 +108,83 @@ def _tags_code_of(tags: bytes | None) -> int:
             _TAGS_CODES.clear()
         code = _TAGS_CODES[tags] = tags_hash_code(tags.decode("utf-8", "replace"))
     return code
+
+
+class ScanResult:
+    """What ``CommitLog.scan`` found: the end of valid data, the corruption that ended it, and
+    the messages scanned (and those starting before the mark, and the half messages among them)."""
+
+    __slots__ = ("corrupt", "end", "halves_before_mark", "records", "records_before_mark")
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.corrupt: StoreCorruptedError | None = None
+        self.records = 0
+        self.records_before_mark = 0
+        self.halves_before_mark = 0
+
+
+def _walk(
+    view: memoryview | mmap.mmap, base: int, pos: int, limit: int, check_crc: bool
+) -> tuple[int, int, int]:
+    """Walk the good IPv4-host messages starting before ``limit`` from ``pos`` of a segment at
+    ``base``: ``check_record``'s checks inlined, no per-record object. Stops at the first record
+    it does not accept (a BLANK, the end of data, IPv6 hosts, any failed check), which
+    ``check_record`` then examines. Returns (where it stopped, messages, half messages).
+    ``view`` is best the segment's mmap itself: indexing and slicing it is cheaper.
+
+    Records mostly come in runs of one shape (body and topic lengths): each is read with one
+    unpack through PROPERTIESLENGTH, guessing the previous record's shape, and re-read with the
+    head alone when the guess is wrong.
+    """
+    unpack = _SCAN_V4.unpack_from
+    shape = StoredLayout.scan_through_properties_length
+    i16 = _I16.unpack_from
+    crc32 = _crc32
+    head = _SCAN_V4.size
+    fixed = head + 3  # TOPICLENGTH and PROPERTIESLENGTH
+    size = len(view)
+    guess = shape(0, 0).unpack_from
+    guess_body = guess_topic = 0
+    count = halves = 0
+    while pos < limit:
+        try:
+            total, magic, body_crc, phy, sys_flag, store_timestamp, body_len, topic_len, props_len = guess(
+                view, pos
+            )
+        except struct.error:  # the guessed shape reaches past the segment: re-read
+            body_len = -1
+        if body_len != guess_body or topic_len != guess_topic:
+            try:
+                total, magic, body_crc, phy, sys_flag, store_timestamp, body_len = unpack(view, pos)
+                topic_at = pos + head + body_len
+                if body_len < 0 or topic_at + 3 > pos + total:
+                    break
+                topic_len = view[topic_at]
+                props_len = i16(view, topic_at + 1 + topic_len)[0]
+            except (struct.error, IndexError):  # less than a head left: check_record says what it is
+                break
+            guess = shape(body_len, topic_len).unpack_from
+            guess_body, guess_topic = body_len, topic_len
+        end = pos + total
+        if (
+            magic != MESSAGE_MAGIC_CODE
+            or sys_flag & 0x30
+            or phy - pos != base
+            or store_timestamp <= 0
+            or fixed + body_len + topic_len + props_len != total  # Java: TOTALSIZE == calMsgLength
+            or props_len < 0
+            or topic_len > MAX_TOPIC_LENGTH
+            or end > size
+        ):
+            break
+        if check_crc and crc32(view[pos + head : pos + head + body_len]) & 0x7FFFFFFF != body_crc:
+            break
+        if sys_flag & _HALF:
+            halves += 1
+        count += 1
+        pos = end
+    return pos, count, halves
 
 
 class EncodedBatch:
@@ -593,63 +674,100 @@ class CommitLog:
     # ------------------------------------------------------------------ recovery
 
     def check_record(self, mf: MappedFile, pos: int, check_crc: bool) -> tuple[int, str | None]:
-        """Validate the record at ``pos`` of ``mf``.
+        """Validate the record at ``pos`` of ``mf`` (Java ``checkMessageAndReturnSize``'s checks,
+        and PHYSICALOFFSET and STORETIMESTAMP).
 
         Returns ``(size, None)`` for a good message, ``(0, None)`` for the BLANK filler or the
         segment's end, ``(-1, None)`` for the clean end of data (a zero head), and
-        ``(-1, reason)`` for a bad record.
+        ``(-1, reason)`` for a bad record. ``_walk`` is the same checks inlined for the common
+        record; this is the reference, and says what is wrong.
         """
         view = mf.view
-        if pos + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
-            return (
-                (0, None) if pos == mf.file_size else (-1, f"{mf.file_size - pos} stray bytes at segment end")
-            )
+        room = mf.file_size - pos
+        if room < END_FILE_MIN_BLANK_LENGTH:
+            return (0, None) if room == 0 else (-1, f"{room} stray bytes at segment end")
         total, magic = _HEAD.unpack_from(view, pos)
         if magic == BLANK_MAGIC_CODE:
-            if total != mf.file_size - pos:
+            if total != room:
                 return -1, f"BLANK record of TOTALSIZE {total} does not end the segment"
             return 0, None
         if magic != MESSAGE_MAGIC_CODE:
             if total == 0 and magic == 0:
                 return -1, None
             return -1, f"bad magic code 0x{magic & 0xFFFFFFFF:08X} (TOTALSIZE {total})"
-        if not MIN_STORED_SIZE <= total <= mf.file_size - pos:
-            return -1, f"TOTALSIZE {total} is outside {MIN_STORED_SIZE}..{mf.file_size - pos}"
-        try:
-            msg = decode_stored(view[: pos + total], pos, verify_crc=check_crc)
-        except MessageDecodeError as exc:
-            return -1, f"bad {exc.field or 'record'}: {exc}"
-        if msg.commit_log_offset != mf.file_from_offset + pos:
-            return -1, f"PHYSICALOFFSET {msg.commit_log_offset} != {mf.file_from_offset + pos}"
-        if msg.store_timestamp <= 0:
-            return -1, f"STORETIMESTAMP {msg.store_timestamp} is not set"
+        if not MIN_STORED_SIZE <= total <= room:
+            return -1, f"TOTALSIZE {total} is outside {MIN_STORED_SIZE}..{room}"
+        hosts = (_I32.unpack_from(view, pos + _SYS_FLAG)[0] >> 4) & 3
+        head = _SCAN_HEADS[hosts]
+        if total < head.size + 3:
+            return -1, f"bad TOTALSIZE: {total} is too small for the IPv6 hosts in SYSFLAG"
+        _, _, body_crc, phy, _, store_timestamp, body_len = head.unpack_from(view, pos)
+        end = pos + total
+        topic_at = pos + head.size + body_len
+        if body_len < 0 or topic_at + 3 > end:
+            return -1, f"bad BODYLENGTH: {body_len} does not fit TOTALSIZE {total}"
+        topic_len = view[topic_at]
+        props_at = topic_at + 1 + topic_len
+        if topic_len > MAX_TOPIC_LENGTH or props_at + 2 > end:
+            return -1, f"bad TOPICLENGTH: {topic_len} does not fit TOTALSIZE {total}"
+        props_len = _I16.unpack_from(view, props_at)[0]
+        if props_at + 2 + props_len != end:  # Java: TOTALSIZE != calMsgLength(...)
+            return -1, (
+                f"bad PROPERTIESLENGTH: {props_len} ends the record at {props_at + 2 + props_len - pos}, "
+                f"TOTALSIZE {total} (BODYLENGTH {body_len}, TOPICLENGTH {topic_len})"
+            )
+        if check_crc:
+            crc = _crc32(view[pos + head.size : topic_at]) & 0x7FFFFFFF
+            if crc != body_crc:
+                return -1, f"bad BODYCRC: {body_crc} != CRC32 of the body {crc}"
+        if phy != mf.file_from_offset + pos:
+            return -1, f"PHYSICALOFFSET {phy} != {mf.file_from_offset + pos}"
+        if store_timestamp <= 0:
+            return -1, f"STORETIMESTAMP {store_timestamp} is not set"
         return total, None
 
-    def scan(self, start_index: int, check_crc: bool) -> tuple[int, StoreCorruptedError | None]:
-        """Scan forward from segment ``start_index``; returns the end of valid data and the
-        corruption that ended it (None for a clean end)."""
+    def scan(self, start_index: int, check_crc: bool, mark: int = -1) -> ScanResult:
+        """Scan forward from segment ``start_index`` to the end of valid data and the corruption
+        that ended it (None for a clean end), counting the messages and half (prepared or
+        rolled-back transaction) messages that start before ``mark``."""
         files = self.mapped_file_queue.files
+        result = ScanResult()
         if not files:
-            return 0, None
+            return result
         index = start_index
         mf = files[index]
         pos = 0
         while True:
+            base = mf.file_from_offset
+            data = mf.view.obj if isinstance(mf.view.obj, mmap.mmap) else mf.view
+            if mark > base:
+                pos, records, halves = _walk(data, base, pos, min(mark - base, mf.file_size), check_crc)
+                result.records_before_mark += records
+                result.halves_before_mark += halves
+                result.records += records
+            pos, records, _ = _walk(data, base, pos, mf.file_size, check_crc)
+            result.records += records
             size, reason = self.check_record(mf, pos, check_crc)
             if size > 0:
+                if mf.file_from_offset + pos < mark:
+                    result.records_before_mark += 1
+                    if _I32.unpack_from(mf.view, pos + _SYS_FLAG)[0] & _HALF:
+                        result.halves_before_mark += 1
+                result.records += 1
                 pos += size
             elif size == 0:
                 index += 1
                 if index >= len(files):
                     # The log ends with a full segment: keep the BLANK; the next put rolls over.
-                    return mf.file_from_offset + mf.file_size, None
+                    result.end = mf.file_from_offset + mf.file_size
+                    return result
                 mf = files[index]
                 pos = 0
             else:
-                end = mf.file_from_offset + pos
+                result.end = mf.file_from_offset + pos
                 if reason is not None:
-                    return end, StoreCorruptedError(str(mf.path), pos, reason)
-                return end, None
+                    result.corrupt = StoreCorruptedError(str(mf.path), pos, reason)
+                return result
 
     def find_abnormal_start(self, min_timestamp: int) -> int:
         """Index of the last segment whose first message is stored at or before ``min_timestamp``

@@ -123,6 +123,31 @@ class ConsumeQueue:
             mfq.truncate_dirty_files(new_end)
             self.max_physic_offset = self._last_physic_end()
 
+    def units_from(self, phy_offset: int) -> int | None:
+        """How many units point at commit-log offset ``phy_offset`` or later (recovery's check that
+        the queue holds every message of a range); None if a blank unit is among them (a hole:
+        the count would not say which messages are there)."""
+        mfq = self.mapped_file_queue
+        files = mfq.files
+        if not files:
+            return 0
+        lo, hi = files[0].file_from_offset // _UNIT, mfq.get_max_offset() // _UNIT
+        n = hi
+        while lo < hi:  # the first unit at or past phy_offset (units are in commit-log order)
+            mid = (lo + hi) // 2
+            unit = self.get_unit(mid)
+            if unit is not None and unit[0] >= phy_offset and unit[1] != 0x7FFFFFFF:
+                hi = mid
+            else:
+                lo = mid + 1
+        first = lo * _UNIT
+        for mf in files:
+            start = max(first - mf.file_from_offset, 0)
+            stop = mf.wrote_position
+            if start < stop and BLANK_CQ_UNIT in bytes(mf.view[start:stop]):
+                return None
+        return n - lo
+
     # ------------------------------------------------------------------ writes
 
     def put_units(self, cq_offset: int, units: bytes | bytearray | memoryview, last_physic_end: int) -> bool:

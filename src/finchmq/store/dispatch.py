@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import mmap
 import struct
 import threading
 import zlib
@@ -45,6 +46,7 @@ from .consume_queue import ConsumeQueue
 
 if TYPE_CHECKING:
     from .index import IndexService
+    from .mapped_file import MappedFile
     from .mapped_file_queue import MappedFileQueue
 
 __all__ = ["DispatchRequest", "MessageArrivingListener", "ReputMessageService", "compute_tags_code"]
@@ -59,6 +61,22 @@ _TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _PREPARED: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _HEAD: Final = StoredLayout.SIZE_MAGIC
+_I32: Final = struct.Struct(">i")
+# the property names the index reads, as they appear in a stored property string
+_KEY_NAMES: Final = (
+    MessageConst.PROPERTY_KEYS.encode() + b"\x01",
+    MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX.encode() + b"\x01",
+)
+
+
+def _next_key_name(view: memoryview, pos: int, stop: int) -> int:
+    """Where the first KEYS or UNIQ_KEY property name in ``view[pos:stop]`` is; ``stop`` if none."""
+    data = view.obj if isinstance(view.obj, mmap.mmap) else bytes(view)  # mmap.find is memmem-fast
+    for name in _KEY_NAMES:
+        at = data.find(name, pos, stop)
+        if at >= 0:
+            stop = at  # the other name only matters before it
+    return stop
 
 
 class _LazyProperties(Mapping[str, str]):
@@ -282,28 +300,38 @@ class ReputMessageService:
 
     # ------------------------------------------------------------------ recovery
 
-    def rebuild(self, mfq: MappedFileQueue, start: int, end: int) -> int:
-        """Decode the commit log records in [start, end), dispatch them (idempotent); returns how many."""
+    def rebuild(self, mfq: MappedFileQueue, start: int, end: int, keyed_only_before: int = 0) -> int:
+        """Decode the commit log records in [start, end), dispatch them (idempotent); returns how
+        many. Before ``keyed_only_before`` only messages with KEYS or UNIQ_KEY are (the consume
+        queues hold the others; the index may not)."""
         listener, self.listener = self.listener, None  # no arrival notices for old data
         try:
-            count, offset = self.dispatch_range(mfq, start, end)
+            count, offset = self.dispatch_range(mfq, start, end, keyed_only_before)
         finally:
             self.listener = listener
         self.dispatched_offset = max(self.dispatched_offset, offset)
         return count
 
-    def dispatch_range(self, mfq: MappedFileQueue, start: int, end: int) -> tuple[int, int]:
+    def dispatch_range(
+        self, mfq: MappedFileQueue, start: int, end: int, keyed_only_before: int = 0
+    ) -> tuple[int, int]:
         """Dispatch the whole records in [start, end): (how many, the offset after the last one).
 
         A record reaching past ``end`` stops the walk (a slave has only part of it yet); a BLANK
         filler moves to the next segment. Recovery and the slave's replication both use it.
+        Records before ``keyed_only_before`` are skipped unless their bytes hold a KEYS or
+        UNIQ_KEY property name (a cheap search that may also match a body: then it is decoded).
         """
         offset = start
         count = 0
+        mf: MappedFile | None = None
+        key_at = -1  # in mf: where the next KEYS/UNIQ_KEY name is, from the last search on
         while offset < end:
-            mf = mfq.find_mapped_file_by_offset(offset)
-            if mf is None:
-                break
+            if mf is None or not mf.file_from_offset <= offset < mf.file_from_offset + mf.file_size:
+                mf = mfq.find_mapped_file_by_offset(offset)
+                if mf is None:
+                    break
+                key_at = -1
             pos = offset - mf.file_from_offset
             view = mf.view
             if pos + 8 > mf.file_size:
@@ -320,6 +348,30 @@ class ReputMessageService:
                 break
             if offset + total > end:
                 break
+            if offset < keyed_only_before:
+                if key_at < pos:  # one search finds the next keyed record, however far
+                    # (keyed_only_before is a record boundary: no property name straddles it)
+                    key_at = _next_key_name(
+                        view, pos, min(keyed_only_before - mf.file_from_offset, mf.file_size)
+                    )
+                if key_at >= pos + total:
+                    base = mf.file_from_offset
+                    if key_at >= keyed_only_before - base or key_at >= mf.file_size:
+                        # no key name up to the bound or the segment end (both record boundaries)
+                        offset = min(keyed_only_before, base + mf.file_size, end)
+                        continue
+                    # Hop over the records up to the next key name on their TOTALSIZE alone (the
+                    # recovery scan checked them), stopping at the one holding it or at the bounds.
+                    stop = min(key_at, keyed_only_before - mf.file_from_offset)
+                    last = min(key_at, end - mf.file_from_offset)
+                    pos += total
+                    while pos < stop:
+                        total = _I32.unpack_from(view, pos)[0]
+                        if total <= 0 or pos + total > last:
+                            break
+                        pos += total
+                    offset = mf.file_from_offset + pos
+                    continue
             try:
                 msg = decode_stored(view, pos)
             except MessageDecodeError as exc:

@@ -43,7 +43,7 @@ from finchmq.protocol.message import (
 )
 
 from .checkpoint import StoreCheckpoint, create_abort_file, delete_abort_file
-from .commit_log import CommitLog, EncodedBatch
+from .commit_log import CommitLog, EncodedBatch, ScanResult
 from .config import CQ_STORE_UNIT_SIZE, BrokerRole, FlushDiskType, MessageStoreConfig
 from .consume_queue import CQ_UNIT, ConsumeQueue
 from .dispatch import MessageArrivingListener, ReputMessageService
@@ -188,6 +188,8 @@ class DefaultMessageStore:
         self.commit_log.on_roll.append(self._on_roll)
         self.checkpoint: StoreCheckpoint
         self.recovery_report: list[StoreCorruptedError] = []
+        # the last recovery: messages scanned, the log end, where re-dispatch began and how many
+        self.recovery_counts: dict[str, int] = {}
         self._disk_full = False
         self._write_error = False
         self._lock_fd = -1
@@ -364,7 +366,8 @@ class DefaultMessageStore:
         max_cq_phy = max((cq.max_physic_offset for cq in cqs), default=-1)
         cp = self.checkpoint
         clean = cp.clean_commit_log_max_offset
-        corrupt: StoreCorruptedError | None = None
+        scan: ScanResult | None = None
+        seg_start = -1
         if last_exit_ok and clean is not None and cl.is_clean_end(clean):
             end = clean
             rebuild_from = (
@@ -372,7 +375,8 @@ class DefaultMessageStore:
             )
             mode = "normal (checkpoint)"
         elif last_exit_ok:
-            end, corrupt = cl.scan(max(0, len(files) - 3), cfg.check_crc_on_recover)
+            scan = cl.scan(max(0, len(files) - 3), cfg.check_crc_on_recover)
+            end = scan.end
             rebuild_from = max_cq_phy
             mode = "normal (scan)"
         else:
@@ -380,10 +384,14 @@ class DefaultMessageStore:
             if cfg.message_index_enable and cfg.message_index_safe:
                 min_ts = cp.get_min_timestamp_index()
             start_index = cl.find_abnormal_start(min_ts)
-            end, corrupt = cl.scan(start_index, cfg.check_crc_on_recover)
             seg_start = files[start_index].file_from_offset if files else 0
+            scan = cl.scan(start_index, cfg.check_crc_on_recover, mark=max_cq_phy)
+            end = scan.end
+            # Java re-dispatches every message from the segment start (the queues and the index
+            # skip what they hold); rebuild_from narrows that to what they may not hold.
             rebuild_from = min(seg_start, max_cq_phy) if max_cq_phy >= 0 else seg_start
             mode = "abnormal"
+        corrupt = scan.corrupt if scan is not None else None
         if corrupt is not None:
             report.append(corrupt)
             log.warning("commit log corrupted: %s; truncating the log at that record", corrupt)
@@ -401,20 +409,60 @@ class DefaultMessageStore:
             cq.truncate_dirty_logic_files(end)
         if self.index_service is not None:
             self.index_service.truncate_past(end)
+        keyed_only_before = 0
+        if scan is not None and seg_start >= 0 and 0 <= seg_start <= max_cq_phy:
+            rebuild_from, keyed_only_before = self._dispatched_up_to(scan, seg_start, end, cqs, rebuild_from)
         min_off = max(cl.get_min_offset(), 0)
         rebuild_from = min(max(rebuild_from, min_off), end)
-        count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end)
+        count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end, keyed_only_before)
         self.reput.dispatched_offset = end
         self._recover_topic_queue_table()
+        self.recovery_counts = {
+            "scanned": scan.records if scan is not None else 0,
+            "end": end,
+            "rebuild_from": rebuild_from,
+            "rebuilt": count,
+        }
         log.info(
-            "recovered %s: commit log [%d, %d), rebuilt %d records from %d",
+            "recovered %s: commit log [%d, %d), %d messages scanned, rebuilt %d records from %d",
             mode,
             min_off,
             end,
+            scan.records if scan is not None else 0,
             count,
             rebuild_from,
         )
         return report
+
+    def _dispatched_up_to(
+        self, scan: ScanResult, seg_start: int, end: int, cqs: list[ConsumeQueue], fallback: int
+    ) -> tuple[int, int]:
+        """Where the abnormal recovery's re-dispatch can start, after the scan from ``seg_start``,
+        and up to where only messages with keys need it (for the index).
+
+        The consume queues hold every message of [seg_start, their max offset) if their units
+        from ``seg_start`` on are as many as the messages the scan found there, less the half
+        messages (which get no unit): then only what follows needs dispatching, and, with the
+        index on, the keyed messages after the last indexed one. Else ``fallback`` (the segment
+        start, as Java) for everything."""
+        units = 0
+        for cq in cqs:
+            n = cq.units_from(seg_start)
+            if n is None:
+                return fallback, 0
+            units += n
+        if units != scan.records_before_mark - scan.halves_before_mark:
+            log.warning(
+                "consume queues hold %d of the %d messages from commit-log offset %d: re-dispatching all",
+                units,
+                scan.records_before_mark - scan.halves_before_mark,
+                seg_start,
+            )
+            return fallback, 0
+        queues_end = min(max(cq.max_physic_offset for cq in cqs), end)
+        if self.index_service is None:
+            return queues_end, 0
+        return min(queues_end, max(self.index_service.end_phy_offset, seg_start)), queues_end
 
     def _recover_topic_queue_table(self) -> None:
         min_phy = max(self.commit_log.get_min_offset(), 0)

@@ -28,7 +28,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from finchmq.common.logs import RateLimitedLog
@@ -64,11 +63,18 @@ REMARK_OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
 REMARK_REJECT_REQUEST = "[REJECTREQUEST]system busy, start flow control for a while"
 
 
-@dataclass(slots=True)
 class RemotingContext:
     """Where a request came from; lets a processor answer later or call the peer back."""
 
-    connection: RemotingConnection
+    # Not a dataclass: compiled by mypyc, a dataclass resolves its fields' annotations at import,
+    # before connection.py (which imports this module) has defined RemotingConnection.
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: RemotingConnection) -> None:
+        self.connection = connection
+
+    def __repr__(self) -> str:
+        return f"RemotingContext(connection={self.connection!r})"
 
     @property
     def remote_addr(self) -> str:

@@ -33,6 +33,10 @@ COMPILED = [
     "store/message_store.py",
     "store/inner.py",
     "broker/put_service.py",
+    "broker/processor/send.py",
+    "broker/processor/pull.py",
+    "client/producer.py",
+    "client/api.py",
 ]
 
 

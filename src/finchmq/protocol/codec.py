@@ -416,12 +416,10 @@ class RemotingCodec:
                 return _command_from_json(buf[start:body_start], body)
             return _command_from_rocketmq(bytes(buf[start:body_start]), body)
         except ProtocolError as exc:
-            self._fail(exc)
-            raise self._error from None  # type: ignore[misc]
+            raise self._fail(exc) from None
         except (ValueError, TypeError, struct.error, RecursionError) as exc:
             # Defensive: a decoder bug must still surface as a protocol error, never a crash.
-            self._fail(_remote(f"malformed header: {exc!r}"))
-            raise self._error from exc  # type: ignore[misc]
+            raise self._fail(_remote(f"malformed header: {exc!r}")) from exc
 
     def _check_prefix(self, length: int, word: int) -> None:
         """Raise for a bad length prefix; return for a valid non-JSON (ROCKETMQ) one."""
@@ -448,16 +446,20 @@ class RemotingCodec:
         if not self._eof:
             return NEED_DATA
         if available:
-            self._fail(_remote(f"connection closed in the middle of a frame ({available} bytes buffered)"))
-            raise self._error  # type: ignore[misc]
+            raise self._fail(
+                _remote(f"connection closed in the middle of a frame ({available} bytes buffered)")
+            )
         self.state = CodecState.CLOSED
         return CLOSED
 
-    def _fail(self, exc: ProtocolError) -> None:
-        self._error = exc if isinstance(exc, RemoteProtocolError) else exc._reraise_as_remote()
+    def _fail(self, exc: ProtocolError) -> RemoteProtocolError:
+        """Poison the codec with ``exc`` (as a remote error) and return what it keeps raising."""
+        error = exc if isinstance(exc, RemoteProtocolError) else exc._reraise_as_remote()
+        self._error = error
         self.state = CodecState.ERROR
         self._buf = b""
         self._pos = 0
+        return error
 
     def send(self, cmd: RemotingCommand, *, opaque: int | None = None) -> bytes:
         """The bytes of one frame, with ``opaque`` instead of ``cmd.opaque`` when given.

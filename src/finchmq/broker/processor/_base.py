@@ -35,10 +35,22 @@ def handles(*codes: int, executor: str | None = None) -> Callable[[_F], _F]:
     """
 
     def mark(method: _F) -> _F:
-        setattr(method, _MARK, (tuple(int(code) for code in codes), executor))
+        value = (tuple(int(code) for code in codes), executor)
+        try:
+            setattr(method, _MARK, value)
+        except AttributeError:  # a method compiled by mypyc (docs/compiled.md) takes no attributes
+            _COMPILED_MARKS[method] = value
         return method
 
     return mark
+
+
+_COMPILED_MARKS: dict[object, tuple[tuple[int, ...], str | None]] = {}
+
+
+def _marked(member: object) -> tuple[tuple[int, ...], str | None] | None:
+    marked: tuple[tuple[int, ...], str | None] | None = getattr(member, _MARK, None)
+    return marked if marked is not None else _COMPILED_MARKS.get(member)
 
 
 class BrokerProcessor:
@@ -52,8 +64,8 @@ class BrokerProcessor:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         table: dict[int, tuple[str, str | None]] = {}
-        for name, member in inspect.getmembers(cls, inspect.isfunction):
-            marked = getattr(member, _MARK, None)
+        for name, member in inspect.getmembers(cls, inspect.isroutine):  # compiled methods too
+            marked = _marked(member)
             if marked is None:
                 continue
             codes, executor = marked

@@ -13,7 +13,9 @@ Strategy:
     (a C call) instead of Java's ``String.hashCode``: finchmq alone reads these files.
     The header is rewritten after each dispatched batch, so a crash loses at most the entries
     of that batch, which recovery re-dispatches (``end_phy_offset`` makes rebuilding
-    idempotent). Hash collisions and entries left past a truncated commit log are harmless:
+    idempotent); the hash slots such a crash already pointed at those entries are set back when
+    the file is opened (else they would cut their keys' chains). Hash collisions and entries
+    left past a truncated commit log are harmless:
     ``DefaultMessageStore.query_message`` checks each hit's topic and key before returning it.
 """
 
@@ -81,6 +83,48 @@ class IndexFile:
         if self.index_count <= 0:
             self.index_count = 1
         self._dirty = create
+        if not create:
+            self._repair_unheadered_entries()
+
+    def _repair_unheadered_entries(self) -> None:
+        """Undo what a crash inside ``IndexService.put_hashes`` leaves: entries past the header's
+        count, and hash slots already naming them (``put_key`` writes the entry, then the slot;
+        the header follows the whole batch). Such a slot would hide its older entries: ``put_key``
+        would chain the re-dispatched entry to itself, and a later entry written over the stale
+        one would lead the chain into another key's. Each slot goes back to the entry it held
+        before (the stale entry's previous-entry field); the stale entries are zeroed."""
+        mm = self._mm
+        assert mm is not None
+        count = self.index_count
+        base = INDEX_HEADER_SIZE + self.hash_slot_num * _HASH_SLOT_SIZE
+        zero = bytes(_INDEX_SIZE)
+        stale = count
+        while (
+            stale < self.index_num
+            and mm[base + stale * _INDEX_SIZE : base + (stale + 1) * _INDEX_SIZE] != zero
+        ):
+            stale += 1
+        if stale == count:
+            return
+        for n in range(count, stale):
+            slot_pos = (
+                INDEX_HEADER_SIZE
+                + (_ENTRY.unpack_from(mm, base + n * _INDEX_SIZE)[0] % self.hash_slot_num) * _HASH_SLOT_SIZE
+            )
+            value = _I32.unpack_from(mm, slot_pos)[0]
+            while count <= value < stale:  # entries are written in order: prev < value
+                prev = _ENTRY.unpack_from(mm, base + value * _INDEX_SIZE)[3]
+                value = prev if 0 < prev < value else 0
+            if value >= count or value < 0:
+                value = 0
+            _I32.pack_into(mm, slot_pos, value)
+        mm[base + count * _INDEX_SIZE : base + stale * _INDEX_SIZE] = bytes((stale - count) * _INDEX_SIZE)
+        self._dirty = True
+        log.warning(
+            "index file %s: %d entries past its header (a crash while indexing) undone; they are re-indexed",
+            self.path,
+            stale - count,
+        )
 
     def is_write_full(self) -> bool:
         return bool(self.index_count >= self.index_num)

@@ -70,3 +70,29 @@ def test_stale_hash_slots_of_a_killed_index_write_do_not_hide_entries_later(tmp_
             assert _bodies(s, f"other-{i}") == [b"n%d" % i]
     finally:
         s.shutdown()
+
+
+def test_first_message_after_a_truncated_log_is_indexed(tmp_path: Path) -> None:
+    """The commit log loses its tail (a torn last record) that the index had already indexed:
+    the message then written where the log now ends must be indexed too."""
+    cfg = small_config(tmp_path / "store")
+    with DefaultMessageStore(cfg) as s:
+        for i in range(20):
+            assert s.put_message(msg("T", b"m%d" % i * 100, queue_id=0, KEYS=f"k{i}")).is_ok()
+        end = s.get_max_phy_offset()
+    seg = sorted(cfg.commit_log_dir.iterdir())[-1]
+    with open(seg, "r+b") as f:
+        f.truncate(end - int(seg.name) - 50)  # the last record loses its end
+    cfg.abort_path.write_text("1")  # a crash: abnormal recovery
+    s = DefaultMessageStore(cfg)
+    s.load()
+    s.start()
+    try:
+        assert s.get_max_phy_offset() < end
+        assert _bodies(s, "k19") == []
+        assert s.put_message(msg("T", b"after", queue_id=0, KEYS="after")).is_ok()
+        assert s.put_message(msg("T", b"after2", queue_id=0, KEYS="after")).is_ok()
+        assert sorted(_bodies(s, "after")) == [b"after", b"after2"]
+        assert _bodies(s, "k18") == [b"m18" * 100]
+    finally:
+        s.shutdown()

@@ -177,6 +177,18 @@ class IndexFile:
         self.end_timestamp = store_timestamp
         return True
 
+    def last_phy_below(self, phy_offset: int) -> int | None:
+        """The physical offset of the newest entry pointing below ``phy_offset`` (None if none)."""
+        mm = self._mm
+        if mm is None:
+            return None
+        base = INDEX_HEADER_SIZE + self.hash_slot_num * _HASH_SLOT_SIZE
+        for n in range(self.index_count - 1, 0, -1):
+            phy = int(_ENTRY.unpack_from(mm, base + n * _INDEX_SIZE)[1])
+            if phy < phy_offset:
+                return phy
+        return None
+
     def is_time_matched(self, begin: int, end: int) -> bool:
         return bool(
             (begin < self.begin_timestamp and end > self.end_timestamp)
@@ -366,9 +378,15 @@ class IndexService:
                 f.destroy()
             else:
                 keep.append(f)
-        if keep and keep[-1].end_phy_offset > phy_offset:
-            keep[-1].end_phy_offset = phy_offset  # re-index what is written from there on
-            keep[-1].write_header()
+        if keep and keep[-1].end_phy_offset >= phy_offset:
+            # Entries at or below end_phy_offset count as indexed: it must name the last entry
+            # still in the log (a record start), not the log's end, where the next record goes.
+            last = keep[-1]
+            below = last.last_phy_below(phy_offset)
+            if below is None:  # no entry (an empty file)
+                below = last.begin_phy_offset if last.begin_phy_offset < phy_offset else 0
+            last.end_phy_offset = below
+            last.write_header()
         self.files = keep
 
     def shutdown(self) -> None:

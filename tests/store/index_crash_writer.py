@@ -1,12 +1,16 @@
-"""Subprocess for the index crash tests: leaves the index as a SIGKILL inside
-``IndexService.put_hashes`` does (the last message's entries and hash slots written, the file
-header not yet), then kills itself.
+"""Subprocess for the index crash tests: leaves the index as a SIGKILL at a chosen point of
+``IndexService.put_hashes`` does, then kills itself.
 
-It puts ``COUNT`` messages with KEYS ``KEY`` and UNIQ_KEY ``U<i>``, snapshots the last index file's header, puts one
-more (``last``, same key, UNIQ_KEY ``Ulast``), writes the snapshot back over the header (what the file held before
-that put's ``write_header``) and sends itself SIGKILL.
+``header``: puts ``COUNT`` messages with KEYS ``KEY`` and UNIQ_KEY ``U<i>``, snapshots the last
+index file's header, puts one more (``last``, same key, UNIQ_KEY ``Ulast``) and writes the
+snapshot back over the header: the last message's entries and hash slots written, the header not
+(what the file holds before that put's ``write_header``).
 
-Usage: python -m tests.store.index_crash_writer ROOT COUNT KEY
+``roll``: puts messages (KEYS ``KEY``, UNIQ_KEY ``U<i>``) until the last index file has room for
+fewer than two, flushes it (as the flush service does between puts), then puts a batch of four
+(UNIQ_KEY ``B<j>``) whose entries fill that file and roll over to a new one, and is killed.
+
+Usage: python -m tests.store.index_crash_writer ROOT header|roll COUNT KEY
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import signal
 import sys
 from pathlib import Path
 
-from finchmq.store import DefaultMessageStore
+from finchmq.protocol.message import Message, encode_batch
+from finchmq.store import DefaultMessageStore, MessageExtBatch
 
 from .conftest import msg, small_config
 
@@ -24,21 +29,29 @@ HEADER = 40  # INDEX_HEADER_SIZE
 
 
 def main() -> None:
-    root, count, key = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    root, mode, count, key = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
     store = DefaultMessageStore(small_config(root))
     store.load()
     store.start()
-    for i in range(count):
-        assert store.put_message(msg("T", b"m%d" % i, queue_id=i % 2, KEYS=key, UNIQ_KEY=f"U{i}")).is_ok()
     index = store.index_service
     assert index is not None
-    path = index.files[-1].path
-    fd = os.open(path, os.O_RDWR)
-    header = os.pread(fd, HEADER, 0)
+    i = 0
+    while i < count or (mode == "roll" and index.files[-1].index_num - index.files[-1].index_count >= 4):
+        assert store.put_message(msg("T", b"m%d" % i, queue_id=i % 2, KEYS=key, UNIQ_KEY=f"U{i}")).is_ok()
+        i += 1
+    print(f"COUNT {i}", flush=True)
     files_before = len(index.files)
-    assert store.put_message(msg("T", b"last", queue_id=0, KEYS=key, UNIQ_KEY="Ulast")).is_ok()
-    assert len(index.files) == files_before, "the put rolled the index file: use fewer messages"
-    os.pwrite(fd, header, 0)  # the header as it was before the put's write_header
+    if mode == "header":
+        fd = os.open(index.files[-1].path, os.O_RDWR)
+        header = os.pread(fd, HEADER, 0)
+        assert store.put_message(msg("T", b"last", queue_id=0, KEYS=key, UNIQ_KEY="Ulast")).is_ok()
+        assert len(index.files) == files_before, "the put rolled the index file: use fewer messages"
+        os.pwrite(fd, header, 0)  # the header as it was before the put's write_header
+    else:
+        index.files[-1].flush()
+        items = [Message("T", b"b%d" % j, properties={"KEYS": key, "UNIQ_KEY": f"B{j}"}) for j in range(4)]
+        assert store.put_messages(MessageExtBatch(topic="T", body=encode_batch(items), queue_id=0)).is_ok()
+        assert len(index.files) == files_before + 1, "the batch did not roll the index file over"
     print("KILL", flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 

@@ -21,9 +21,21 @@ from .crash_writer import body_of
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _run_and_kill(root: Path, mode: str, first: int, rng: random.Random) -> dict[int, tuple[int, int]]:
+def run_and_kill(
+    root: Path, mode: str, first: int, rng: random.Random, *, keys: bool = False
+) -> dict[int, tuple[int, int]]:
+    """Run ``crash_writer`` (``keys``: with KEYS and UNIQ_KEY) and SIGKILL it at a random moment;
+    the acknowledged messages: id -> (queue, queue offset)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.crash_writer", str(root), mode, str(first)],
+        [
+            sys.executable,
+            "-m",
+            "tests.store.crash_writer",
+            str(root),
+            mode,
+            str(first),
+            *(["keys"] if keys else []),
+        ],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -82,7 +94,7 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path: Path, mode: str) -> None:
     acked: dict[int, tuple[int, int]] = {}
     next_id = 0
     for _ in range(8):
-        acked.update(_run_and_kill(root, mode, next_id, rng))
+        acked.update(run_and_kill(root, mode, next_id, rng))
         next_id = _verify(root, acked)
     assert len(acked) > 200  # the writer really wrote across kills (and segments)
     assert len(list((root / "commitlog").iterdir())) > 2

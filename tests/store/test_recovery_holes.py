@@ -3,21 +3,27 @@ processes killed with SIGKILL, real files, then a restart on the same directory.
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from finchmq.protocol.message import decode_stored
 from finchmq.store import DefaultMessageStore
 
 from .conftest import msg, small_config
+from .crash_writer import body_of
+from .test_crash import run_and_kill
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _killed_inside_index_write(root: Path, count: int, key: str) -> None:
+def _killed_inside_index_write(root: Path, count: int, key: str, mode: str = "header") -> int:
+    """Run ``index_crash_writer`` in ``mode``; how many single messages it put."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.store.index_crash_writer", str(root), str(count), key],
+        [sys.executable, "-m", "tests.store.index_crash_writer", str(root), mode, str(count), key],
         check=False,
         cwd=REPO,
         capture_output=True,
@@ -26,6 +32,7 @@ def _killed_inside_index_write(root: Path, count: int, key: str) -> None:
     )
     assert "KILL" in proc.stdout, proc.stderr
     assert proc.returncode == -9
+    return int(proc.stdout.split("COUNT ")[1].split()[0])
 
 
 def _bodies(store: DefaultMessageStore, key: str) -> list[bytes]:
@@ -94,5 +101,55 @@ def test_first_message_after_a_truncated_log_is_indexed(tmp_path: Path) -> None:
         assert s.put_message(msg("T", b"after2", queue_id=0, KEYS="after")).is_ok()
         assert sorted(_bodies(s, "after")) == [b"after", b"after2"]
         assert _bodies(s, "k18") == [b"m18" * 100]
+    finally:
+        s.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["SYNC_FLUSH", "ASYNC_FLUSH"])
+def test_sigkill_keeps_every_acknowledged_message_findable_by_its_keys(tmp_path: Path, mode: str) -> None:
+    """A writer with KEYS and UNIQ_KEY on every message (small index files: many roll-overs, 64
+    hash slots: long shared chains), killed at random moments: every acknowledged message is
+    found by its UNIQ_KEY, by its own key, and through the key it shares with a seventh of them."""
+    rng = random.Random(f"{mode}-keys")
+    root = tmp_path / "store"
+    acked: dict[int, tuple[int, int]] = {}
+    for cycle in range(4):  # ids never reused: a message written but not acknowledged stays stored
+        acked.update(run_and_kill(root, mode, cycle * 1_000_000, rng, keys=True))
+        s = DefaultMessageStore(small_config(root, max_msgs_num_batch=10**6))
+        s.load()
+        s.start()
+        try:
+            ids = sorted(acked)
+            sample = set(rng.sample(ids, min(150, len(ids)))) | set(ids[-30:])
+            for i in sorted(sample):
+                with s.query_message("C", f"U{i}", 4, 0, 2**62) as q:
+                    assert [decode_stored(b).body for b in q.buffers] == [body_of(i)], f"U{i}"
+                with s.query_message("C", f"k{i}", 4, 0, 2**62) as q:
+                    assert [decode_stored(b).body for b in q.buffers] == [body_of(i)], f"k{i}"
+            shared = {i for i in acked if i % 7 == 3}
+            found: set[int] = set()
+            with s.query_message("C", "s3", 10**6, 0, 2**62) as q:
+                found = {int(decode_stored(b).body[3:11]) for b in q.buffers}
+            assert not shared - found, sorted(shared - found)[:5]
+        finally:
+            s.shutdown()
+    assert len(acked) > 200
+
+
+def test_kill_after_an_index_roll_over_keeps_the_entries_put_into_the_full_file(tmp_path: Path) -> None:
+    """A batch fills the index file (flushed by the flush service just before) and rolls over:
+    the full file's header must count the batch's entries in it, though only the new file's
+    header is written after the batch."""
+    root = tmp_path / "store"
+    n = _killed_inside_index_write(root, 10, "order-1", mode="roll")
+    s = DefaultMessageStore(small_config(root, max_msgs_num_batch=10**6))
+    s.load()
+    s.start()
+    try:
+        expected = [b"m%d" % i for i in range(n)] + [b"b%d" % j for j in range(4)]
+        assert sorted(_bodies(s, "order-1")) == sorted(expected)
+        for j in range(4):
+            assert _bodies(s, f"B{j}") == [b"b%d" % j], j
+        assert _bodies(s, f"U{n - 1}") == [b"m%d" % (n - 1)]
     finally:
         s.shutdown()

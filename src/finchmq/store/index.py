@@ -271,6 +271,12 @@ class IndexService:
                 log.warning("index file %s is unusable (%s); deleting it, it is rebuilt", path, exc)
                 with contextlib.suppress(OSError):
                     path.unlink()
+        if len(files) > 1 and files[-1].index_count <= 1 and files[-1].end_phy_offset <= 0:
+            # created by a roll-over, killed before its header was written: it follows the last one
+            last, prev = files[-1], files[-2]
+            last.begin_phy_offset = last.end_phy_offset = prev.end_phy_offset
+            last.begin_timestamp = last.end_timestamp = prev.end_timestamp
+            last.write_header()
         self.files = files
 
     @property
@@ -297,6 +303,11 @@ class IndexService:
             prev = files[-1]
             new.begin_phy_offset = new.end_phy_offset = prev.end_phy_offset
             new.begin_timestamp = new.end_timestamp = prev.end_timestamp
+            # Both headers now: the new file says what it follows (after a crash its end is where
+            # to re-index), and the full file's count includes the entries this batch just put
+            # (its header is otherwise written only after the batch, and only into the new file).
+            new.write_header()
+            prev.write_header()
             prev.flush()
         with self._lock:
             self.files = [*self.files, new]
@@ -316,7 +327,8 @@ class IndexService:
         f = self.files[-1] if self.files else self._writable_file()
         if f is None:
             return False
-        end = f.end_phy_offset if f.index_count > 1 else -1
+        # an empty file after a roll-over follows its predecessor's end; the first file nothing
+        end = f.end_phy_offset if f.index_count > 1 or f.end_phy_offset > 0 else -1
         for h, phy in zip(hashes, phys, strict=True):
             if phy <= end:
                 continue

@@ -769,6 +769,32 @@ class CommitLog:
                     result.corrupt = StoreCorruptedError(str(mf.path), pos, reason)
                 return result
 
+    def partial_copy_start(self, end: int) -> int | None:
+        """Where the record ending at ``end`` starts, if its last byte is zero (else None).
+
+        A slave appends the master's bytes as they come, so a crash can leave the last record
+        partly copied, its missing tail still zeros. When the cut falls inside the properties,
+        every check passes (BODYCRC covers the body only, as in Java) and the scan takes the
+        zeros as the record's end: the slave would then ask the master for what follows and
+        keep the broken copy. A stored record ends with the last property value or the topic,
+        never a zero byte, unless a value ends in NUL (a slave then re-fetches it needlessly).
+        Records before ``end`` were checked by the scan: hopping by TOTALSIZE is safe."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(end - 1) if end > 0 else None
+        if mf is None:
+            return None
+        stop = end - mf.file_from_offset
+        if mf.view[stop - 1] != 0:
+            return None
+        pos = 0
+        while pos < stop:
+            total, magic = _HEAD.unpack_from(mf.view, pos)
+            if magic != MESSAGE_MAGIC_CODE or total <= 0:
+                return None  # a BLANK: the log ends with a full segment
+            if pos + total == stop:
+                return mf.file_from_offset + pos
+            pos += total
+        return None
+
     def find_abnormal_start(self, min_timestamp: int) -> int:
         """Index of the last segment whose first message is stored at or before ``min_timestamp``
         (Java ``isMappedFileMatchedRecover``), 0 if none."""

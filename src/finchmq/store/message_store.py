@@ -393,6 +393,16 @@ class DefaultMessageStore:
             rebuild_from = min(seg_start, max_cq_phy) if max_cq_phy >= 0 else seg_start
             mode = "abnormal"
         corrupt = scan.corrupt if scan is not None else None
+        if corrupt is None and scan is not None and cfg.broker_role is BrokerRole.SLAVE:
+            partial = cl.partial_copy_start(end)
+            if partial is not None:
+                mf = cl.mapped_file_queue.find_mapped_file_by_offset(partial)
+                corrupt = StoreCorruptedError(
+                    str(mf.path) if mf is not None else str(cfg.commit_log_dir),
+                    partial - (mf.file_from_offset if mf is not None else 0),
+                    "slave: the last record ends in zero bytes, a partial copy; the master sends it again",
+                )
+                end = partial
         if corrupt is not None:
             report.append(corrupt)
             log.warning("commit log corrupted: %s; truncating the log at that record", corrupt)

@@ -303,11 +303,13 @@ class IndexService:
             prev = files[-1]
             new.begin_phy_offset = new.end_phy_offset = prev.end_phy_offset
             new.begin_timestamp = new.end_timestamp = prev.end_timestamp
-            # Both headers now: the new file says what it follows (after a crash its end is where
-            # to re-index), and the full file's count includes the entries this batch just put
-            # (its header is otherwise written only after the batch, and only into the new file).
-            new.write_header()
+            # Both headers now, the full file's first: its count must include the entries this
+            # batch just put (its header is otherwise written only after the batch, and only into
+            # the new file) before the new file says it follows them (after a crash, the new
+            # file's end is where re-indexing starts; one killed before it says so follows its
+            # predecessor, see load).
             prev.write_header()
+            new.write_header()
             prev.flush()
         with self._lock:
             self.files = [*self.files, new]

@@ -14,7 +14,7 @@ import pytest
 from finchmq.protocol.message import decode_stored
 from finchmq.store import BrokerRole, DefaultMessageStore
 
-from .conftest import msg, small_config
+from .conftest import msg, read_queue, small_config
 from .crash_writer import body_of
 from .test_crash import run_and_kill
 
@@ -198,5 +198,29 @@ def test_slave_keeps_a_whole_last_record(tmp_path: Path) -> None:
     try:
         assert s.get_max_phy_offset() == end
         assert s.recovery_report == []
+    finally:
+        s.shutdown()
+
+
+def test_deleted_topic_makes_the_counts_disagree_and_nothing_acknowledged_is_lost(tmp_path: Path) -> None:
+    """A deleted topic's records stay in the log without units: the fast path must not take the
+    queues as complete; the full re-dispatch (as Java) keeps every message sent since."""
+    cfg = small_config(tmp_path / "store")
+    with DefaultMessageStore(cfg) as s:
+        for i in range(30):
+            assert s.put_message(msg("A", b"old%d" % i, queue_id=0)).is_ok()
+        assert s.delete_topics(["A"]) == 1
+        for i in range(10):
+            assert s.put_message(msg("A", b"new%d" % i, queue_id=0)).is_ok()
+            assert s.put_message(msg("B", b"b%d" % i, queue_id=0)).is_ok()
+    cfg.abort_path.write_text("1")
+    s = DefaultMessageStore(cfg)
+    s.load()
+    s.start()
+    try:
+        assert s.recovery_counts["rebuild_from"] == 0  # the units are fewer than the messages
+        assert read_queue(s, "B", 0) == [b"b%d" % i for i in range(10)]
+        # the new messages keep their offsets; the deleted ones come back after them, as in Java
+        assert read_queue(s, "A", 0)[:10] == [b"new%d" % i for i in range(10)]
     finally:
         s.shutdown()

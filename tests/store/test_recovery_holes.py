@@ -134,7 +134,7 @@ def test_sigkill_keeps_every_acknowledged_message_findable_by_its_keys(tmp_path:
             assert not shared - found, sorted(shared - found)[:5]
         finally:
             s.shutdown()
-    assert len(acked) > 200
+    assert len(acked) > 40  # the writer wrote across the kills (and index roll-overs)
 
 
 def test_kill_after_an_index_roll_over_keeps_the_entries_put_into_the_full_file(tmp_path: Path) -> None:

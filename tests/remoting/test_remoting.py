@@ -6,10 +6,13 @@ import asyncio
 import random
 import socket
 import struct
+import threading
+import time
 
 import pytest
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.codec import decode_frame, encode_command
 from finchmq.remoting import (
     LATER,
     REMARK_OVERLOAD,
@@ -36,6 +39,7 @@ HOLD = 9004
 CALL_BACK = 9005
 FAIL = 9006
 QUEUED = 9007  # EchoNow leaves it to the queue, then answers it at once
+STALL = 9008
 
 
 class Echo:
@@ -407,7 +411,7 @@ class EchoNow(Echo):
 async def shedding_server(processor: Echo) -> tuple[RemotingServer, RequestExecutor]:
     server = RemotingServer(server_config())
     executor = RequestExecutor("shed", workers=1, capacity=1000, shed_after_ms=lambda: 100)
-    server.register_processor([SLOW, ECHO, QUEUED], processor, executor)
+    server.register_processor([SLOW, ECHO, QUEUED, STALL], processor, executor)
     await server.start()
     return server, executor
 
@@ -448,6 +452,64 @@ async def test_requests_answered_at_once_show_the_queue_keeps_up() -> None:
     finally:
         await server.close()
     assert [r.code for r in burst] == [ResponseCode.SUCCESS] * 20
+
+
+class Stalls(Echo):
+    """Echo whose STALL request blocks the event loop (as a descheduled process or a long
+    synchronous call does) until ``written`` is set, then 0.15 s more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stalling = threading.Event()
+        self.written = threading.Event()
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == STALL:
+            self.stalling.set()
+            self.written.wait(10)
+            time.sleep(0.15)  # blocking on purpose: the loop stands still
+        return await super().process_request(ctx, request)
+
+
+async def test_a_request_arriving_after_a_loop_stall_is_not_refused_on_the_stall_s_account() -> None:
+    """The requests queued behind a stall have waited over ``shed_after_ms`` when the loop runs
+    again, but the queue drains fast: one arriving then is queued, not refused."""
+    stalls = Stalls()
+    server, _ = await shedding_server(stalls)
+    answer: list[RemotingCommand] = []
+
+    def late_sender(sock: socket.socket) -> None:  # writes while the loop stands still
+        stalls.stalling.wait(10)
+        sock.sendall(encode_command(RemotingCommand.request(ECHO), opaque=1))
+        stalls.written.set()
+        frame = b""
+        while len(frame) < 4 or len(frame) < 4 + struct.unpack(">i", frame[:4])[0]:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            frame += chunk
+        answer.append(decode_frame(frame))
+
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            for _ in range(1000):  # the server has accepted it (wait, do not time it)
+                if server.connections:
+                    break
+                await asyncio.sleep(0.01)
+            sender = threading.Thread(target=late_sender, args=(sock,))
+            sender.start()
+            async with RemotingClient() as client:
+                # Fast requests teach the drain rate; 150 wait behind the stall, so the
+                # worker yields (and the late request is read) before it has taken them all.
+                codes = [ECHO] * 10 + [STALL] + [ECHO] * 150
+                await asyncio.gather(
+                    *(client.invoke(addr(server), RemotingCommand.request(code), 10_000) for code in codes)
+                )
+            await asyncio.to_thread(sender.join, 10)
+    finally:
+        stalls.written.set()
+        await server.close()
+    assert [(r.code, r.remark) for r in answer] == [(ResponseCode.SUCCESS, None)]
 
 
 async def test_shedding_forgets_a_slow_spell_after_an_idle_gap() -> None:

@@ -169,10 +169,11 @@ class RequestExecutor:
     """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue).
 
     ``shed_after_ms`` (optional) also refuses a new request when it would wait longer than that:
-    when the oldest queued one already has, or when the queue is longer than the executor drains
-    in that time (a moving average of the interval between two requests taken while busy, which
-    counts everything else the event loop does). Such a request would only be answered busy
-    later, after costing memory and a scan, so it is answered OVERLOAD at once. The drain
+    when the queue is longer than the executor drains in that time (a moving average of the
+    interval between two requests taken while busy, which counts everything else the event loop
+    does), or, while that is not known, when the oldest queued one already has waited that long.
+    Such a request would only be answered busy later, after costing memory and a scan, so it is
+    answered OVERLOAD at once. The drain
     estimate must not refuse requests that would be served at once: it is used only once
     ``_MIN_SAMPLES`` intervals back it (it starts from their median, so one slow request or one
     moment the process lost its CPU does not make it), it shrinks whenever the queue keeps up
@@ -302,14 +303,15 @@ class RequestExecutor:
         )
 
     def _expected_wait_ms(self, now: float) -> float:
-        """How long a request arriving at ``now`` would wait: as long as the oldest one has, or
-        as long as the queue takes to drain, whichever is more."""
-        oldest = self.oldest()
-        waited = now - oldest.created_at if oldest is not None else 0.0
+        """How long a request arriving at ``now`` would wait: as long as the queue takes to drain
+        while that is known, else as long as the oldest one has waited."""
         interval = self._take_interval
-        if interval and now - self._sampled_at > _ESTIMATE_TTL:  # learnt before an idle spell
-            interval = 0.0
-        return max(waited, len(self._queue) * interval) * 1000
+        if interval and now - self._sampled_at <= _ESTIMATE_TTL:
+            # The oldest's wait may span a moment the loop stood still, which is over now; if it
+            # waited too long, fast failure answers it (Java's TIMEOUT_CLEAN_QUEUE), not this one.
+            return len(self._queue) * interval * 1000
+        oldest = self.oldest()
+        return (now - oldest.created_at) * 1000 if oldest is not None else 0.0
 
     def _measure_take(self, now: float, more_waiting: bool) -> None:
         if self._busy:

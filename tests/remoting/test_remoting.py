@@ -6,14 +6,19 @@ import asyncio
 import random
 import socket
 import struct
+import threading
+import time
 
 import pytest
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.codec import decode_frame, encode_command
 from finchmq.remoting import (
+    LATER,
     REMARK_OVERLOAD,
     REMARK_REJECT_REQUEST,
     CloseReason,
+    Later,
     QueuedRequest,
     RemotingClient,
     RemotingClientConfig,
@@ -33,6 +38,8 @@ NEVER = 9003
 HOLD = 9004
 CALL_BACK = 9005
 FAIL = 9006
+QUEUED = 9007  # EchoNow leaves it to the queue, then answers it at once
+STALL = 9008
 
 
 class Echo:
@@ -387,6 +394,137 @@ async def test_shedding_forgets_a_slow_spell() -> None:
     finally:
         await server.close()
     # Fast again: a burst queues without being refused on the slow spell's account.
+    assert [r.code for r in burst] == [ResponseCode.SUCCESS] * 20
+
+
+class EchoNow(Echo):
+    """Echo that answers ECHO at once through ``process_now`` (as the broker answers a send to a
+    known topic) and leaves SLOW and QUEUED to the executor's queue."""
+
+    def process_now(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | Later:
+        if request.code != ECHO:
+            return LATER
+        self.seen.append(request)
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=dict(request.ext_fields))
+
+
+async def shedding_server(processor: Echo) -> tuple[RemotingServer, RequestExecutor]:
+    server = RemotingServer(server_config())
+    executor = RequestExecutor("shed", workers=1, capacity=1000, shed_after_ms=lambda: 100)
+    server.register_processor([SLOW, ECHO, QUEUED, STALL], processor, executor)
+    await server.start()
+    return server, executor
+
+
+async def test_one_or_two_slow_requests_do_not_make_a_burst_refused() -> None:
+    """A send that waited for a disk or a descheduled process is one long interval between two
+    takes; it must not become the drain estimate and refuse fast requests that would be served
+    at once (SYSTEM_BUSY [OVERLOAD] at 1,000 msg/s on a loaded machine)."""
+    server, _ = await shedding_server(Echo())
+    try:
+        async with RemotingClient() as client:
+            slow = RemotingCommand.request(SLOW, {"sleep": "0.15"})
+            queued = [client.invoke(addr(server), slow, 5000) for _ in range(2)]
+            queued.append(client.invoke(addr(server), RemotingCommand.request(ECHO), 5000))
+            assert [r.code for r in await asyncio.gather(*queued)] == [ResponseCode.SUCCESS] * 3
+            burst = await asyncio.gather(
+                *(client.invoke(addr(server), RemotingCommand.request(ECHO), 3000) for _ in range(10))
+            )
+    finally:
+        await server.close()
+    assert [(r.code, r.remark) for r in burst] == [(ResponseCode.SUCCESS, None)] * 10
+
+
+async def test_requests_answered_at_once_show_the_queue_keeps_up() -> None:
+    """Requests answered by ``process_now`` (the queue empty) shrink the drain estimate as
+    requests taken from an empty queue do: a burst after them is judged on the present."""
+    server, executor = await shedding_server(EchoNow())
+    try:
+        async with RemotingClient() as client:
+            slow = RemotingCommand.request(SLOW, {"sleep": "0.05"})
+            await asyncio.gather(*(client.invoke(addr(server), slow, 5000) for _ in range(6)))
+            assert executor._take_interval > 0  # the slow spell was learnt
+            for _ in range(30):  # one at a time, each answered at once, none through the queue
+                assert (await client.invoke(addr(server), RemotingCommand.request(ECHO), 3000)).code == 0
+            burst = await asyncio.gather(
+                *(client.invoke(addr(server), RemotingCommand.request(QUEUED), 3000) for _ in range(20))
+            )
+    finally:
+        await server.close()
+    assert [r.code for r in burst] == [ResponseCode.SUCCESS] * 20
+
+
+class Stalls(Echo):
+    """Echo whose STALL request blocks the event loop (as a descheduled process or a long
+    synchronous call does) until ``written`` is set, then 0.15 s more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stalling = threading.Event()
+        self.written = threading.Event()
+
+    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == STALL:
+            self.stalling.set()
+            self.written.wait(10)
+            time.sleep(0.15)  # blocking on purpose: the loop stands still
+        return await super().process_request(ctx, request)
+
+
+async def test_a_request_arriving_after_a_loop_stall_is_not_refused_on_the_stall_s_account() -> None:
+    """The requests queued behind a stall have waited over ``shed_after_ms`` when the loop runs
+    again, but the queue drains fast: one arriving then is queued, not refused."""
+    stalls = Stalls()
+    server, _ = await shedding_server(stalls)
+    answer: list[RemotingCommand] = []
+
+    def late_sender(sock: socket.socket) -> None:  # writes while the loop stands still
+        stalls.stalling.wait(10)
+        sock.sendall(encode_command(RemotingCommand.request(ECHO), opaque=1))
+        stalls.written.set()
+        frame = b""
+        while len(frame) < 4 or len(frame) < 4 + struct.unpack(">i", frame[:4])[0]:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            frame += chunk
+        answer.append(decode_frame(frame))
+
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            for _ in range(1000):  # the server has accepted it (wait, do not time it)
+                if server.connections:
+                    break
+                await asyncio.sleep(0.01)
+            sender = threading.Thread(target=late_sender, args=(sock,))
+            sender.start()
+            async with RemotingClient() as client:
+                # Fast requests teach the drain rate; 150 wait behind the stall, so the
+                # worker yields (and the late request is read) before it has taken them all.
+                codes = [ECHO] * 10 + [STALL] + [ECHO] * 150
+                await asyncio.gather(
+                    *(client.invoke(addr(server), RemotingCommand.request(code), 10_000) for code in codes)
+                )
+            await asyncio.to_thread(sender.join, 10)
+    finally:
+        stalls.written.set()
+        await server.close()
+    assert [(r.code, r.remark) for r in answer] == [(ResponseCode.SUCCESS, None)]
+
+
+async def test_shedding_forgets_a_slow_spell_after_an_idle_gap() -> None:
+    server, executor = await shedding_server(Echo())
+    try:
+        async with RemotingClient() as client:
+            slow = RemotingCommand.request(SLOW, {"sleep": "0.05"})
+            await asyncio.gather(*(client.invoke(addr(server), slow, 5000) for _ in range(6)))
+            assert executor._take_interval > 0  # the slow spell was learnt
+            await asyncio.sleep(1.2)  # idle: nothing tells how fast the queue drains now
+            burst = await asyncio.gather(
+                *(client.invoke(addr(server), RemotingCommand.request(ECHO), 3000) for _ in range(20))
+            )
+    finally:
+        await server.close()
     assert [r.code for r in burst] == [ResponseCode.SUCCESS] * 20
 
 

@@ -132,8 +132,8 @@ class BrokerController(AsyncService):
             workers=config.send_message_thread_pool_nums,
             capacity=config.send_thread_pool_queue_capacity,
             # Under sustained overload the queue fills to waitTimeMillsInSendQueue, every send
-            # waits that long and most are cleaned anyway: refuse at arrival ([OVERLOAD]) once
-            # the queue is half that deep, so accepted sends wait less and refusals cost little.
+            # waits that long and most are cleaned anyway: refuse at arrival ([OVERLOAD]) a send
+            # that would wait longer than that, which Java would answer TIMEOUT_CLEAN_QUEUE later.
             shed_after_ms=self._send_shed_after_ms,
             pause_reading_ms=lambda: self.config.overload_pause_read_mills,
         )
@@ -289,7 +289,7 @@ class BrokerController(AsyncService):
     def _send_shed_after_ms(self) -> int:
         if not self.config.broker_fast_failure_enable:
             return 1 << 30
-        return self.config.wait_time_mills_in_send_queue // 2
+        return self.config.wait_time_mills_in_send_queue
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -7,8 +7,11 @@ within a second that hold the loop longer than ``putOffLoopThresholdMs`` (a slow
 page cache), or the chaos knob ``injectPutDelayMillis``, move appends to the writer thread (for
 at least 10 s), so
 the loop keeps answering heartbeats and pulls and the flow-control mechanisms can see the busy
-put lock. Puts queued while the thread is busy are taken together and their results handed back
-in one ``call_soon_threadsafe``. The service returns to the loop only once the thread's queue is
+put lock. An append that was slow because the process waited for a CPU (a loaded machine, seen in
+the loop thread's run-queue delay, Linux ``/proc/thread-self/schedstat``) does not count: a
+writer thread would not help it, and its GIL hand-offs would make every send slower. Puts queued
+while the thread is busy are taken together and their results handed back in one
+``call_soon_threadsafe``. The service returns to the loop only once the thread's queue is
 empty, so appends never overtake each other.
 
 ``append(put, message)`` resolves once the message is appended, with the store's future (done,
@@ -39,6 +42,17 @@ _Outcome = PutMessageResult | Future[PutMessageResult]
 """A final result, or a future of it (a SYNC_FLUSH put waits for the group commit)."""
 _Put = Callable[[Any], _Outcome]
 _THREADED_AT_LEAST = 10.0  # s
+_SCHEDSTAT = "/proc/thread-self/schedstat"  # Linux: ns on a CPU, ns waiting for one, time slices
+_SCHEDSTAT_EVERY = 0.1  # s between two readings of the loop thread's run-queue delay
+
+
+def _run_queue_delay_ns() -> int | None:
+    """Nanoseconds this thread has waited for a CPU, or None where the kernel does not say."""
+    try:
+        with open(_SCHEDSTAT, "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class StorePutService:
@@ -57,6 +71,9 @@ class StorePutService:
         self._force_thread = force_thread
         self._threaded_until = 0.0
         self._slow_appends: deque[float] = deque(maxlen=3)
+        # The loop thread's run-queue delay (ns) read at ``_sched_at`` (None: not available)
+        self._sched_at = 0.0
+        self._sched_delay: int | None = None
         self._in_flight = 0  # threaded appends not yet handed back to the loop
         self._queue: deque[tuple[_Put, Any, asyncio.Future[_Outcome]]] = deque()
         self._wakeup = threading.Condition(threading.Lock())
@@ -108,6 +125,9 @@ class StorePutService:
         began = time.monotonic()
         if threshold_ms <= 0 or began < self._threaded_until or self._force_thread():
             return None
+        if began - self._sched_at > _SCHEDSTAT_EVERY:
+            self._sched_at = began
+            self._sched_delay = _run_queue_delay_ns()
         result = put(message)
         now = time.monotonic()
         if (now - began) * 1000 > threshold_ms:
@@ -115,6 +135,13 @@ class StorePutService:
         return result
 
     def _slow_append(self, now: float, held_ms: float, threshold_ms: int) -> None:
+        before = self._sched_delay
+        if before is not None:
+            delay = _run_queue_delay_ns()
+            waited_ms = (delay - before) / 1e6 if delay is not None else 0.0
+            if waited_ms >= held_ms / 2:  # descheduled, not a slow disk
+                log.debug("an append held the loop %.0f ms, %.0f ms waiting for a CPU", held_ms, waited_ms)
+                return
         self._slow_appends.append(now)
         # One slow append may be the process losing its CPU for a moment; several within a
         # second is a slow disk or a busy page cache.

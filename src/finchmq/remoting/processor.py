@@ -57,6 +57,13 @@ log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
 
 _MAX_RUN_WITHOUT_YIELD = 0.002  # s a worker may go on taking queued requests without yielding
+# The drain estimate (RequestExecutor): busy intervals needed before it may refuse a request, how
+# long it stays valid without a new one, and below which it is forgotten (it shrinks by 0.8 each
+# time the queue keeps up; without a floor it would reach 0.0 and the next interval, however
+# unusual, would become the whole estimate again).
+_MIN_SAMPLES = 3
+_ESTIMATE_TTL = 1.0  # s
+_FORGOTTEN = 1e-6  # s
 
 # Java NettyRemotingAbstract.processRequestCommand
 REMARK_OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
@@ -162,11 +169,16 @@ class RequestExecutor:
     """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue).
 
     ``shed_after_ms`` (optional) also refuses a new request when it would wait longer than that:
-    when the oldest queued one already has, or when the queue is longer than the executor drains
-    in that time (a moving average of the interval between two requests taken while busy, which
-    counts everything else the event loop does; it shrinks while the queue keeps up, so a slow
-    spell is soon forgotten). Such a request would only be answered busy later, after costing
-    memory and a scan, so it is answered OVERLOAD at once.
+    when the queue is longer than the executor drains in that time (a moving average of the
+    interval between two requests taken while busy, which counts everything else the event loop
+    does), or, while that is not known, when the oldest queued one already has waited that long.
+    Such a request would only be answered busy later, after costing memory and a scan, so it is
+    answered OVERLOAD at once. The drain
+    estimate must not refuse requests that would be served at once: it is used only once
+    ``_MIN_SAMPLES`` intervals back it (it starts from their median, so one slow request or one
+    moment the process lost its CPU does not make it), it shrinks whenever the queue keeps up
+    (a request taken or answered by ``run_now`` with nothing waiting) and is dropped once it
+    has shrunk to nothing, and it expires ``_ESTIMATE_TTL`` s after its last busy interval.
 
     ``pause_reading_ms`` (optional; 0 turns it off at run time) makes a refusal also pause the
     refused connection's requests until the queue holds at most half its capacity and, with
@@ -198,6 +210,8 @@ class RequestExecutor:
         self.pause_reading_ms = pause_reading_ms
         self._paused: dict[RemotingConnection, asyncio.TimerHandle] = {}
         self._take_interval = 0.0  # s between two requests taken while busy (moving average)
+        self._first_samples: list[float] = []  # the first busy intervals, until _MIN_SAMPLES
+        self._sampled_at = 0.0  # monotonic time of the last busy interval
         self._last_take = 0.0
         self._busy = False  # requests were waiting when the last one was taken
         self._queue: deque[QueuedRequest] = deque()
@@ -289,22 +303,40 @@ class RequestExecutor:
         )
 
     def _expected_wait_ms(self, now: float) -> float:
-        """How long a request arriving at ``now`` would wait: as long as the oldest one has, or
-        as long as the queue takes to drain, whichever is more."""
+        """How long a request arriving at ``now`` would wait: as long as the queue takes to drain
+        while that is known, else as long as the oldest one has waited."""
+        interval = self._take_interval
+        if interval and now - self._sampled_at <= _ESTIMATE_TTL:
+            # The oldest's wait may span a moment the loop stood still, which is over now; if it
+            # waited too long, fast failure answers it (Java's TIMEOUT_CLEAN_QUEUE), not this one.
+            return len(self._queue) * interval * 1000
         oldest = self.oldest()
-        waited = now - oldest.created_at if oldest is not None else 0.0
-        return max(waited, len(self._queue) * self._take_interval) * 1000
+        return (now - oldest.created_at) * 1000 if oldest is not None else 0.0
 
     def _measure_take(self, now: float, more_waiting: bool) -> None:
-        average = self._take_interval
         if self._busy:
-            # One outlier (a new segment, the process descheduled) moves the average only a little.
             sample = now - self._last_take
-            self._take_interval = average + (min(sample, 4 * average) - average) * 0.05 if average else sample
+            self._sampled_at = now
+            average = self._take_interval
+            if average:
+                # One outlier (a new segment, the process descheduled) moves the average only a little.
+                self._take_interval = average + (min(sample, 4 * average) - average) * 0.05
+            else:
+                first = self._first_samples
+                first.append(sample)
+                if len(first) == _MIN_SAMPLES:  # the median: an outlier among them does not count
+                    self._take_interval = sorted(first)[_MIN_SAMPLES // 2]
+                    first.clear()
         else:
-            self._take_interval = average * 0.8  # the queue kept up
+            self._kept_up()
         self._last_take = now
         self._busy = more_waiting
+
+    def _kept_up(self) -> None:
+        """A request was taken (or answered at once) with none waiting: shrink the estimate."""
+        self._first_samples.clear()
+        average = self._take_interval * 0.8
+        self._take_interval = average if average > _FORGOTTEN else 0.0
 
     async def _work(self) -> None:
         queue = self._queue
@@ -315,6 +347,7 @@ class RequestExecutor:
             if self._paused and self._has_room():
                 self._resume_all()
             if not queue:
+                self._busy = False  # what waited was taken or cleaned: no busy interval spans the idle time
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._idle_waiters.append(waiter)
                 await waiter
@@ -363,6 +396,8 @@ class RequestExecutor:
             response = _error_response(ctx, request, exc)
         if response is LATER:
             return False
+        if self._take_interval:  # answered with none waiting: the queue keeps up
+            self._kept_up()
         result = _answer(ctx, request, response)
         if on_done is not None and (response is not None or request.is_oneway):
             on_done(QueuedRequest(ctx, request, processor, began), response, result)

@@ -356,11 +356,7 @@ async def test_a_refused_connection_is_paused_until_the_queue_has_room() -> None
 
 
 async def test_shedding_refuses_requests_that_would_wait_too_long() -> None:
-    echo = Echo()
-    server = RemotingServer(server_config())
-    executor = RequestExecutor("shed", workers=1, capacity=1000, shed_after_ms=lambda: 100)
-    server.register_processor(SLOW, echo, executor)
-    await server.start()
+    server, _ = await shedding_server(Echo())
     try:
         async with RemotingClient() as client:
             slow = RemotingCommand.request(SLOW, {"sleep": "0.02"})
@@ -377,11 +373,7 @@ async def test_shedding_refuses_requests_that_would_wait_too_long() -> None:
 
 
 async def test_shedding_forgets_a_slow_spell() -> None:
-    echo = Echo()
-    server = RemotingServer(server_config())
-    executor = RequestExecutor("shed", workers=1, capacity=1000, shed_after_ms=lambda: 100)
-    server.register_processor([SLOW, ECHO], echo, executor)
-    await server.start()
+    server, _ = await shedding_server(Echo())
     try:
         async with RemotingClient() as client:
             slow = RemotingCommand.request(SLOW, {"sleep": "0.1"})

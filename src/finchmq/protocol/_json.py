@@ -63,13 +63,9 @@ def _loads_stdlib(data: bytes | bytearray | memoryview | str) -> Any:
 
 loads_raw: Any
 """The parser itself, for hot paths that catch ``ValueError`` (what both parsers raise) themselves."""
-dumps_raw: Any
-"""The serializer itself, for hot paths: ``dumps``'s output, or ``TypeError`` where ``dumps`` would
-fall back (int keys, big ints): call ``dumps`` then."""
 
 if _orjson is not None:
     loads_raw = _orjson.loads
-    dumps_raw = _orjson.dumps
     _orjson_dumps = _orjson.dumps
     _orjson_loads = _orjson.loads
     _OrjsonDecodeError = _orjson.JSONDecodeError
@@ -91,7 +87,6 @@ if _orjson is not None:
 
 else:  # pragma: no cover
     loads_raw = json.loads  # type: ignore[unreachable]  # mypy assumes orjson is installed
-    dumps_raw = _dumps_stdlib
     dumps = _dumps_stdlib
     loads = _loads_stdlib
 

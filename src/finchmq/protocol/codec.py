@@ -5,7 +5,7 @@ Strategy:
     one ``RemotingCommand``, ``NEED_DATA`` when the buffer holds no complete frame, or ``CLOSED``
     after end of input with nothing left; it raises ``RemoteProtocolError`` for bad input and the
     codec then stays in ``CodecState.ERROR``: every later call raises the same error. ``send(cmd)``
-    returns the frame bytes (``send_parts`` the header part and the body, for ``writelines``).
+    returns the frame bytes (``encode_parts`` the header part and the body, for ``writelines``).
 
 Frame: ``int32 length | int32 (serializeType << 24 | headerLength) | header | body`` where length
 counts everything after itself. The declared length is checked as soon as its four bytes arrive,
@@ -135,7 +135,6 @@ def _normalize_ext_fields(raw: object) -> dict[str, str]:
 
 _loads = _json.loads_raw
 _dumps = _json.dumps
-_dumps_raw = _json.dumps_raw
 
 
 _JSON = SerializeType.JSON
@@ -266,7 +265,7 @@ def encode_command(
 
 
 def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None = None) -> tuple[bytes, Body]:
-    """Length prefix + header, and the body (``RemotingCodec.send_parts`` without the codec)."""
+    """Length prefix + header, and the body, for ``transport.writelines`` without a copy."""
     ext_fields = cmd.ext_fields
     for value in ext_fields.values():
         if type(value) is not str:
@@ -288,13 +287,8 @@ def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None =
         fields["serializeTypeCurrentRPC"] = "JSON"
         fields["version"] = cmd.version
         try:
-            header = _dumps_raw(fields)
-        except TypeError:
-            try:
-                header = _dumps(fields)
-            except (TypeError, ValueError) as exc:
-                raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
-        except ValueError as exc:
+            header = _dumps(fields)
+        except (TypeError, ValueError) as exc:
             raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
         word = 0
     elif serialize_type is _ROCKETMQ:
@@ -468,7 +462,3 @@ class RemotingCodec:
             LocalProtocolError: the command cannot be encoded (bad extFields, too large).
         """
         return encode_command(cmd, self.max_frame_size, opaque=opaque)
-
-    def send_parts(self, cmd: RemotingCommand, *, opaque: int | None = None) -> tuple[bytes, Body]:
-        """Length prefix + header, and the body, for ``transport.writelines`` without a copy."""
-        return encode_parts(cmd, self.max_frame_size, opaque)

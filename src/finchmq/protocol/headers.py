@@ -295,6 +295,15 @@ _BOOLS: Final = {"true": True, "false": False, "1": True, "0": False}
 _SMALL_INTS: Final = {str(i): i for i in range(-1, 1024)}
 
 
+def _decoder_namespace(spec: tuple[HeaderField, ...]) -> dict[str, object]:
+    """The globals ``_decoder_source``'s code reads: its helpers and each field's default."""
+    namespace: dict[str, object] = {"_missing": _missing, "_bad": _bad, "_BOOLS": _BOOLS}
+    namespace["_SMALL_INTS"] = _SMALL_INTS
+    for i, hf in enumerate(spec):
+        namespace[f"_default_{i}"] = hf.default
+    return namespace
+
+
 def _compile(source: str, name: str, namespace: dict[str, object]) -> Callable[..., Any]:
     exec(compile(source, f"<{name}>", "exec"), namespace)  # same technique as dataclasses
     fn = namespace[name]
@@ -336,11 +345,9 @@ def command_header(cls: type[_H]) -> type[_H]:
             )
         )
     spec = tuple(described)
-    namespace: dict[str, object] = {"_missing": _missing, "_bad": _bad, "_BOOLS": _BOOLS}
-    namespace["_SMALL_INTS"] = _SMALL_INTS
+    namespace = _decoder_namespace(spec)
     namespace["_new"] = object.__new__
     for i, hf in enumerate(spec):
-        namespace[f"_default_{i}"] = hf.default
         namespace[f"_set_{i}"] = dc.__dict__[hf.name].__set__  # the slot's member descriptor
     decode = _compile(_decoder_source(spec), "from_ext_fields", namespace)
     encode = _compile(_encoder_source(spec), "to_ext_fields", namespace)
@@ -545,12 +552,10 @@ def _values_decoder(cls: type[CommandHeader], values_type: type[tuple[Any, ...]]
     spec = cls.header_fields()
     if tuple(f.name for f in spec) != values_type._fields:  # type: ignore[attr-defined]
         raise TypeError(f"{values_type.__name__} does not list {cls.__name__}'s fields in order")
-    namespace: dict[str, object] = {"_missing": _missing, "_bad": _bad, "_BOOLS": _BOOLS, "cls": cls}
-    namespace["_SMALL_INTS"] = _SMALL_INTS
+    namespace = _decoder_namespace(spec)
+    namespace["cls"] = cls
     namespace["_tuple_new"] = tuple.__new__
     namespace["_values_type"] = values_type
-    for i, hf in enumerate(spec):
-        namespace[f"_default_{i}"] = hf.default
     return _compile(_decoder_source(spec, values=True), "values_from_ext_fields", namespace)
 
 

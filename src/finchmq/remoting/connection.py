@@ -108,7 +108,6 @@ class RemotingConnection(asyncio.Protocol):
         on_lost: _LostCallback | None = None,
     ) -> None:
         self._codec = RemotingCodec(max_frame_size=max_frame_size)
-        self._max_frame_size = max_frame_size
         self._dispatcher = dispatcher
         self._listener = listener
         self._on_lost = on_lost
@@ -275,7 +274,7 @@ class RemotingConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self._close_reason is not None or transport.is_closing():
             raise RemotingSendRequestError(f"connection {self.remote_addr} is closed", self.remote_addr)
-        head, body = encode_parts(cmd, self._max_frame_size, opaque)
+        head, body = encode_parts(cmd, self._codec.max_frame_size, opaque)
         if self._flush_scheduled:
             wbuf = self._wbuf
             wbuf.append(head)

@@ -48,7 +48,7 @@ from finchmq.protocol.bodies import (
     TopicStatsTable,
     UnlockBatchRequestBody,
 )
-from finchmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import Body, RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
@@ -301,7 +301,7 @@ class MQClientAPI:
             if batch
             else (RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2)
         )
-        request = RemotingCommand(code=code, language=LanguageCode.PYTHON, ext_fields=fields, body=body)
+        request = RemotingCommand.request(code, fields, body)
         try:  # not through _invoke: one coroutine less on the hottest path
             response = await self.remoting.invoke(addr, request, timeout_millis)
         except RemotingError as exc:

@@ -760,8 +760,7 @@ class Producer(ClientService, MQProducerInner):
         times = 0
         for times in range(times_total):
             if mq is None and not fault.enabled:  # the first attempt, plain round robin
-                queues = info.message_queue_list
-                mq = queues[info.next_index() % len(queues)]
+                mq = info.select_one_message_queue()
             else:
                 mq = fault.select_one_message_queue(info, mq.broker_name if mq is not None else None)
             brokers_sent.append(mq.broker_name)
@@ -860,12 +859,8 @@ class Producer(ClientService, MQProducerInner):
         if batch is None:
             fields, body, uniq = self._send_fields(msg, mq)
         else:
-            fields = self._header_fields(msg.topic, True)
-            fields["e"] = str(mq.queue_id)
-            fields["g"] = str(int(time.time() * 1000))
-            if msg.flag:
-                fields["h"] = str(msg.flag)
-            fields["i"] = properties_to_string(msg.properties)
+            text = properties_to_string(msg.properties)
+            fields = self._header_fields(msg.topic, True, mq.queue_id, 0, msg.flag, text)
             body, uniq = msg.body, batch.msg_ids
         remaining = timeout - int((time.monotonic() - began) * 1000)
         if remaining <= 0:
@@ -879,34 +874,61 @@ class Producer(ClientService, MQProducerInner):
             addr, mq, fields, body, remaining, uniq_id=uniq, batch=batch is not None, reply=reply
         )
 
-    def _header_fields(self, topic: str, batch: bool) -> dict[str, str]:
-        """A new SEND_MESSAGE_V2 header (``SendMessageRequestHeaderV2.to_ext_fields()``, same keys
-        in the same order) for ``topic`` with what is the same for every message filled in:
-        ``e`` (queue), ``g`` (born time) and ``i`` (properties) are to be set, ``f`` (sysflag) and
-        ``h`` (flag) when not 0. Copied from a template made once per topic."""
+    def _header_fields(
+        self, topic: str, batch: bool, queue_id: int, sys_flag: int, flag: int, properties: str
+    ) -> dict[str, str]:
+        """A SEND_MESSAGE_V2 header born now, without ``max_reconsume_times`` and with
+        ``reconsume_times`` 0 (``_new_header(...).to_ext_fields()``: same keys in the same order):
+        a copy of a template made once per topic with ``e`` (queue), ``g`` (born time) and ``i``
+        (properties) set, ``f`` (sysflag) and ``h`` (flag) when not 0."""
         config = self.config
         if self._templates_config is not config:
             self._templates.clear()
             self._templates_config = config
         template = self._templates.get((topic, batch))
         if template is None:
-            template = SendMessageRequestHeaderV2(
-                producer_group=config.producer_group,
-                topic=topic,
-                default_topic=config.create_topic_key,
-                default_topic_queue_nums=config.default_topic_queue_nums,
-                queue_id=0,
-                sys_flag=0,
-                born_timestamp=0,
-                flag=0,
-                properties="",
-                reconsume_times=0,
-                unit_mode=config.unit_mode,
-                batch=batch,
-            ).to_ext_fields()
+            template = self._new_header(topic, 0, 0, 0, 0, "", 0, None, batch).to_ext_fields()
             if len(self._templates) < 10_000:
                 self._templates[(topic, batch)] = template
-        return template.copy()
+        fields = template.copy()
+        fields["e"] = str(queue_id)
+        if sys_flag:
+            fields["f"] = str(sys_flag)
+        fields["g"] = str(int(time.time() * 1000))
+        if flag:
+            fields["h"] = str(flag)
+        fields["i"] = properties
+        return fields
+
+    def _new_header(
+        self,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        flag: int,
+        properties: str,
+        reconsume_times: int,
+        max_reconsume_times: int | None,
+        batch: bool,
+    ) -> SendMessageRequestHeaderV2:
+        """A SEND_MESSAGE_V2 header with this producer's group, default topic and unit mode."""
+        config = self.config
+        return SendMessageRequestHeaderV2(
+            producer_group=config.producer_group,
+            topic=topic,
+            default_topic=config.create_topic_key,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            flag=flag,
+            properties=properties,
+            reconsume_times=reconsume_times,
+            unit_mode=config.unit_mode,
+            max_reconsume_times=max_reconsume_times,
+            batch=batch,
+        )
 
     def _send_fields(self, msg: Message, mq: MessageQueue) -> tuple[dict[str, str], bytes, str]:
         """The SEND_MESSAGE_V2 header of one message, its body (compressed when large) and its
@@ -950,30 +972,19 @@ class Producer(ClientService, MQProducerInner):
                 response_code=ResponseCode.MESSAGE_ILLEGAL,
             )
         if retry:  # "l" goes between "k" and "m": the dataclass writes the keys in order
-            fields = SendMessageRequestHeaderV2(
-                producer_group=config.producer_group,
-                topic=topic,
-                default_topic=config.create_topic_key,
-                default_topic_queue_nums=config.default_topic_queue_nums,
-                queue_id=mq.queue_id,
-                sys_flag=sys_flag,
-                born_timestamp=int(time.time() * 1000),
-                flag=msg.flag,
-                properties=text,
-                reconsume_times=reconsume_times if reconsume_times is not None else 0,
-                unit_mode=config.unit_mode,
-                max_reconsume_times=max_reconsume_times,
+            fields = self._new_header(
+                topic,
+                mq.queue_id,
+                sys_flag,
+                int(time.time() * 1000),
+                msg.flag,
+                text,
+                reconsume_times if reconsume_times is not None else 0,
+                max_reconsume_times,
+                False,
             ).to_ext_fields()
             return fields, body, uniq
-        fields = self._header_fields(topic, False)
-        fields["e"] = str(mq.queue_id)
-        if sys_flag:
-            fields["f"] = str(sys_flag)
-        fields["g"] = str(int(time.time() * 1000))
-        if msg.flag:
-            fields["h"] = str(msg.flag)
-        fields["i"] = text
-        return fields, body, uniq
+        return self._header_fields(topic, False, mq.queue_id, sys_flag, msg.flag, text), body, uniq
 
     def _trace_send(self, msg: Message, addr: str, result: SendResult, began: float) -> None:
         """Java ``SendMessageTraceHookImpl``: a Pub record for a send the broker answered."""

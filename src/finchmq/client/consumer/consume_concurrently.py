@@ -132,11 +132,6 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
         if self._stopped:
             return
         submit, run, done = self.executor.submit, self._run, self._done
-        if batch == 1:  # the default: one listener call per message
-            for msg in msgs:
-                pq.in_flight += 1
-                submit(run, _ConsumeRequest([msg], pq, mq), done)  # type: ignore[arg-type]
-            return
         for start in range(0, len(msgs), batch):
             pq.in_flight += 1
             submit(run, _ConsumeRequest(msgs[start : start + batch], pq, mq), done)  # type: ignore[arg-type]

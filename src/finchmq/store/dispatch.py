@@ -69,10 +69,9 @@ _KEY_NAMES: Final = (
 )
 
 
-def _next_key_name(view: memoryview, pos: int, stop: int) -> int:
-    """Where the first KEYS or UNIQ_KEY property name in ``view[pos:stop]`` is; ``stop`` if none."""
-    data = view.obj if isinstance(view.obj, mmap.mmap) else bytes(view)  # mmap.find is memmem-fast
-    for name in _KEY_NAMES:
+def _next_key_name(data: mmap.mmap, pos: int, stop: int) -> int:
+    """Where the first KEYS or UNIQ_KEY property name in ``data[pos:stop]`` is; ``stop`` if none."""
+    for name in _KEY_NAMES:  # mmap.find is memmem-fast
         at = data.find(name, pos, stop)
         if at >= 0:
             stop = at  # the other name only matters before it
@@ -352,7 +351,7 @@ class ReputMessageService:
                 if key_at < pos:  # one search finds the next keyed record, however far
                     # (keyed_only_before is a record boundary: no property name straddles it)
                     key_at = _next_key_name(
-                        view, pos, min(keyed_only_before - mf.file_from_offset, mf.file_size)
+                        mf.mm, pos, min(keyed_only_before - mf.file_from_offset, mf.file_size)
                     )
                 if key_at >= pos + total:
                     base = mf.file_from_offset

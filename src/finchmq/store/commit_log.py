@@ -768,8 +768,9 @@ class CommitLog:
                     result.corrupt = StoreCorruptedError(str(mf.path), pos, reason)
                 return result
 
-    def partial_copy_start(self, end: int) -> int | None:
-        """Where the record ending at ``end`` starts, if its last byte is zero (else None).
+    def partial_copy_start(self, end: int) -> tuple[MappedFile, int] | None:
+        """Where the record ending at ``end`` starts (its segment and position there), if its last
+        byte is zero (else None).
 
         A slave appends the master's bytes as they come, so a crash can leave the last record
         partly copied, its missing tail still zeros. When the cut falls inside the properties,
@@ -790,7 +791,7 @@ class CommitLog:
             if magic != MESSAGE_MAGIC_CODE or total <= 0:
                 return None  # a BLANK: the log ends with a full segment
             if pos + total == stop:
-                return mf.file_from_offset + pos
+                return mf, pos
             pos += total
         return None
 

@@ -42,7 +42,7 @@ from finchmq.protocol.message import (
 )
 
 from .config import CQ_STORE_UNIT_SIZE, SCHEDULE_TOPIC
-from .consume_queue import ConsumeQueue
+from .consume_queue import CQ_UNIT, ConsumeQueue
 
 if TYPE_CHECKING:
     from .index import IndexService
@@ -180,7 +180,6 @@ class DispatchRequest:
 
 
 _CQ_STRUCTS: dict[int, struct.Struct] = {}
-_CQ_UNIT: Final = struct.Struct(">qiq")
 
 
 def _cq_struct(n: int) -> struct.Struct:
@@ -229,7 +228,7 @@ class ReputMessageService:
         if tran != _PREPARED and tran != _ROLLBACK:  # noqa: PLR1714 - two int compares are cheaper
             base = req.commit_log_offset
             if n == 1:
-                units = _CQ_UNIT.pack(base, req.sizes[0], req.tags_codes[0])
+                units = CQ_UNIT.pack(base, req.sizes[0], req.tags_codes[0])
             else:
                 units = _cq_struct(n).pack(
                     *itertools.chain.from_iterable(
@@ -360,16 +359,16 @@ class ReputMessageService:
                         offset = min(keyed_only_before, base + mf.file_size, end)
                         continue
                     # Hop over the records up to the next key name on their TOTALSIZE alone (the
-                    # recovery scan checked them), stopping at the one holding it or at the bounds.
-                    stop = min(key_at, keyed_only_before - mf.file_from_offset)
-                    last = min(key_at, end - mf.file_from_offset)
+                    # recovery scan checked them), stopping at the one holding it or at the bounds
+                    # (key_at is before keyed_only_before here).
+                    last = min(key_at, end - base)
                     pos += total
-                    while pos < stop:
+                    while pos < key_at:
                         total = _I32.unpack_from(view, pos)[0]
                         if total <= 0 or pos + total > last:
                             break
                         pos += total
-                    offset = mf.file_from_offset + pos
+                    offset = base + pos
                     continue
             try:
                 msg = decode_stored(view, pos)

@@ -10,6 +10,7 @@ import pytest
 
 from finchmq.protocol.message import Message, decode_stored_all, encode_batch
 from finchmq.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, MessageStoreConfig
+from finchmq.store.checkpoint import StoreCheckpoint
 
 SEGMENT = 64 * 1024
 
@@ -48,6 +49,26 @@ def read_queue(store: DefaultMessageStore, topic: str, queue_id: int, start: int
                 return out
             out += [m.body for m in decode_stored_all(r.body(), verify_crc=True)]
             offset = r.next_begin_offset
+
+
+def reopen(cfg: MessageStoreConfig) -> DefaultMessageStore:
+    """A store on ``cfg``'s directory, loaded (recovered) and started."""
+    s = DefaultMessageStore(cfg)
+    s.load()
+    s.start()
+    return s
+
+
+def make_abnormal(cfg: MessageStoreConfig, *, from_first_segment: bool = False) -> None:
+    """What a SIGKILL leaves: the abort file and no clean-shutdown record; ``from_first_segment``
+    also zeroes the checkpoint's times, so the scan starts at the first segment."""
+    cfg.abort_path.write_text("1")
+    cp = StoreCheckpoint(cfg.checkpoint_path)
+    cp.clear_clean_shutdown()
+    if from_first_segment:
+        cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = 0
+        cp.flush()
+    cp.shutdown()
 
 
 @pytest.fixture

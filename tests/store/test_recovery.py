@@ -12,7 +12,7 @@ import pytest
 from finchmq.store import DefaultMessageStore, MessageStoreConfig, StoreCorruptedError
 from finchmq.store.checkpoint import StoreCheckpoint
 
-from .conftest import SEGMENT, msg, read_queue
+from .conftest import SEGMENT, make_abnormal, msg, read_queue, reopen
 
 
 def fill(cfg: MessageStoreConfig, n: int = 60, size: int = 3000) -> list[bytes]:
@@ -21,21 +21,6 @@ def fill(cfg: MessageStoreConfig, n: int = 60, size: int = 3000) -> list[bytes]:
         for i, b in enumerate(bodies):
             assert s.put_message(msg("T", b, queue_id=i % 2, KEYS=f"k{i}")).is_ok()
     return bodies
-
-
-def reopen(cfg: MessageStoreConfig) -> DefaultMessageStore:
-    s = DefaultMessageStore(cfg)
-    s.load()
-    s.start()
-    return s
-
-
-def make_abnormal(cfg: MessageStoreConfig) -> None:
-    """What a crash leaves behind: the abort file, and no clean-shutdown record."""
-    cfg.abort_path.write_text("1")
-    cp = StoreCheckpoint(cfg.checkpoint_path)
-    cp.clear_clean_shutdown()
-    cp.shutdown()
 
 
 def last_segment(cfg: MessageStoreConfig) -> Path:

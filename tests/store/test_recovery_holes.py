@@ -14,7 +14,7 @@ import pytest
 from finchmq.protocol.message import decode_stored
 from finchmq.store import BrokerRole, DefaultMessageStore
 
-from .conftest import msg, read_queue, small_config
+from .conftest import msg, read_queue, reopen, small_config
 from .crash_writer import body_of
 from .test_crash import run_and_kill
 
@@ -47,9 +47,7 @@ def _bodies(store: DefaultMessageStore, key: str) -> list[bytes]:
 def test_kill_inside_an_index_write_keeps_every_older_message_findable_by_key(tmp_path: Path) -> None:
     root = tmp_path / "store"
     _killed_inside_index_write(root, 60, "order-1")
-    s = DefaultMessageStore(small_config(root))
-    s.load()
-    s.start()
+    s = reopen(small_config(root))
     try:
         # the last message is re-indexed: its hash slots must still lead to the older entries
         assert sorted(_bodies(s, "order-1")) == sorted([b"m%d" % i for i in range(60)] + [b"last"])
@@ -65,9 +63,7 @@ def test_stale_hash_slots_of_a_killed_index_write_do_not_hide_entries_later(tmp_
     of them would lead its chain into another key's."""
     root = tmp_path / "store"
     _killed_inside_index_write(root, 60, "order-1")
-    s = DefaultMessageStore(small_config(root))
-    s.load()
-    s.start()
+    s = reopen(small_config(root))
     try:
         for i in range(10):
             assert s.put_message(
@@ -92,9 +88,7 @@ def test_first_message_after_a_truncated_log_is_indexed(tmp_path: Path) -> None:
     with open(seg, "r+b") as f:
         f.truncate(end - int(seg.name) - 50)  # the last record loses its end
     cfg.abort_path.write_text("1")  # a crash: abnormal recovery
-    s = DefaultMessageStore(cfg)
-    s.load()
-    s.start()
+    s = reopen(cfg)
     try:
         assert s.get_max_phy_offset() < end
         assert _bodies(s, "k19") == []
@@ -116,9 +110,7 @@ def test_sigkill_keeps_every_acknowledged_message_findable_by_its_keys(tmp_path:
     acked: dict[int, tuple[int, int]] = {}
     for cycle in range(4):  # ids never reused: a message written but not acknowledged stays stored
         acked.update(run_and_kill(root, mode, cycle * 1_000_000, rng, keys=True))
-        s = DefaultMessageStore(small_config(root, max_msgs_num_batch=10**6))
-        s.load()
-        s.start()
+        s = reopen(small_config(root, max_msgs_num_batch=10**6))
         try:
             ids = sorted(acked)
             sample = set(rng.sample(ids, min(150, len(ids)))) | set(ids[-30:])
@@ -143,9 +135,7 @@ def test_kill_after_an_index_roll_over_keeps_the_entries_put_into_the_full_file(
     header is written after the batch."""
     root = tmp_path / "store"
     n = _killed_inside_index_write(root, 10, "order-1", mode="roll")
-    s = DefaultMessageStore(small_config(root, max_msgs_num_batch=10**6))
-    s.load()
-    s.start()
+    s = reopen(small_config(root, max_msgs_num_batch=10**6))
     try:
         expected = [b"m%d" % i for i in range(n)] + [b"b%d" % j for j in range(4)]
         assert sorted(_bodies(s, "order-1")) == sorted(expected)
@@ -214,9 +204,7 @@ def test_deleted_topic_makes_the_counts_disagree_and_nothing_acknowledged_is_los
             assert s.put_message(msg("A", b"new%d" % i, queue_id=0)).is_ok()
             assert s.put_message(msg("B", b"b%d" % i, queue_id=0)).is_ok()
     cfg.abort_path.write_text("1")
-    s = DefaultMessageStore(cfg)
-    s.load()
-    s.start()
+    s = reopen(cfg)
     try:
         assert s.recovery_counts["rebuild_from"] == 0  # the units are fewer than the messages
         assert read_queue(s, "B", 0) == [b"b%d" % i for i in range(10)]

@@ -27,10 +27,9 @@ from finchmq.protocol.message import (
     pack_host,
 )
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
-from finchmq.store.checkpoint import StoreCheckpoint
 from finchmq.store.commit_log import CommitLog
 
-from .conftest import SEGMENT, batch, msg, read_queue, small_config
+from .conftest import SEGMENT, batch, make_abnormal, msg, read_queue, reopen, small_config
 
 BODY = 128
 
@@ -58,23 +57,13 @@ def fill(
     return by_queue
 
 
-def make_abnormal(cfg: MessageStoreConfig, *, from_first_segment: bool = False) -> None:
-    """What a SIGKILL leaves: the abort file and no clean-shutdown record; ``from_first_segment``
-    also zeroes the checkpoint's times, so the scan starts at the first segment."""
-    cfg.abort_path.write_text("1")
-    cp = StoreCheckpoint(cfg.checkpoint_path)
-    cp.clear_clean_shutdown()
-    if from_first_segment:
-        cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = 0
-        cp.flush()
-    cp.shutdown()
-
-
-def loaded(cfg: MessageStoreConfig) -> DefaultMessageStore:
-    s = DefaultMessageStore(cfg)
-    s.load()
-    s.start()
-    return s
+def assert_queues_then_next_put(s: DefaultMessageStore, by_queue: dict[int, list[bytes]]) -> None:
+    """Every queue reads back its bodies, and a new put on queue 1 takes the next queue offset."""
+    for q, bodies in by_queue.items():
+        assert read_queue(s, "T", q) == bodies
+    r = s.put_message(msg("T", b"next", queue_id=1))
+    assert r.append_message_result is not None
+    assert r.append_message_result.logics_offset == len(by_queue[1])
 
 
 def records(cfg: MessageStoreConfig) -> list[tuple[Path, int, int]]:
@@ -190,18 +179,14 @@ def test_fast_walk_agrees_with_check_record_and_the_decoder(
 def test_sigkill_like_restart_scans_everything_and_redispatches_nothing(big_cfg: MessageStoreConfig) -> None:
     by_queue = fill(big_cfg, 1500)
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         assert s.recovery_report == []
         counts = s.recovery_counts
         assert counts["scanned"] == 1500
         # the queues hold everything: only the last indexed message is looked at again
         assert counts["rebuilt"] <= 1 and counts["rebuild_from"] >= counts["end"] - 300
-        for q, bodies in by_queue.items():
-            assert read_queue(s, "T", q) == bodies
-        r = s.put_message(msg("T", b"next", queue_id=1))
-        assert r.append_message_result is not None
-        assert r.append_message_result.logics_offset == len(by_queue[1])
+        assert_queues_then_next_put(s, by_queue)
     finally:
         s.shutdown()
 
@@ -211,7 +196,7 @@ def test_torn_tail_mid_record_is_truncated(big_cfg: MessageStoreConfig) -> None:
     seg, pos, total = records(big_cfg)[-1]
     patch(seg, pos + 40, bytes(total - 40))  # the head is there, the rest of the record is not
     make_abnormal(big_cfg)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         [bad] = [p for p in s.recovery_report if p.offset == pos]
         assert bad.path == str(seg) and bad.reason.startswith("bad")
@@ -234,7 +219,7 @@ def test_bad_crc_in_the_middle_ends_the_log_there_only_when_checked(
     at = pos + StoredLayout.SCAN_HEADS[0].size + 7  # a body byte: only BODYCRC can tell
     patch(seg, at, bytes((seg.read_bytes()[at] ^ 0x5A,)))
     make_abnormal(cfg, from_first_segment=True)
-    s = loaded(cfg)
+    s = reopen(cfg)
     try:
         if check_crc:  # Java checkCRCOnRecover: the record and everything after it are dropped
             [bad] = [p for p in s.recovery_report if p.offset == pos]
@@ -272,7 +257,7 @@ def test_a_lying_size_field_ends_the_log_at_its_record(
     lie = (value + delta) % 2 ** (8 * width)
     patch(seg, pos + at, lie.to_bytes(width, "big"))
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         [bad] = [p for p in s.recovery_report if p.offset == pos]
         assert bad.reason.startswith("bad") or "TOTALSIZE" in bad.reason
@@ -287,7 +272,7 @@ def test_blank_filler_moves_the_scan_to_the_next_segment(big_cfg: MessageStoreCo
     segs = sorted(big_cfg.commit_log_dir.iterdir())
     assert len(segs) == 3
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         assert s.recovery_report == []
         assert s.recovery_counts["scanned"] == 3000
@@ -308,7 +293,7 @@ def test_blank_filler_of_the_wrong_size_ends_the_log_there(big_cfg: MessageStore
     assert total == len(data) - blank  # the BLANK record: TOTALSIZE to the segment end
     patch(first, blank, (total - 4).to_bytes(4, "big"))
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         [bad] = [p for p in s.recovery_report if p.offset == blank]
         assert "BLANK" in bad.reason
@@ -344,14 +329,10 @@ def test_one_consume_queue_lagging_the_others_is_redispatched(big_cfg: MessageSt
     by_queue = fill(big_cfg, 1500)
     _zero_last_units(big_cfg, 1, 40)  # queue 1 lost its last 40 units, queue 0 has all
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         assert s.recovery_counts["rebuilt"] == 1500  # the counts disagree: re-dispatch all, as Java
-        for q, bodies in by_queue.items():
-            assert read_queue(s, "T", q) == bodies
-        r = s.put_message(msg("T", b"next", queue_id=1))
-        assert r.append_message_result is not None
-        assert r.append_message_result.logics_offset == len(by_queue[1])
+        assert_queues_then_next_put(s, by_queue)
     finally:
         s.shutdown()
 
@@ -362,7 +343,7 @@ def test_consume_queue_behind_the_log_is_redispatched_from_where_it_stops(
     by_queue = fill(big_cfg, 1500, queues=1)
     _zero_last_units(big_cfg, 0, 30)  # what a kill between the append and the dispatch leaves
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         assert s.recovery_counts["rebuilt"] == 30
         assert read_queue(s, "T", 0) == by_queue[0]
@@ -375,7 +356,7 @@ def test_lost_index_is_rebuilt(big_cfg: MessageStoreConfig) -> None:
     fill(big_cfg, 1000, keys=keys)
     shutil.rmtree(big_cfg.index_dir)
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         for key in (keys[0], keys[len(keys) // 2], keys[-1]):
             with s.query_message("T", key, 8, 0, 2**62) as q:
@@ -392,7 +373,7 @@ def test_half_messages_have_no_unit_and_do_not_force_a_full_redispatch(big_cfg: 
             m.sys_flag = flag
             assert s.put_message(m).is_ok()
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         assert s.recovery_report == []
         assert s.recovery_counts["scanned"] == 600
@@ -409,7 +390,7 @@ def test_messages_without_keys_are_not_decoded_again_for_the_index(big_cfg: Mess
         assert s.put_message(msg("T", b"keyed", queue_id=0, KEYS="last")).is_ok()
     shutil.rmtree(big_cfg.index_dir)
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         # the index holds nothing: every message is looked at, only the keyed one decoded
         assert s.recovery_counts["rebuild_from"] == 0
@@ -426,7 +407,7 @@ def test_keyless_log_is_not_walked_again_for_the_index(big_cfg: MessageStoreConf
         for i in range(2500):  # over two segments
             assert s.put_message(msg("T", os.urandom(BODY), queue_id=i % 2)).is_ok()
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         assert s.recovery_report == []
         assert s.recovery_counts["rebuilt"] == 0
@@ -453,7 +434,7 @@ def test_ipv6_hosts_take_the_careful_path_and_are_checked_the_same(big_cfg: Mess
     seg, pos, _ = records(big_cfg)[264]  # born and store hosts IPv6: BODYLENGTH at 108
     patch(seg, pos + StoredLayout.SCAN_HEADS[3].size - 4, (BODY + 1).to_bytes(4, "big"))
     make_abnormal(big_cfg, from_first_segment=True)
-    s = loaded(big_cfg)
+    s = reopen(big_cfg)
     try:
         [bad] = [p for p in s.recovery_report if p.offset == pos]
         assert bad.reason.startswith("bad")

@@ -124,14 +124,12 @@ class ScanResult:
         self.halves_before_mark = 0
 
 
-def _walk(
-    view: memoryview | mmap.mmap, base: int, pos: int, limit: int, check_crc: bool
-) -> tuple[int, int, int]:
+def _walk(view: mmap.mmap, base: int, pos: int, limit: int, check_crc: bool) -> tuple[int, int, int]:
     """Walk the good IPv4-host messages starting before ``limit`` from ``pos`` of a segment at
     ``base``: ``check_record``'s checks inlined, no per-record object. Stops at the first record
     it does not accept (a BLANK, the end of data, IPv6 hosts, any failed check), which
     ``check_record`` then examines. Returns (where it stopped, messages, half messages).
-    ``view`` is best the segment's mmap itself: indexing and slicing it is cheaper.
+    ``view`` is the segment's mmap (``MappedFile.mm``): indexing and slicing it is cheaper.
 
     Records mostly come in runs of one shape (body and topic lengths): each is read with one
     unpack through PROPERTIESLENGTH, guessing the previous record's shape, and re-read with the
@@ -343,10 +341,11 @@ class CommitLog:
         if len(born_host) == 8 and len(store_host) == 8:
             hosts = 0
         else:
-            hosts_ = (born_host, store_host)
             if len(born_host) not in (8, 20) or len(store_host) not in (8, 20):
                 log.warning(
-                    "putMessage cannot encode the message: hosts of %d and %d bytes", *map(len, hosts_)
+                    "putMessage cannot encode the message: hosts of %d and %d bytes",
+                    len(born_host),
+                    len(store_host),
                 )
                 return PutMessageStatus.MESSAGE_ILLEGAL, None
             hosts = (len(born_host) == 20) | (len(store_host) == 20) << 1
@@ -739,7 +738,7 @@ class CommitLog:
         pos = 0
         while True:
             base = mf.file_from_offset
-            data = mf.view.obj if isinstance(mf.view.obj, mmap.mmap) else mf.view
+            data = mf.mm
             if mark > base:
                 pos, records, halves = _walk(data, base, pos, min(mark - base, mf.file_size), check_crc)
                 result.records_before_mark += records
@@ -769,8 +768,9 @@ class CommitLog:
                     result.corrupt = StoreCorruptedError(str(mf.path), pos, reason)
                 return result
 
-    def partial_copy_start(self, end: int) -> int | None:
-        """Where the record ending at ``end`` starts, if its last byte is zero (else None).
+    def partial_copy_start(self, end: int) -> tuple[MappedFile, int] | None:
+        """Where the record ending at ``end`` starts (its segment and position there), if its last
+        byte is zero (else None).
 
         A slave appends the master's bytes as they come, so a crash can leave the last record
         partly copied, its missing tail still zeros. When the cut falls inside the properties,
@@ -791,7 +791,7 @@ class CommitLog:
             if magic != MESSAGE_MAGIC_CODE or total <= 0:
                 return None  # a BLANK: the log ends with a full segment
             if pos + total == stop:
-                return mf.file_from_offset + pos
+                return mf, pos
             pos += total
         return None
 

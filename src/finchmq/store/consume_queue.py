@@ -144,7 +144,7 @@ class ConsumeQueue:
         for mf in files:
             start = max(first - mf.file_from_offset, 0)
             stop = mf.wrote_position
-            if start < stop and BLANK_CQ_UNIT in bytes(mf.view[start:stop]):
+            if start < stop and mf.mm.find(BLANK_CQ_UNIT, start, stop) >= 0:
                 return None
         return n - lo
 

@@ -42,7 +42,7 @@ from finchmq.protocol.message import (
 )
 
 from .config import CQ_STORE_UNIT_SIZE, SCHEDULE_TOPIC
-from .consume_queue import ConsumeQueue
+from .consume_queue import CQ_UNIT, ConsumeQueue
 
 if TYPE_CHECKING:
     from .index import IndexService
@@ -69,10 +69,9 @@ _KEY_NAMES: Final = (
 )
 
 
-def _next_key_name(view: memoryview, pos: int, stop: int) -> int:
-    """Where the first KEYS or UNIQ_KEY property name in ``view[pos:stop]`` is; ``stop`` if none."""
-    data = view.obj if isinstance(view.obj, mmap.mmap) else bytes(view)  # mmap.find is memmem-fast
-    for name in _KEY_NAMES:
+def _next_key_name(data: mmap.mmap, pos: int, stop: int) -> int:
+    """Where the first KEYS or UNIQ_KEY property name in ``data[pos:stop]`` is; ``stop`` if none."""
+    for name in _KEY_NAMES:  # mmap.find is memmem-fast
         at = data.find(name, pos, stop)
         if at >= 0:
             stop = at  # the other name only matters before it
@@ -181,7 +180,6 @@ class DispatchRequest:
 
 
 _CQ_STRUCTS: dict[int, struct.Struct] = {}
-_CQ_UNIT: Final = struct.Struct(">qiq")
 
 
 def _cq_struct(n: int) -> struct.Struct:
@@ -230,7 +228,7 @@ class ReputMessageService:
         if tran != _PREPARED and tran != _ROLLBACK:  # noqa: PLR1714 - two int compares are cheaper
             base = req.commit_log_offset
             if n == 1:
-                units = _CQ_UNIT.pack(base, req.sizes[0], req.tags_codes[0])
+                units = CQ_UNIT.pack(base, req.sizes[0], req.tags_codes[0])
             else:
                 units = _cq_struct(n).pack(
                     *itertools.chain.from_iterable(
@@ -352,7 +350,7 @@ class ReputMessageService:
                 if key_at < pos:  # one search finds the next keyed record, however far
                     # (keyed_only_before is a record boundary: no property name straddles it)
                     key_at = _next_key_name(
-                        view, pos, min(keyed_only_before - mf.file_from_offset, mf.file_size)
+                        mf.mm, pos, min(keyed_only_before - mf.file_from_offset, mf.file_size)
                     )
                 if key_at >= pos + total:
                     base = mf.file_from_offset
@@ -361,16 +359,16 @@ class ReputMessageService:
                         offset = min(keyed_only_before, base + mf.file_size, end)
                         continue
                     # Hop over the records up to the next key name on their TOTALSIZE alone (the
-                    # recovery scan checked them), stopping at the one holding it or at the bounds.
-                    stop = min(key_at, keyed_only_before - mf.file_from_offset)
-                    last = min(key_at, end - mf.file_from_offset)
+                    # recovery scan checked them), stopping at the one holding it or at the bounds
+                    # (key_at is before keyed_only_before here).
+                    last = min(key_at, end - base)
                     pos += total
-                    while pos < stop:
+                    while pos < key_at:
                         total = _I32.unpack_from(view, pos)[0]
                         if total <= 0 or pos + total > last:
                             break
                         pos += total
-                    offset = mf.file_from_offset + pos
+                    offset = base + pos
                     continue
             try:
                 msg = decode_stored(view, pos)

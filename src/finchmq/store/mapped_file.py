@@ -163,6 +163,15 @@ class MappedFile:
     # ------------------------------------------------------------------ positions
 
     @property
+    def mm(self) -> mmap.mmap:
+        """The mapping ``view`` is over: indexing, slicing and ``find`` are cheaper on it (the
+        recovery scans use it); the file must be open."""
+        mm = self._mm
+        if mm is None:
+            raise ValueError(f"{self.path} is closed")
+        return mm
+
+    @property
     def uses_pool_buffer(self) -> bool:
         return self._pool_buf is not None
 

@@ -396,13 +396,13 @@ class DefaultMessageStore:
         if corrupt is None and scan is not None and cfg.broker_role is BrokerRole.SLAVE:
             partial = cl.partial_copy_start(end)
             if partial is not None:
-                mf = cl.mapped_file_queue.find_mapped_file_by_offset(partial)
+                mf, pos = partial
                 corrupt = StoreCorruptedError(
-                    str(mf.path) if mf is not None else str(cfg.commit_log_dir),
-                    partial - (mf.file_from_offset if mf is not None else 0),
+                    str(mf.path),
+                    pos,
                     "slave: the last record ends in zero bytes, a partial copy; the master sends it again",
                 )
-                end = partial
+                end = mf.file_from_offset + pos
         if corrupt is not None:
             report.append(corrupt)
             log.warning("commit log corrupted: %s; truncating the log at that record", corrupt)
@@ -421,7 +421,7 @@ class DefaultMessageStore:
         if self.index_service is not None:
             self.index_service.truncate_past(end)
         keyed_only_before = 0
-        if scan is not None and seg_start >= 0 and 0 <= seg_start <= max_cq_phy:
+        if scan is not None and 0 <= seg_start <= max_cq_phy:
             rebuild_from, keyed_only_before = self._dispatched_up_to(scan, seg_start, end, cqs, rebuild_from)
         min_off = max(cl.get_min_offset(), 0)
         rebuild_from = min(max(rebuild_from, min_off), end)

@@ -22,7 +22,7 @@ JAVA_MIN := 17
 # where it is absent (a user's clone). setup.sh installs its jars and a JDK once.
 JAVA_ROCKETMQ ?= $(or $(FINCHMQ_JAVA_ROCKETMQ),$(abspath ../shared/java-rocketmq))
 
-.PHONY: demo test lint typecheck imports pytest bench clean java java-rocketmq chromium
+.PHONY: demo test test-stress lint typecheck imports pytest bench clean java java-rocketmq chromium
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
@@ -92,6 +92,17 @@ pytest: $(STAMP) $(CPP_STAMP) java java-rocketmq chromium
 	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest
+
+# The pytest suite on a machine that is busy on purpose, in a shuffled order: one busy loop per core
+# runs beside it, and modules and their tests run in an order drawn from SEED (printed; the same SEED
+# gives the same order). A test that relies on timing or on another test's leftovers fails here
+# before it fails in CI. `make test-stress SEED=1234` repeats a run's order.
+test-stress: $(STAMP) $(CPP_STAMP) java java-rocketmq chromium
+	@seed=$${SEED:-$$(date +%s)}; cores=$$(nproc); \
+	echo "test-stress: $$cores busy loops beside the suite, order shuffled by seed $$seed (make test-stress SEED=$$seed)"; \
+	busy=(); for _ in $$(seq $$cores); do ( while :; do :; done ) & busy+=($$!); done; \
+	trap 'kill $${busy[*]} 2>/dev/null' EXIT; \
+	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest --shuffle=$$seed $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.remoting_rtt

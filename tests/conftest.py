@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import random
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 import pytest
@@ -59,10 +60,43 @@ def fail_on_slow_callbacks(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail("the event loop was blocked:\n" + "\n".join(recorder.records[:5]))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shuffle",
+        metavar="SEED",
+        default=None,
+        help="run the test modules, and the tests inside each, in an order shuffled by SEED "
+        "(make test-stress), so that a test relying on another's leftovers shows",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("--shuffle")
+    return (
+        None if seed is None else f"test order shuffled by seed {seed} (same order again: --shuffle={seed})"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
             item.add_marker(pytest.mark.usefixtures("no_leaked_tasks"))
+    seed = config.getoption("--shuffle")
+    if seed is not None:
+        items[:] = shuffled_by_module(items, random.Random(seed))
+
+
+def shuffled_by_module(items: list[pytest.Item], rng: random.Random) -> list[pytest.Item]:
+    """Modules in a random order, and each module's tests in a random order (pytest-randomly's way:
+    module-scoped fixtures are still set up once per module)."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    groups = list(modules.values())
+    rng.shuffle(groups)
+    for group in groups:
+        rng.shuffle(group)
+    return [item for group in groups for item in group]
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import waiting
+
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 
@@ -26,14 +28,14 @@ async def http(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
 async def read_answer(
     reader: asyncio.StreamReader, *, head_only: bool = False
 ) -> tuple[int, dict[str, str], bytes]:
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), waiting.DEFAULT_TIMEOUT)
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split(" ")[1])
     headers = {
         k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
     }
     length = 0 if head_only else int(headers["content-length"])
-    body = await asyncio.wait_for(reader.readexactly(length), 10)
+    body = await asyncio.wait_for(reader.readexactly(length), waiting.DEFAULT_TIMEOUT)
     return status, headers, body
 
 
@@ -61,14 +63,18 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return found[0] if found else 0.0
 
 
-async def eventually(predicate: Callable[[Samples], object], port: int, timeout: float = 20.0) -> Samples:
+async def eventually(
+    predicate: Callable[[Samples], object], port: int, timeout: float = waiting.DEFAULT_TIMEOUT
+) -> Samples:
     """Scrape until ``predicate(samples)`` holds; the last scrape (fails with it on timeout)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        samples = await scrape(port)
-        if predicate(samples):
-            return samples
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met; last scrape has {sorted(samples)}")
-        await asyncio.sleep(0.05)
+    last: Samples = {}
+
+    async def scraped() -> Samples | None:
+        nonlocal last
+        last = await scrape(port)
+        return last if predicate(last) else None
+
+    try:
+        return await waiting.eventually(scraped, timeout, "the scraped samples to match")
+    except waiting.ConditionTimeout as exc:
+        raise waiting.ConditionTimeout(f"{exc}; last scrape has {sorted(last)}") from None

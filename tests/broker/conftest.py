@@ -23,6 +23,11 @@ from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageReques
 from finchmq.protocol.message import MessageExt, decode_stored_all, properties_to_string
 from finchmq.remoting import RemotingClient
 from finchmq.testing import EmbeddedServer
+from tests.waiting import DEFAULT_TIMEOUT
+
+# Every call's deadline: generous, so that only a broker that never answers reaches it (a loaded
+# machine stretches a flooded broker's answers to seconds).
+RPC_TIMEOUT_MS = int(DEFAULT_TIMEOUT * 1000)
 
 
 @dataclass
@@ -37,7 +42,7 @@ class Broker:
         return self.server.broker_addr
 
     async def call(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"", addr: str | None = None,
-                   timeout: int = 5000) -> RemotingCommand:  # fmt: skip
+                   timeout: int = RPC_TIMEOUT_MS) -> RemotingCommand:  # fmt: skip
         return await self.client.invoke(
             addr or self.addr, RemotingCommand.request(code, ext or {}, body), timeout
         )
@@ -48,11 +53,11 @@ class Broker:
     ) -> RemotingCommand:  # fmt: skip
         request = send_request(topic, body, tags=tags, keys=keys, queue_id=queue_id, props=props, code=code,
                                reconsume_times=reconsume_times)  # fmt: skip
-        return await self.client.invoke(self.addr, request, 5000)
+        return await self.client.invoke(self.addr, request, RPC_TIMEOUT_MS)
 
     async def pull(
         self, topic: str, queue_id: int, offset: int, *, group: str = "test_cg", expression: str = "*",
-        suspend_ms: int = 0, max_nums: int = 32, commit_offset: int | None = None, timeout: int = 5000,
+        suspend_ms: int = 0, max_nums: int = 32, commit_offset: int | None = None, timeout: int = RPC_TIMEOUT_MS,
     ) -> tuple[RemotingCommand, list[MessageExt]]:  # fmt: skip
         sys_flag = 4 | (2 if suspend_ms else 0) | (1 if commit_offset is not None else 0)
         header = PullMessageRequestHeader(
@@ -66,7 +71,7 @@ class Broker:
     async def heartbeat(self, client_id: str, group: str, topics: dict[str, str], client: RemotingClient | None = None,
                         model: MessageModel = MessageModel.CLUSTERING) -> RemotingCommand:  # fmt: skip
         return await (client or self.client).invoke(
-            self.addr, heartbeat_request(client_id, group, topics, model), 5000
+            self.addr, heartbeat_request(client_id, group, topics, model), RPC_TIMEOUT_MS
         )
 
 

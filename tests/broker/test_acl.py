@@ -37,7 +37,8 @@ from finchmq.protocol import RemotingCommand, RequestCode
 from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, SIGNATURE, sign_request
 from finchmq.protocol.codec import decode_frame, encode_command
 from finchmq.testing import EmbeddedServer
-from tests.client.conftest import FAST_CLIENT, SMALL_STORE, wait_until, wait_until_async
+from tests.client.conftest import FAST_CLIENT, SMALL_STORE
+from tests.waiting import eventually
 
 ACL_FILE = """\
 globalWhiteRemoteAddresses:
@@ -369,7 +370,9 @@ async def test_good_keys_send_and_consume(acl_server: EmbeddedServer) -> None:
         results = [await p.send(Message.create("acl_both", f"m{i}".encode())) for i in range(3)]
         assert {r.send_status.name for r in results} == {"SEND_OK"}
         async with consumer:
-            await wait_until(lambda: {m.body for m in got} == {b"m0", b"m1", b"m2"}, timeout=30)
+            await eventually(
+                lambda: {m.body for m in got} == {b"m0", b"m1", b"m2"}, what="the 3 messages consumed"
+            )
 
 
 async def test_a_wrong_secret_is_refused(acl_server: EmbeddedServer) -> None:
@@ -433,18 +436,21 @@ async def test_the_file_reloads(tmp_path: Path, caplog: pytest.LogCaptureFixture
         async with producer(server, APP) as p, producer(server, None) as unsigned:
             assert not await sends(p, "acl_sub_only")
             replace_file(acl_file, ACL_FILE.replace("acl_sub_only=SUB", "acl_sub_only=PUB|SUB"))
-            await wait_until_async(lambda: sends(p, "acl_sub_only"), timeout=15)
+            await eventually(lambda: sends(p, "acl_sub_only"), what="the new permission in force")
 
             # a broken file is logged and the last good content stays
             caplog.set_level(logging.ERROR, "finchmq.broker.acl")
             replace_file(acl_file, "accounts: [\n")
-            await wait_until(lambda: "not reloaded, the last good content stays" in caplog.text, timeout=15)
+            await eventually(
+                lambda: "not reloaded, the last good content stays" in caplog.text,
+                what="the broken file logged",
+            )
             assert await sends(p, "acl_sub_only")
 
             # the global white list grows: a client without keys gets in
             assert not await sends(unsigned, "acl_denied")
             write(acl_file, ACL_FILE.replace("10.250.250.*", "127.0.0.1"))  # written in place this time
-            await wait_until_async(lambda: sends(unsigned, "acl_denied"), timeout=15)
+            await eventually(lambda: sends(unsigned, "acl_denied"), what="the new white list in force")
     finally:
         await asyncio.to_thread(server.stop)
 

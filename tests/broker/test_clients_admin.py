@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from finchmq.common import parse_properties
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
@@ -23,6 +21,7 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.message import MessageQueue
 from finchmq.remoting import RemotingClient, RemotingContext, RequestExecutor
+from tests.waiting import eventually
 
 from .conftest import Broker
 
@@ -32,13 +31,17 @@ class Recorder:
 
     def __init__(self, answer: bytes = b"") -> None:
         self.seen: list[RemotingCommand] = []
-        self.arrived = asyncio.Event()
         self.answer = answer
 
     async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         self.seen.append(request)
-        self.arrived.set()
         return request.make_response(ResponseCode.SUCCESS, body=self.answer)
+
+    async def received(self, count: int, what: str) -> RemotingCommand:
+        """The ``count``-th request the broker sent (waiting for it); notifications all look
+        alike, so they are told apart by how many came."""
+        await eventually(lambda: len(self.seen) >= count, what=what)
+        return self.seen[count - 1]
 
     def reject_request(self) -> bool:
         return False
@@ -59,6 +62,8 @@ async def test_heartbeat_registers_consumers_and_notifies_the_group(broker: Brok
         assert (
             await broker.heartbeat("c1@host", "G1", {"T_grp": "*"}, client=first)
         ).code == ResponseCode.SUCCESS
+        # Every member is told of every change, the one that joined too (Java's listener).
+        await recorder.received(1, "c1 told of its own joining")
         listed = await broker.call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "G1"})
         assert ConsumerListByGroupResponseBody.from_json(listed.body).consumer_id_list == ("c1@host",)
         # The retry topic exists and is routable at once (the C++ client needs it for retries).
@@ -67,10 +72,8 @@ async def test_heartbeat_registers_consumers_and_notifies_the_group(broker: Brok
         )
         assert route.code == ResponseCode.SUCCESS
         assert [q.read_queue_nums for q in TopicRouteData.from_json(route.body).queue_datas] == [1]
-        recorder.arrived.clear()
         await broker.heartbeat("c2@host", "G1", {"T_grp": "*"}, client=second)
-        await asyncio.wait_for(recorder.arrived.wait(), 3)
-        notify = recorder.seen[-1]
+        notify = await recorder.received(2, "c1 told that c2 joined")
         assert notify.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED and notify.ext_fields == {
             "consumerGroup": "G1"
         }
@@ -84,10 +87,10 @@ async def test_heartbeat_registers_consumers_and_notifies_the_group(broker: Brok
         conn = ConsumerConnection.from_json(connections.body)
         assert sorted(c.client_id for c in conn.connection_set) == ["c1@host", "c2@host"]
         assert set(conn.subscription_table) == {"T_grp"}
-        # The second consumer leaves: the first is told again, the list shrinks.
-        recorder.arrived.clear()
+        # The second consumer leaves: the first is told again (once the broker has dropped it), the
+        # list shrinks.
         await second.close()
-        await asyncio.wait_for(recorder.arrived.wait(), 3)
+        await recorder.received(3, "c1 told that c2 left")
         listed = await broker.call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "G1"})
         assert ConsumerListByGroupResponseBody.from_json(listed.body).consumer_id_list == ("c1@host",)
         await first.invoke(
@@ -120,8 +123,7 @@ async def test_reset_offset_is_computed_committed_and_sent_to_clients(broker: Br
         assert response.code == ResponseCode.SUCCESS
         table = ResetOffsetBody.from_json(response.body).offset_table
         assert table[MessageQueue("T_reset", "broker-a", 0)] == 0
-        await asyncio.wait_for(recorder.arrived.wait(), 3)
-        reset = recorder.seen[-1]
+        reset = await recorder.received(1, "the client told to reset its offsets")
         assert reset.ext_fields["group"] == "G_reset" and reset.ext_fields["topic"] == "T_reset"
         assert ResetOffsetBody.from_json(reset.body).offset_table[MessageQueue("T_reset", "broker-a", 0)] == 0
         query = await broker.call(
@@ -175,13 +177,14 @@ async def test_topic_and_group_admin(broker: Broker) -> None:
         "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
     }  # fmt: skip
     assert (await broker.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == ResponseCode.SUCCESS
-    for _ in range(50):
+
+    async def routed() -> RemotingCommand | None:  # the broker registers the topic in the background
         route = await broker.call(
             RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T_admin"}, addr=broker.server.namesrv_addr
         )
-        if route.code == ResponseCode.SUCCESS:
-            break
-        await asyncio.sleep(0.02)
+        return route if route.code == ResponseCode.SUCCESS else None
+
+    route = await eventually(routed, what="the route of T_admin on the name server")
     assert TopicRouteData.from_json(route.body).queue_datas[0].write_queue_nums == 3
     configs = TopicConfigSerializeWrapper.from_json(
         (await broker.call(RequestCode.GET_ALL_TOPIC_CONFIG)).body

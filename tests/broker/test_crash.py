@@ -13,16 +13,18 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.bodies import KVTable
+from finchmq.protocol.bodies import ConsumerOffsetSerializeWrapper, KVTable
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.message import properties_to_string
 from finchmq.remoting import RemotingClient, RemotingError
 from finchmq.testing.audit import stored_bodies
+from tests.waiting import ConditionTimeout, eventually, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +43,7 @@ class Server:
         data.mkdir(parents=True, exist_ok=True)
         conf.write_text(CONF)
         self.addr = f"127.0.0.1:{broker_port}"
+        self.offsets_file = data / "store" / "config" / "consumerOffset.json"
         self.log = data / f"server-{time.monotonic_ns()}.out"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
@@ -49,10 +52,20 @@ class Server:
                  "--bind", "127.0.0.1", "--console-port", "0", "-c", str(conf)],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while "ready in" not in self.log.read_text():
-            assert self.proc.poll() is None and time.monotonic() < deadline, self.log.read_text()
-            time.sleep(0.02)
+        wait_until(self.ready, what="the server ready")
+
+    def ready(self) -> bool:
+        assert self.proc.poll() is None, self.log.read_text()
+        return "ready in" in self.log.read_text()
+
+    def persisted(self, group: str, offsets: dict[int, int]) -> bool:
+        """Whether the offsets file holds ``offsets`` for ``group`` (a missing queue counts as 0)."""
+        try:
+            table = ConsumerOffsetSerializeWrapper.from_json(self.offsets_file.read_bytes()).offset_table
+        except FileNotFoundError:
+            table = {}
+        stored = table.get(f"T_crash@{group}", {})
+        return all(stored.get(q, 0) == offset for q, offset in offsets.items())
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -81,7 +94,7 @@ async def produce_until_killed(server: Server, run: int, acked: dict[bytes, bool
             body = f"run{run}-m{i}".encode()
             delay = i % 5 == 0
             try:
-                r = await client.invoke(server.addr, send_request(body, delay=delay, queue_id=i % 2), 3000)
+                r = await client.invoke(server.addr, send_request(body, delay=delay, queue_id=i % 2), 30_000)
             except RemotingError:
                 return  # the broker died
             if r.code == ResponseCode.SUCCESS:
@@ -102,7 +115,7 @@ async def consume(
             offset = int(
                 (
                     await client.invoke(
-                        addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, q), 3000
+                        addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, q), 30_000
                     )
                 ).ext_fields.get("offset", "0")
             )
@@ -114,7 +127,7 @@ async def consume(
                     sys_flag=4, commit_offset=0, suspend_timeout_millis=0, sub_version=0, subscription="*",
                 )  # fmt: skip
                 r = await client.invoke(
-                    addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()), 3000
+                    addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()), 30_000
                 )
                 if r.code != ResponseCode.SUCCESS:
                     break
@@ -125,7 +138,7 @@ async def consume(
                         RemotingCommand.request(
                             RequestCode.UPDATE_CONSUMER_OFFSET, {**q, "commitOffset": str(offset)}
                         ),
-                        3000,
+                        30_000,
                     )
             reached[queue_id] = offset
     return started, reached
@@ -134,21 +147,25 @@ async def consume(
 async def delivered_everything(addr: str, topic: str, acked: set[bytes]) -> Counter[bytes]:
     """Wait until every delay level has delivered its whole queue (runtime info
     ``scheduleMessageOffset_N`` = delivered,max) and every acknowledged body is there."""
-    deadline = time.monotonic() + 120
-    while True:
+    state: list[object] = []
+
+    async def delivered() -> Counter[bytes] | None:
         async with RemotingClient() as client:
             reply = await client.invoke(
-                addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), 5000
+                addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), 30_000
             )
         table = KVTable.from_json(reply.body).table
         levels = [v.split(",") for k, v in table.items() if k.startswith("scheduleMessageOffset_")]
         bodies = Counter(await stored_bodies(addr, topic))
-        if levels and all(done == end for done, end in levels) and acked <= set(bodies):
-            return bodies
-        assert time.monotonic() < deadline, (
-            f"delays not delivered: {levels}, {len(acked - set(bodies))} missing"
+        state[:] = [levels, len(acked - set(bodies))]
+        return (
+            bodies if levels and all(done == end for done, end in levels) and acked <= set(bodies) else None
         )
-        await asyncio.sleep(0.2)
+
+    try:
+        return await eventually(delivered, 120, "every delay delivered", interval=0.2)
+    except ConditionTimeout as exc:
+        raise ConditionTimeout(f"{exc}: levels {state[0]}, {state[1]} missing") from None
 
 
 @pytest.fixture
@@ -172,7 +189,13 @@ def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(
 
     async def produce_then_kill(server: Server, run: int) -> None:
         task = asyncio.ensure_future(produce_until_killed(server, run, acked))
-        await asyncio.sleep(rng.uniform(0.8, 2.0))  # longer than flushConsumerOffsetInterval
+        # some sends acknowledged in this run (the first is delayed), then a kill at a random point
+        await eventually(
+            lambda: sum(body.startswith(b"run%d-" % run) for body in acked) >= 20 or task.done(),
+            what="sends acknowledged before the kill",
+        )
+        assert not task.done(), "the producer stopped before the kill"
+        await asyncio.sleep(rng.uniform(0, 1.0))  # scenario: where the kill lands among the sends
         server.kill()
         await task
 
@@ -181,8 +204,10 @@ def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(
         servers.append(server)
         started, reached = asyncio.run(consume(server.addr, "G_crash", {}, commit=True))  # catch up
         if run:
-            assert started == committed, "the group resumed from what it committed before the kill"
+            assert started == committed, "the group resumed from what it persisted before the kill"
         committed = reached
+        # the kill must come after the periodic persist of these offsets (flushConsumerOffsetInterval)
+        wait_until(partial(server.persisted, "G_crash", committed), what="the committed offsets persisted")
         asyncio.run(produce_then_kill(server, run))
     server = Server(data, namesrv_port, broker_port)
     servers.append(server)
@@ -194,7 +219,7 @@ def test_sigkill_loses_nothing_acknowledged_and_replays_no_delayed_delivery(
         assert delayed, "the run must include delayed messages"
         duplicated = {b: bodies[b] for b in delayed if bodies[b] != 1}
         assert not duplicated, f"delayed messages delivered more than once: {list(duplicated.items())[:3]}"
-        # The group resumes from its last persisted offsets (committed > 0.5 s before the kill).
+        # The group resumes from its last persisted offsets (on disk before the kill).
         resumed, _ = asyncio.run(consume(server.addr, "G_crash", {0: 0, 1: 0}, commit=False))
         assert resumed == committed
     finally:

@@ -6,10 +6,8 @@ them, sends with finchmq's client, and reads back what each broker stored over t
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from finchmq.client import (
     PushConsumer,
 )
 from finchmq.client.admin import AdminClient
-from finchmq.client.errors import MQClientError
+from finchmq.client.errors import MQClientError, NoRouteError
 from finchmq.client.results import SendStatus
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import ConsumeFromWhere
@@ -33,20 +31,14 @@ from finchmq.testing.audit import stored_bodies
 from finchmq.testing.cluster import LocalCluster
 from tests.client.conftest import SMALL_STORE
 from tests.scrape import scrape
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 TOPIC = "HaTopic"
 SEGMENT = 256 * 1024  # small commit-log segments, so replication crosses segment boundaries
 SMALL = {**SMALL_STORE, "mappedFileSizeCommitLog": str(SEGMENT)}  # a few MiB of disk per broker, not 1.4 GiB
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout:.0f} s: {what}")
-        await asyncio.sleep(0.2)
+POLL = 0.2  # s between two looks at a cluster of processes
 
 
 @pytest.fixture
@@ -65,9 +57,19 @@ def sync_group(tmp_path: Path) -> Iterator[LocalCluster]:
         yield cluster
 
 
-async def create_topic(namesrv: str) -> None:
+async def create_topic(namesrv: str, groups: int = 1) -> None:
+    """Create the topic on every master and wait until the name server routes it to all of them
+    (each broker registers it in the background): producers then know every group from the start."""
     async with AdminClient(namesrv_addr=namesrv) as admin:
         await admin.create_topic(TOPIC, cluster="FinchCluster", read_queue_nums=4, write_queue_nums=4)
+
+        async def routed() -> bool:
+            try:
+                return len((await admin.topic_route(TOPIC)).queue_datas) == groups
+            except NoRouteError:
+                return False
+
+        await eventually(routed, what=f"the route of {TOPIC} to {groups} broker group(s)")
 
 
 async def send_all(producer: Producer, bodies: list[bytes]) -> list[SendStatus]:
@@ -80,7 +82,7 @@ async def committed_offset(broker_addr: str, group: str, queue_id: int) -> int:
         reply = await client.invoke(
             broker_addr,
             RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields()),
-            3000,
+            30_000,
         )
     return int(reply.ext_fields["offset"]) if reply.code == ResponseCode.SUCCESS else -1
 
@@ -102,7 +104,7 @@ async def test_sync_master_acks_once_the_slave_has_it_and_a_restarted_slave_catc
         async def slave_serves_the_same() -> bool:
             return await stored_bodies(slave.addr, TOPIC, queues=4) == on_master
 
-        await eventually(slave_serves_the_same, 30, "the slave serves what the master stored")
+        await eventually(slave_serves_the_same, 30, "the slave serves what the master stored", interval=POLL)
 
         # /metrics shows the replication on both sides
         assert master.metrics_port and slave.metrics_port
@@ -125,7 +127,9 @@ async def test_sync_master_acks_once_the_slave_has_it_and_a_restarted_slave_catc
             statuses.append((await producer.send(Message(TOPIC, body), timeout_millis=10_000)).send_status)
             return statuses[-1] is SendStatus.SLAVE_NOT_AVAILABLE
 
-        await eventually(refused, 30, "a send answered SLAVE_NOT_AVAILABLE after the slave was killed")
+        await eventually(
+            refused, 30, "a send answered SLAVE_NOT_AVAILABLE after the slave was killed", interval=POLL
+        )
         alone = [f"alone-{i}".encode() for i in range(len(statuses))]
 
         # the slave restarts from its own offset, not from the start, and catches up
@@ -136,7 +140,7 @@ async def test_sync_master_acks_once_the_slave_has_it_and_a_restarted_slave_catc
         async def slave_reconnected() -> bool:
             return master.log_since_start().count(requests) > before
 
-        await eventually(slave_reconnected, 30, "the restarted slave connected to the master")
+        await eventually(slave_reconnected, 30, "the restarted slave connected to the master", interval=POLL)
         log = slave.log_path.read_text()
         reported = [int(x) for x in re.findall(r"connected to master \S+, reporting offset (\d+)", log)]
         assert len(reported) >= 2 and reported[-1] >= reported[0] and reported[-1] > 600 * 1000, reported
@@ -150,7 +154,7 @@ async def test_sync_master_acks_once_the_slave_has_it_and_a_restarted_slave_catc
     async def slave_has_everything() -> bool:
         return sorted(await stored_bodies(slave.addr, TOPIC, queues=4)) == everything
 
-    await eventually(slave_has_everything, 30, "the restarted slave caught up")
+    await eventually(slave_has_everything, 30, "the restarted slave caught up", interval=POLL)
 
 
 async def test_consumers_read_from_the_slave_when_the_master_is_killed_and_offsets_return_to_it(
@@ -166,7 +170,7 @@ async def test_consumers_read_from_the_slave_when_the_master_is_killed_and_offse
     async def slave_synced() -> bool:  # the topic's config reaches the slave within 10 s
         return sorted(await stored_bodies(slave.addr, TOPIC, queues=4)) == sorted(bodies)
 
-    await eventually(slave_synced, 30, "the slave synced the topic")
+    await eventually(slave_synced, 30, "the slave synced the topic", interval=POLL)
     master.kill()
 
     received: set[bytes] = set()
@@ -190,13 +194,15 @@ async def test_consumers_read_from_the_slave_when_the_master_is_killed_and_offse
         async def all_received() -> bool:
             return received == set(bodies)
 
-        await eventually(all_received, 60, "every message consumed from the slave")
+        await eventually(all_received, 60, "every message consumed from the slave", interval=POLL)
 
         async def slave_holds_offsets() -> bool:
             offsets = [await committed_offset(slave.addr, group, q) for q in range(4)]
             return sum(offsets) == len(bodies)
 
-        await eventually(slave_holds_offsets, 30, "the consumer committed its offsets to the slave")
+        await eventually(
+            slave_holds_offsets, 30, "the consumer committed its offsets to the slave", interval=POLL
+        )
 
         # the master returns: the consumer's next commits go to it, and the slave then syncs from it
         master.start()
@@ -205,7 +211,9 @@ async def test_consumers_read_from_the_slave_when_the_master_is_killed_and_offse
             offsets = [await committed_offset(master.addr, group, q) for q in range(4)]
             return sum(offsets) == len(bodies)
 
-        await eventually(master_took_offsets_back, 60, "the master holds the offsets committed on the slave")
+        await eventually(
+            master_took_offsets_back, 60, "the master holds the offsets committed on the slave", interval=POLL
+        )
 
 
 async def test_a_killed_group_makes_producers_move_to_the_other_group(tmp_path: Path) -> None:
@@ -217,6 +225,10 @@ async def test_a_killed_group_makes_producers_move_to_the_other_group(tmp_path: 
             "ha_failover",
             namesrv_addr=cluster.namesrv_addr,
             send_latency_fault_enable=True,
+            # only a failed send makes a broker unavailable, never a slow one: by default a send
+            # slower than 550 ms (a loaded machine) puts broker-b aside for 30 s, and the least bad
+            # broker is then the dead one, whose failures were fast
+            not_available_duration=(0, 0, 0, 0, 0, 0, 600_000),
             retry_times_when_send_failed=0,  # so that every send that met the dead broker says so
         ) as producer:
             for i in range(400):
@@ -243,7 +255,7 @@ async def test_a_killed_group_makes_producers_move_to_the_other_group(tmp_path: 
 
 
 async def create_topic_on_all(cluster: LocalCluster) -> None:
-    await create_topic(cluster.namesrv_addr)
+    await create_topic(cluster.namesrv_addr, groups=2)
 
 
 async def test_a_lagging_consumer_is_sent_to_the_slave_when_slave_reads_are_enabled(tmp_path: Path) -> None:
@@ -264,7 +276,7 @@ async def test_a_lagging_consumer_is_sent_to_the_slave_when_slave_reads_are_enab
         async def slave_synced() -> bool:
             return len(await stored_bodies(slave.addr, TOPIC, queues=4)) == len(bodies)
 
-        await eventually(slave_synced, 30, "the slave synced the topic")
+        await eventually(slave_synced, 30, "the slave synced the topic", interval=POLL)
 
         async def pulled(addr: str) -> int:
             async with AdminClient(namesrv_addr=cluster.namesrv_addr) as admin:
@@ -292,7 +304,7 @@ async def test_a_lagging_consumer_is_sent_to_the_slave_when_slave_reads_are_enab
             async def all_received() -> bool:
                 return received == set(bodies)
 
-            await eventually(all_received, 60, "every message consumed")
+            await eventually(all_received, 60, "every message consumed", interval=POLL)
             # the master answered the first pulls with suggestWhichBrokerId=1, the rest came from the slave
             assert await pulled(slave.addr) > before
 
@@ -303,4 +315,6 @@ async def test_a_lagging_consumer_is_sent_to_the_slave_when_slave_reads_are_enab
                 on_slave = [await committed_offset(slave.addr, "ha_lagging", q) for q in range(4)]
                 return sum(on_master) == len(bodies) and on_slave == on_master
 
-            await eventually(offsets_everywhere, 40, "the slave synced the group's offsets from the master")
+            await eventually(
+                offsets_everywhere, 40, "the slave synced the group's offsets from the master", interval=POLL
+            )

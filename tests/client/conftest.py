@@ -1,12 +1,13 @@
 """Shared set-up of the client tests: a real embedded name server + broker per test (short delay
-levels), short client intervals, topic names from the test id, and a polling helper."""
+levels), short client intervals, topic names from the test id, and helpers that wait for what they
+need (routes, a dead-lettered message, stored messages). Waiting itself is ``tests.waiting``."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from finchmq.client import AdminClient, Message, MessageExt, NoRouteError, Produ
 from finchmq.client.results import SendResult
 from finchmq.protocol.message import decode_stored_all
 from finchmq.testing import EmbeddedServer
+from tests.waiting import DEFAULT_TIMEOUT, eventually
 
 # Retries come back after 1 s instead of 10 s, 30 s, 1 min... The broker sheds sends queued for
 # half of waitTimeMillsInSendQueue (100 ms by default): on a loaded test machine that would make
@@ -59,23 +61,6 @@ def name(request: pytest.FixtureRequest) -> str:
     return f"{base}_{time.monotonic_ns() % 100000}"
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, interval: float = 0.05) -> None:
-    """Poll ``predicate`` until true; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(interval)
-
-
-async def wait_until_async(predicate: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(0.05)
-
-
 async def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
     """Create ``topic`` with ``queues`` read/write queues and wait until the name server routes it."""
     async with AdminClient(namesrv_addr=namesrv) as admin:
@@ -88,7 +73,7 @@ async def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
                 return False
             return sum(q.read_queue_nums for q in route.queue_datas) == queues
 
-        await wait_until_async(routed)
+        await eventually(routed, what=f"the name server routes {topic} to {queues} queues")
 
 
 async def produce(
@@ -114,14 +99,17 @@ async def dead_letter(server: EmbeddedServer, group: str) -> MessageExt:
     assert server.broker is not None
     store = server.broker.store
     dead = f"%DLQ%{group}"
-    await wait_until(lambda: store.get_max_offset_in_queue(dead, 0) == 1, timeout=10)
+    await eventually(lambda: store.get_max_offset_in_queue(dead, 0) == 1, what=f"a message in {dead}")
     with store.get_message("check", dead, 0, 0, 1) as result:
         [msg] = decode_stored_all(result.body())
     return msg
 
 
-async def pull_all(namesrv: str, topic: str, expected: int, timeout: float = 15.0) -> list[MessageExt]:
-    """Every message of ``topic`` read with the low-level pull API, once ``expected`` are there."""
+async def pull_all(
+    namesrv: str, topic: str, expected: int, timeout: float = DEFAULT_TIMEOUT
+) -> list[MessageExt]:
+    """Every message of ``topic`` read with the low-level pull API, once ``expected`` are there
+    (what is there after ``timeout`` s otherwise: the caller's assertion shows what was missing)."""
     found: dict[tuple[int, int], MessageExt] = {}
     async with PullConsumer(
         "pull_checker", namesrv_addr=namesrv, instance_name=f"checker-{time.monotonic_ns()}"
@@ -143,4 +131,4 @@ async def pull_all(namesrv: str, topic: str, expected: int, timeout: float = 15.
                     offset = result.next_begin_offset
             if len(found) >= expected or time.monotonic() > deadline:
                 return [found[k] for k in sorted(found)]
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # polling interval

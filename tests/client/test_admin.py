@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from finchmq.client import (
     AdminClient,
     ConsumeConcurrentlyStatus,
     Message,
+    MessageExt,
     MessageQueue,
     MQBrokerError,
     NoRouteError,
@@ -22,6 +23,7 @@ from finchmq.client import (
 from finchmq.client.sync import BlockingProducer, BlockingPushConsumer
 from finchmq.protocol.codes import ResponseCode
 from finchmq.testing import EmbeddedServer
+from tests.waiting import wait_until
 
 from .conftest import FAST_CLIENT, create_topic, produce
 
@@ -82,9 +84,7 @@ def test_cli_admin_commands(server: EmbeddedServer, name: str, capsys: pytest.Ca
 
     out = run("updateTopic", "-t", name, "-c", "DefaultCluster", "-r", "2", "-w", "2")
     assert f"create topic to {server.broker_addr} success." in out
-    deadline = time.monotonic() + 10
-    while name not in run("topicList") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: name in run("topicList"), what=f"{name} in topicList")
     route = json.loads(run("topicRoute", "-t", name, "--json"))
     assert route["queueDatas"][0]["readQueueNums"] == 2
     sent = json.loads(
@@ -111,6 +111,11 @@ def test_cli_admin_commands(server: EmbeddedServer, name: str, capsys: pytest.Ca
 
     # a live group: connection, progress with lag, reset by time
     consumed: list[bytes] = []
+
+    def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        consumed.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS  # (None would mean RECONSUME_LATER)
+
     with BlockingProducer("pg", namesrv_addr=ns, instance_name="cli-producer") as producer:
         for i in range(6):
             producer.send(Message(name, f"p{i}".encode()))
@@ -118,23 +123,29 @@ def test_cli_admin_commands(server: EmbeddedServer, name: str, capsys: pytest.Ca
             group, namesrv_addr=ns, instance_name="cli-consumer", persist_consumer_offset_interval=300
         )
         consumer.subscribe(name)
-        consumer.register_message_listener(lambda msgs, ctx: consumed.extend(m.body for m in msgs) or None)  # type: ignore[func-returns-value]
+        consumer.register_message_listener(listener)
+        everything = sorted([b"hello cli"] + [f"p{i}".encode() for i in range(6)])
         with consumer:
-            deadline = time.monotonic() + 10
-            while len(consumed) < 7 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(0.8)
+            wait_until(lambda: len(consumed) >= 7, what="the consumer got the 7 messages")
+            assert sorted(consumed) == everything
             conn = run("consumerConnection", "-g", group)
             assert "cli-consumer" in conn and "PYTHON" in conn and f"%RETRY%{group}" in conn
-            progress = json.loads(run("consumerProgress", "-g", group, "--json"))
+
+            def committed() -> dict[str, object] | None:
+                progress = json.loads(run("consumerProgress", "-g", group, "--json"))
+                offsets = sum(q["consumerOffset"] for q in progress["queues"] if q["topic"] == name)
+                return progress if progress["diffTotal"] == 0 and offsets == 7 else None
+
+            # the offsets reach the broker with the consumer's next persist (every 300 ms)
+            progress = wait_until(committed, what="the group's 7 offsets committed on the broker")
             assert progress["diffTotal"] == 0
-            assert sum(q["consumerOffset"] for q in progress["queues"] if q["topic"] == name) == 7
             table = json.loads(run("resetOffsetByTime", "-g", group, "-t", name, "-s", "0", "--json"))
             assert sum(q["offset"] for q in table) == 0
-            deadline = time.monotonic() + 15
-            while len(consumed) < 14 and time.monotonic() < deadline:
-                time.sleep(0.05)
-    assert len(consumed) >= 14, "the reset made the consumer read everything again"
+            wait_until(  # the reset made the consumer read everything again
+                lambda: all(Counter(consumed)[body] >= 2 for body in everything),
+                what="each of the 7 messages consumed again",
+            )
+    assert sorted(set(consumed)) == everything
     assert run("deleteTopic", "-t", name).startswith("delete topic")
 
 
@@ -177,18 +188,16 @@ def test_cli_group_perm_and_name_server_commands(
     assert config[broker]["brokerName"] == "broker-a"
 
     run("updateTopic", "-t", name, "-c", "DefaultCluster", "-r", "2", "-w", "2")
-    deadline = time.monotonic() + 30
-    while "DefaultCluster" not in run("topicClusterList", "-t", name) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: "DefaultCluster" in run("topicClusterList", "-t", name), what="the topic's cluster")
     assert run("topicClusterList", "-t", name).split() == ["DefaultCluster"]
 
     with BlockingProducer("pg_" + name, namesrv_addr=ns, heartbeat_broker_interval=500) as producer:
         for i in range(3):
             producer.send(Message(name, b"m%d" % i))
-        deadline = time.monotonic() + 60
-        while main(["admin", "producerConnection", "-g", "pg_" + name, "-t", name, "-n", ns]) != 0:
-            assert time.monotonic() < deadline, "the producer's heartbeat never reached the broker"
-            time.sleep(0.2)  # registered by its next heartbeat
+        wait_until(  # registered by its next heartbeat
+            lambda: main(["admin", "producerConnection", "-g", "pg_" + name, "-t", name, "-n", ns]) == 0,
+            what="the producer's heartbeat reached the broker",
+        )
         capsys.readouterr()
         connections = run("producerConnection", "-g", "pg_" + name, "-t", name)
         assert connections.startswith("0001  ") and "PYTHON" in connections
@@ -312,10 +321,10 @@ def test_cli_messages_stats_and_consumer_status(
     consumer.subscribe(name, "*")
     consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
     with consumer:
-        deadline = time.monotonic() + 60
-        while main(["admin", "consumerConnection", "-g", group, "-n", ns]) != 0:
-            assert time.monotonic() < deadline, "the consumer never showed up"
-            time.sleep(0.2)
+        wait_until(
+            lambda: main(["admin", "consumerConnection", "-g", group, "-n", ns]) == 0,
+            what="the consumer's heartbeat reached the broker",
+        )
         capsys.readouterr()
         status = run("consumerStatus", "-g", group).splitlines()
         assert status[0].split() == ["#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile"]
@@ -323,7 +332,13 @@ def test_cli_messages_stats_and_consumer_status(
         assert (index, version) == ("1", "V4_9_8") and client_id.endswith("@status")
         assert (tmp_path / path).read_text().startswith("#Consumer Properties#\n")
         assert "Same subscription in the same group of consumer" in status
-        one = run("consumerStatus", "-g", group, "-i", client_id)
+
+        def with_queues() -> str | None:
+            out = run("consumerStatus", "-g", group, "-i", client_id)
+            return out if "ProcessQueueInfo [commitOffset=" in out else None
+
+        # its queues are listed once its first rebalance (after its heartbeat) is done
+        one = wait_until(with_queues, what="the consumer's queues in its running info")
         assert one.startswith("#Consumer Properties#\n")
         subscriptions = one.split("#Consumer Subscription#\n")[1].split("\n\n")[0].splitlines()
         assert subscriptions == [  # Java's TreeSet order: topic@expression
@@ -336,13 +351,13 @@ def test_cli_messages_stats_and_consumer_status(
         with BlockingProducer("pg2_" + name, namesrv_addr=ns) as producer:
             producer.send(Message.create(name, b"late", tags="TagA"))
         consumed = f"MessageTrack [consumerGroup={group}, trackType=CONSUMED, exceptionDesc=null]"
-        deadline = time.monotonic() + 60
-        while (
-            run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "4").splitlines()[-1]
-            != consumed
-        ):
-            assert time.monotonic() < deadline, "the group never committed past the new message"
-            time.sleep(0.2)
+        wait_until(
+            lambda: (
+                run("queryMsgByOffset", "-t", name, "-b", "broker-a", "-i", "0", "-o", "4").splitlines()[-1]
+                == consumed
+            ),
+            what="the group committed past the new message",
+        )
         statsjson = json.loads(run("statsAll", "-t", name, "--json"))
         assert [(r["topic"], r["group"]) for r in statsjson] == [(name, group)]
 

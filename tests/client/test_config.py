@@ -22,7 +22,9 @@ from finchmq.client.config import parse_consume_timestamp
 
 
 def test_push_consumer_defaults_are_seed_002s() -> None:
+    before = time.time()
     c = PushConsumerConfig(consumer_group="g")
+    after = time.time()
     assert c.instance_name == "DEFAULT"
     assert c.message_model is MessageModel.CLUSTERING
     assert c.consume_from_where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
@@ -49,8 +51,8 @@ def test_push_consumer_defaults_are_seed_002s() -> None:
     assert c.pull_max_idle_time == 120_000
     assert c.max_time_consume_continuously == 60_000
     assert isinstance(c.allocate_message_queue_strategy, AllocateMessageQueueAveragely)
-    # consumeTimestamp: half an hour ago, yyyyMMddHHmmss
-    assert abs(parse_consume_timestamp(c.consume_timestamp) / 1000 - (time.time() - 1800)) < 5
+    # consumeTimestamp: half an hour before it was made, yyyyMMddHHmmss (whole seconds)
+    assert int(before) - 1800 <= parse_consume_timestamp(c.consume_timestamp) / 1000 <= after - 1800
 
 
 def test_client_defaults() -> None:

@@ -18,8 +18,9 @@ from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.protocol.bodies import ConsumeType
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP
 from finchmq.testing import EmbeddedServer
+from tests.waiting import eventually
 
-from .conftest import FAST_CLIENT, create_topic, wait_until
+from .conftest import FAST_CLIENT, create_topic
 
 
 async def test_producers_and_consumers_of_a_process_share_one_instance(
@@ -38,14 +39,14 @@ async def test_producers_and_consumers_of_a_process_share_one_instance(
         await producer.send(Message(name, b"x"))
         assert server.broker is not None
         broker = server.broker
-        await wait_until(lambda: broker.consumer_manager.get("cg_shared") is not None)
+        await eventually(lambda: broker.consumer_manager.get("cg_shared") is not None)
         group = broker.consumer_manager.get("cg_shared")
         assert group is not None and group.consume_type is ConsumeType.CONSUME_PASSIVELY
         assert group.message_model is MessageModel.CLUSTERING
         assert group.find_channel(instance.client_id) is not None
-        await wait_until(lambda: "pg_shared" in broker.producer_manager.groups)
+        await eventually(lambda: "pg_shared" in broker.producer_manager.groups)
     assert instance.state is ServiceState.SHUTDOWN_ALREADY, "the last user shut it down"
-    await wait_until(lambda: broker.consumer_manager.get("cg_shared") is None, timeout=5)
+    await eventually(lambda: broker.consumer_manager.get("cg_shared") is None)
 
 
 async def test_instances_per_name_and_loop(namesrv: str) -> None:
@@ -69,10 +70,10 @@ async def test_routes_refresh_and_offline_brokers_are_forgotten(namesrv: str, na
         assert "broker-a" in instance.broker_addr_table
         # a broker that no route mentions any more is dropped by the periodic clean-up
         instance.broker_addr_table["ghost"] = {0: "127.0.0.1:1"}
-        await wait_until(lambda: "ghost" not in instance.broker_addr_table, timeout=5)
+        await eventually(lambda: "ghost" not in instance.broker_addr_table)
         # the route is refreshed periodically: a queue count change is picked up
         await create_topic(namesrv, name, 4)
-        await wait_until(lambda: len(p._publish_info[name].message_queue_list) == 4, timeout=5)
+        await eventually(lambda: len(p._publish_info[name].message_queue_list) == 4)
 
 
 async def test_find_broker_helpers(namesrv: str, name: str) -> None:
@@ -105,7 +106,7 @@ async def test_running_info_with_its_jstack(namesrv: str, name: str) -> None:
     async with consumer:
         info = consumer.instance.consumer_running_info("cg_info")
         assert consumer.instance.consumer_running_info("no-such-group") is None
-        await wait_until(lambda: len(consumer.rebalance.process_queue_table) > 0)
+        await eventually(lambda: len(consumer.rebalance.process_queue_table) > 0)
         async with AdminClient(namesrv_addr=namesrv) as admin:
             dumped = await admin.consumer_running_info("cg_info", consumer.client_id, jstack=True)
     assert dumped.jstack is not None and "finchmq-instance" in dumped.jstack, "asyncio tasks, Java's jstack"

@@ -23,8 +23,9 @@ from finchmq.client import (
 )
 from finchmq.client.consumer.consume_orderly import ConsumeMessageOrderlyService
 from finchmq.testing import EmbeddedServer
+from tests.waiting import eventually
 
-from .conftest import FAST_CLIENT, create_topic, dead_letter, wait_until
+from .conftest import FAST_CLIENT, create_topic, dead_letter
 
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
 
@@ -95,7 +96,7 @@ async def test_order_is_kept_per_key_through_failures(
     checker = OrderChecker(fail_ratio=0.2)
     c = make(namesrv, f"g_{name}", name, checker, consume_message_batch_max_size=3)
     async with c:
-        await wait_until(lambda: checker.total_done() >= 200, timeout=30)
+        await eventually(lambda: checker.total_done() >= 200)
         held = {mq for mq in c.rebalance.process_queue_table if mq.topic == name}
         assert server.broker is not None
         locks = server.broker.rebalance_lock_manager
@@ -116,7 +117,7 @@ async def test_one_member_per_queue_and_order_kept_when_members_change(
     b = make(namesrv, group, name, checker, instance_name="orderly-B")
     await a.start()
     producing = asyncio.get_running_loop().create_task(produce_ordered(namesrv, name, keys=8, per_key=40))
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # scenario: A consumes alone for a while before B joins
     await b.start()
     try:
 
@@ -129,7 +130,7 @@ async def test_one_member_per_queue_and_order_kept_when_members_change(
             }
             return len(mine_a) == 2 and len(mine_b) == 2 and not mine_a & mine_b
 
-        await wait_until(split, timeout=15)
+        await eventually(split)
         assert server.broker is not None
         locks = server.broker.rebalance_lock_manager
         for c in (a, b):
@@ -138,7 +139,7 @@ async def test_one_member_per_queue_and_order_kept_when_members_change(
                     assert locks.holder(group, mq) == c.client_id
         await b.close()
         await producing
-        await wait_until(lambda: checker.total_done() >= 320, timeout=40)
+        await eventually(lambda: checker.total_done() >= 320, timeout=40)
     finally:
         await b.close()
         await a.close()
@@ -151,10 +152,10 @@ async def test_locks_are_renewed(namesrv: str, name: str) -> None:
     await create_topic(namesrv, name, 2)
     c = make(namesrv, f"g_{name}", name, OrderChecker(), rebalance_lock_interval=300)
     async with c:
-        await wait_until(lambda: sum(mq.topic == name for mq in c.rebalance.process_queue_table) == 2)
+        await eventually(lambda: sum(mq.topic == name for mq in c.rebalance.process_queue_table) == 2)
         pq = next(pq for mq, pq in c.rebalance.process_queue_table.items() if mq.topic == name)
         first = pq.last_lock_timestamp
-        await wait_until(lambda: pq.last_lock_timestamp > first + 250, timeout=5)
+        await eventually(lambda: pq.last_lock_timestamp > first + 250)
         assert pq.locked
 
 
@@ -174,7 +175,7 @@ async def test_a_message_failing_too_often_goes_to_the_dlq(
             await p.send(Message(name, body))
     c = make(namesrv, group, name, listener, max_reconsume_times=2)
     async with c:
-        await wait_until(lambda: ("after", 0) in seen, timeout=15)
+        await eventually(lambda: ("after", 0) in seen)
     assert [s for s in seen if s[0] == "poison"] == [("poison", 0), ("poison", 1), ("poison", 2)]
     assert seen.index(("poison", 2)) < seen.index(("after", 0)), "the queue waited for the poison message"
     msg = await dead_letter(server, group)
@@ -189,7 +190,7 @@ async def test_a_busy_queue_yields_after_max_time_consume_continuously(namesrv: 
 
     def slow(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
         calls.append(time.monotonic())
-        time.sleep(0.02)
+        time.sleep(0.02)  # a slow listener on purpose: 30 calls outlast several 60 ms turns
         return checker.consume_message(msgs, ctx)
 
     c = make(namesrv, f"g_{name}", name, slow, max_time_consume_continuously=60)
@@ -204,6 +205,6 @@ async def test_a_busy_queue_yields_after_max_time_consume_continuously(namesrv: 
             submit_later(pq, mq, delay_ms)  # type: ignore[arg-type]
 
         service._submit_later = counting  # type: ignore[method-assign]
-        await wait_until(lambda: checker.total_done() >= 30, timeout=20)
+        await eventually(lambda: checker.total_done() >= 30)
     assert checker.done["order-0"] == list(range(30)), "resubmitted requests keep the order"
     assert yields.count(10) >= 4, "600 ms of work in 60 ms turns: the request gave the queue up and came back"

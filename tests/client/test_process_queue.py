@@ -62,10 +62,11 @@ def test_out_of_order_put_keeps_the_map_sorted() -> None:
 
 def test_expiry_and_info() -> None:
     pq = ProcessQueue()
+    # 5 s ago: expired for a 1 s limit, and not for an hour's however long this line takes
     pq.last_pull_timestamp = int(time.time() * 1000) - 5000
-    assert pq.is_pull_expired(1000) and not pq.is_pull_expired(10_000)
+    assert pq.is_pull_expired(1000) and not pq.is_pull_expired(3_600_000)
     pq.last_lock_timestamp = int(time.time() * 1000) - 5000
-    assert pq.is_lock_expired(1000) and not pq.is_lock_expired(10_000)
+    assert pq.is_lock_expired(1000) and not pq.is_lock_expired(3_600_000)
     pq.put_message(msgs(7, 9))
     pq.take_messages(1)
     info = pq.fill_process_queue_info(commit_offset=7)

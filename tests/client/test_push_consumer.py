@@ -31,14 +31,17 @@ from finchmq.client import (
     PushConsumer,
     ReadOffsetType,
 )
+from finchmq.client.consumer.process_queue import PullRequest
 from finchmq.protocol.bodies import CMResult, GetConsumerStatusBody, OffsetSerializeWrapper
 from finchmq.protocol.codes import RequestCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.headers import GetConsumerStatusRequestHeader
 from finchmq.protocol.message import HostAddress
+from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.testing import EmbeddedServer
+from tests.waiting import eventually
 
-from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, dead_letter, produce, pull_all, wait_until
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, dead_letter, produce, pull_all
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -67,24 +70,31 @@ class Recorder:
             return [m.body.decode() for m in self.msgs]
 
 
-async def consume_from_first(
-    namesrv: str, group: str, topic: str, count: int, *, drain: bool = False, **kwargs: Any
-) -> Recorder:
+async def caught_up(c: PushConsumer, topic: str) -> None:
+    """Wait until ``c`` has consumed every message of ``topic`` stored so far: its offset of each
+    queue is the queue's end. Everything it was going to be handed (a message delivered again
+    included) has then been handed to the listener, and closing it commits the end."""
+    queues = await eventually(
+        lambda: c.rebalance.topic_subscribe_info_table.get(topic), what=f"the queues of {topic}"
+    )
+    ends = {mq: await c.instance.max_offset(mq) for mq in queues}
+    store = c.offset_store
+    await eventually(
+        lambda: all(store.read_offset_from_memory(mq) == end for mq, end in ends.items()),
+        what=f"{topic} consumed to its end {ends}",
+    )
+
+
+async def consume_from_first(namesrv: str, group: str, topic: str, count: int, **kwargs: Any) -> Recorder:
     """Run a member of ``group`` from the first offset until ``count`` messages of ``topic``
-    arrived; then until every one is processed (``drain``: its offset is final) or for 0.5 s
-    more (a message delivered again would show)."""
+    arrived and it has consumed the topic to its end."""
     rec = Recorder()
     c = consumer(namesrv, group, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kwargs)
     c.subscribe(topic)
     c.register_message_listener(rec)
     async with c:
-        await wait_until(lambda: len(rec.msgs) >= count)
-        if drain:
-            await wait_until(
-                lambda: all(pq.msg_count == 0 for pq in c.rebalance.process_queue_table.values())
-            )
-        else:
-            await asyncio.sleep(0.5)
+        await eventually(lambda: len(rec.msgs) >= count, what=f"{count} messages")
+        await caught_up(c, topic)
     return rec
 
 
@@ -104,10 +114,12 @@ async def test_consumes_every_matching_message_and_subscribes_the_retry_topic(
     c.subscribe(name, "TagA || TagB")
     c.register_message_listener(rec)
     async with c:
-        await wait_until(lambda: len(rec.msgs) >= 20)
-        # the TagC messages count as consumed too (correctTagsOffset): the offsets pass them
-        await wait_until(lambda: sum(c.offset_store.clone_offset_table(name).values()) == 30)
-        await asyncio.sleep(0.3)
+        await eventually(lambda: len(rec.msgs) >= 20, what="20 messages")
+        # the TagC messages count as consumed too (correctTagsOffset): the offsets pass them, and
+        # so past every message there is: nothing else can be delivered
+        await eventually(
+            lambda: sum(c.offset_store.clone_offset_table(name).values()) == 30, what="offsets at 30"
+        )
         async with AdminClient(namesrv_addr=namesrv) as admin:
             conn = await admin.consumer_connection(f"g_{name}")
     assert sorted(rec.bodies()) == sorted([f"TagA{i}" for i in range(10)] + [f"TagB{i}" for i in range(10)])
@@ -164,8 +176,10 @@ async def test_where_a_new_group_starts(
 ) -> None:
     await create_topic(namesrv, name, 1)
     await produce(namesrv, name, 3, prefix="old")
-    await asyncio.sleep(1.1)
-    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(time.time()))
+    # the timestamp (whole seconds) must be later than the old messages' store times
+    stored = time.time()
+    await eventually(lambda: int(time.time()) > stored, what="the next second")
+    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime())
     rec = Recorder()
     store = MemoryOffsetStore()
     assert isinstance(store, OffsetStore)
@@ -173,11 +187,13 @@ async def test_where_a_new_group_starts(
     c.subscribe(name)
     c.register_message_listener(rec)
     async with c:
-        await wait_until(lambda: len(c.rebalance.process_queue_table) == 2)  # the topic, its retry topic
-        await asyncio.sleep(0.3)
+        # the topic and its retry topic; a queue is listed once its start offset is computed
+        await eventually(lambda: len(c.rebalance.process_queue_table) == 2, what="both queues assigned")
         await produce(namesrv, name, 3, prefix="new")
-        await wait_until(lambda: expected <= set(rec.bodies()))
-        await asyncio.sleep(0.3)
+        await eventually(lambda: expected <= set(rec.bodies()), what=f"{sorted(expected)} consumed")
+        # consumed to the end of the queue: whatever else was to be delivered has been
+        mq = MessageQueue(name, "broker-a", 0)
+        await eventually(lambda: store.read_offset_from_memory(mq) == 6, what="the queue consumed to 6")
     got = set(rec.bodies())
     if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
         assert got - expected <= {"old2"}
@@ -202,15 +218,22 @@ async def test_failures_are_retried_then_dead_lettered(
     )
     c.subscribe(name)
     c.register_message_listener(listener)
+    assert server.broker is not None
+    store = server.broker.store
     async with c:
-        await wait_until(lambda: len([s for s in seen if s[0] == "m1"]) >= 3, timeout=20)
-        await asyncio.sleep(1.5)
+        await eventually(lambda: len([s for s in seen if s[0] == "m1"]) >= 3, what="m1 consumed 3 times")
+        # The third failure's send-back dead-letters m1 instead of retrying it: the broker then
+        # holds exactly the two retries (each went through the schedule topic), so m1 cannot be
+        # delivered again.
+        msg = await dead_letter(server, group)
+        scheduled = sum(store.get_max_offset_in_queue(SCHEDULE_TOPIC, q) for q in range(18))
+        retried = store.get_max_offset_in_queue(f"%RETRY%{group}", 0)
+    assert msg.body == b"m1" and msg.properties["RETRY_TOPIC"] == name
+    assert (scheduled, retried) == (2, 2), "two retries, then the DLQ instead of a third"
     retries = [s for s in seen if s[0] == "m1"]
     assert [r[2] for r in retries] == [0, 1, 2], "consumed once, then retried max_reconsume_times=2 times"
     assert {r[1] for r in retries} == {name}, "a retried message shows its original topic"
     assert [s for s in seen if s[0] == "m0"] == [("m0", name, 0)]
-    msg = await dead_letter(server, group)
-    assert msg.body == b"m1" and msg.properties["RETRY_TOPIC"] == name
 
 
 async def test_ack_index_acknowledges_part_of_a_batch(namesrv: str, name: str) -> None:
@@ -233,7 +256,7 @@ async def test_ack_index_acknowledges_part_of_a_batch(namesrv: str, name: str) -
     c.subscribe(name)
     c.register_message_listener(listener)
     async with c:
-        await wait_until(lambda: sum(len(x) for x in calls) >= 6, timeout=20)
+        await eventually(lambda: sum(len(x) for x in calls) >= 6, what="m2 and m3 consumed again")
     assert calls[0] == [("m0", 0), ("m1", 0), ("m2", 0), ("m3", 0)]
     assert sorted(x for call in calls[1:] for x in call) == [("m2", 1), ("m3", 1)]
 
@@ -252,7 +275,7 @@ async def test_send_back_falls_back_to_the_inner_producer(namesrv: str, name: st
             reconsume_times=0,
         )
         await c.send_message_back(lost, 0, broker_name="no-such-broker")
-        [retry] = await pull_all(namesrv, f"%RETRY%{group}", 1, timeout=10)
+        [retry] = await pull_all(namesrv, f"%RETRY%{group}", 1)
     assert retry.body == b"payload" and retry.properties["color"] == "blue"
     assert retry.properties["RETRY_TOPIC"] == name and retry.reconsume_times == 1
 
@@ -284,9 +307,10 @@ async def test_when_sending_back_fails_the_message_is_consumed_again_locally(nam
     c.subscribe(name)
     c.register_message_listener(listener)
     async with c:
-        await wait_until(lambda: len(times) >= 2, timeout=15)
-        await wait_until(lambda: c.offset_store.read_offset_from_memory(queues[0]) == 1)
-    assert 4.5 < times[1] - times[0] < 7, "submitConsumeRequestLater: 5 s"
+        await eventually(lambda: len(times) >= 2, what="consumed again")
+        await eventually(lambda: c.offset_store.read_offset_from_memory(queues[0]) == 1, what="offset 1")
+    # submitConsumeRequestLater: 5 s after the failure (a lower bound: a slow machine only adds)
+    assert times[1] - times[0] >= 4.9
     assert queues[0] == queues[1]
 
 
@@ -300,7 +324,7 @@ async def test_expired_consumption_is_given_back_after_consume_timeout(namesrv: 
         m = msgs[0]
         seen.append((m.body.decode(), m.reconsume_times))
         if m.body == b"m0" and m.reconsume_times == 0:
-            release.wait(10)
+            release.wait(60)  # stuck until the test has seen it given back
         return OK
 
     c = consumer(
@@ -314,8 +338,10 @@ async def test_expired_consumption_is_given_back_after_consume_timeout(namesrv: 
     try:
         async with c:
             mq = MessageQueue(name, "broker-a", 0)
-            await wait_until(lambda: c.offset_store.read_offset_from_memory(mq) == 2, timeout=10)
-            await wait_until(lambda: ("m0", 1) in seen, timeout=10)
+            await eventually(
+                lambda: c.offset_store.read_offset_from_memory(mq) == 2, what="m0 given back, offset 2"
+            )
+            await eventually(lambda: ("m0", 1) in seen, what="m0 consumed again from the retry topic")
             release.set()
     finally:
         release.set()
@@ -341,7 +367,7 @@ async def test_hooks_run_around_every_listener_call(namesrv: str, name: str) -> 
     c.register_message_listener(Recorder())
     c.register_consume_message_hook(Hook())
     async with c:
-        await wait_until(lambda: len(events) >= 6)
+        await eventually(lambda: len(events) >= 6, what="6 hook calls")
     for body in ("h0", "h1", "h2"):
         assert events.index(("before", body, False)) < events.index(("after", body, True))
 
@@ -356,7 +382,7 @@ async def test_async_listener_runs_on_the_loop(namesrv: str, name: str) -> None:
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the listener waits: the others may run meanwhile
         running -= 1
         got.extend(m.body.decode() for m in msgs)
         return OK
@@ -371,31 +397,60 @@ async def test_async_listener_runs_on_the_loop(namesrv: str, name: str) -> None:
     c.subscribe(name)
     c.register_message_listener(listener)
     async with c:
-        await wait_until(lambda: len(got) >= 30)
+        await eventually(lambda: len(got) >= 30, what="30 messages")
     assert sorted(got) == sorted(f"a{i}" for i in range(30))
     assert 1 < peak <= 4, "concurrent, bounded by consume_thread_max"
 
 
-async def test_suspend_stops_pulling_and_resume_restarts(namesrv: str, name: str) -> None:
+async def test_suspend_stops_pulling_and_resume_restarts(
+    server: EmbeddedServer, namesrv: str, name: str
+) -> None:
     await create_topic(namesrv, name, 2)
+    assert server.broker is not None
+    hold = server.broker.pull_hold_service
     rec = Recorder()
     c = consumer(namesrv, f"g_{name}")
     c.subscribe(name)
     c.register_message_listener(rec)
+    handed: list[tuple[int, bool]] = []  # (queue id, suspended) per pull request the pull service ran
+    pulled_while_suspended: list[int] = []
+
+    def put_off_since(mark: int) -> bool:
+        """Each queue's pull request came round (so no pull of it is in flight) while suspended."""
+        return {queue for queue, suspended in handed[mark:] if suspended} == {0, 1}
+
     async with c:
-        await wait_until(lambda: sum(mq.topic == name for mq in c.rebalance.process_queue_table) == 2)
-        await asyncio.sleep(0.5)
+        pull_message, api = c.pull_message, c._pull_api
+        assert api is not None
+        send = api.pull_kernel_raw
+
+        def watched_pull_message(request: PullRequest) -> None:
+            if request.message_queue.topic == name:
+                handed.append((request.message_queue.queue_id, c.paused))
+            pull_message(request)
+
+        def watched_send(mq: MessageQueue, *args: Any) -> Any:
+            if mq.topic == name and c.paused:
+                pulled_while_suspended.append(mq.queue_id)
+            return send(mq, *args)
+
+        c.pull_message = watched_pull_message  # type: ignore[method-assign]
+        api.pull_kernel_raw = watched_send  # type: ignore[method-assign]
+        await eventually(
+            lambda: all((name, q) in hold._table for q in (0, 1)), what="a pull of each queue held"
+        )
         c.suspend()
-        await asyncio.sleep(0.2)
-        await produce(namesrv, name, 5)
-        await asyncio.sleep(2.5)  # a held long poll may still deliver what arrived first
-        before = len(rec.msgs)
+        await produce(namesrv, name, 5)  # wakes the held pulls: what they bring is still delivered
+        await eventually(lambda: put_off_since(0), what="the held pulls answered, the next ones put off")
+        mark = len(handed)
         await produce(namesrv, name, 5, prefix="late")
-        await asyncio.sleep(1.5)
+        await eventually(lambda: put_off_since(mark), what="each queue's next pull put off again")
         assert not any(b.startswith("late") for b in rec.bodies()), "suspended: no new pull"
         c.resume()
-        await wait_until(lambda: len(rec.msgs) >= 10)
-    assert before <= 5
+        expected = [f"m{i}" for i in range(5)] + [f"late{i}" for i in range(5)]
+        await eventually(lambda: set(rec.bodies()) >= set(expected), what="all 10 consumed after resume")
+    assert pulled_while_suspended == [], "suspended: no pull was sent"
+    assert sorted(rec.bodies()) == sorted(expected)
 
 
 async def test_broadcasting_gives_every_member_everything_and_keeps_offsets_in_a_file(
@@ -419,7 +474,9 @@ async def test_broadcasting_gives_every_member_everything_and_keeps_offsets_in_a
         await c.start()
         members.append(c)
     await produce(namesrv, name, 10)
-    await wait_until(lambda: all(len(r.msgs) >= 10 for r in recs))
+    await eventually(lambda: all(len(r.msgs) >= 10 for r in recs), what="10 messages each")
+    for c in members:  # then closing them writes the final offsets
+        await caught_up(c, name)
     client_id = members[0].client_id
     for c in members:
         await c.close()
@@ -446,7 +503,7 @@ async def test_offsets_survive_a_consumer_restart(namesrv: str, name: str) -> No
     await create_topic(namesrv, name, 4)
     group = f"g_{name}"
     await produce(namesrv, name, 40, prefix="a")
-    await consume_from_first(namesrv, group, name, 40, drain=True)
+    await consume_from_first(namesrv, group, name, 40)
     await produce(namesrv, name, 20, prefix="b")
     second = await consume_from_first(namesrv, group, name, 20)
     assert sorted(second.bodies()) == sorted(f"b{i}" for i in range(20)), "committed on close: no re-delivery"
@@ -459,7 +516,7 @@ async def test_offsets_survive_a_broker_restart(
     group = f"g_{name}"
     server = finchmq_server_factory(FAST_BROKER, data_dir=data)
     await produce(server.namesrv_addr, name, 30, prefix="a")
-    await consume_from_first(server.namesrv_addr, group, name, 30, drain=True)
+    await consume_from_first(server.namesrv_addr, group, name, 30)
     await asyncio.to_thread(server.stop)
     server = finchmq_server_factory(FAST_BROKER, data_dir=data)
     await produce(server.namesrv_addr, name, 10, prefix="b")
@@ -467,25 +524,35 @@ async def test_offsets_survive_a_broker_restart(
     assert sorted(second.bodies()) == sorted(f"b{i}" for i in range(10))
 
 
-async def test_broker_reset_offset_request_is_honoured(namesrv: str, name: str) -> None:
+async def test_broker_reset_offset_request_is_honoured(
+    server: EmbeddedServer, namesrv: str, name: str
+) -> None:
     await create_topic(namesrv, name, 2)
     group = f"g_{name}"
+    assert server.broker is not None
+    offsets = server.broker.consumer_offset_manager
     rec = Recorder()
     c = consumer(namesrv, group)
     c.subscribe(name)
     c.register_message_listener(rec)
     async with c:
-        await wait_until(lambda: sum(mq.topic == name for mq in c.rebalance.process_queue_table) == 2)
-        await asyncio.sleep(0.3)
+        # a queue is listed once its start offset (the end: a new group) is computed
+        await eventually(
+            lambda: sum(mq.topic == name for mq in c.rebalance.process_queue_table) == 2,
+            what="both queues assigned",
+        )
         before = int(time.time() * 1000)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # every message is stored after ``before``, not in its millisecond
         await produce(namesrv, name, 20, prefix="r")
-        await wait_until(lambda: len(rec.msgs) >= 20)
-        await asyncio.sleep(1.0)  # offsets committed
+        await eventually(lambda: len(rec.msgs) >= 20, what="20 messages")
+        await eventually(  # the consumer commits every 500 ms
+            lambda: offsets.query_offset(group, name, 0) + offsets.query_offset(group, name, 1) == 20,
+            what="the offsets committed on the broker",
+        )
         async with AdminClient(namesrv_addr=namesrv) as admin:
             table = await admin.reset_offset_by_time(group, name, before)
         assert sum(table.values()) == 0, "both queues back to offset 0"
-        await wait_until(lambda: len(rec.msgs) >= 40, timeout=15)
+        await eventually(lambda: len(rec.msgs) >= 40, what="20 messages again")
     counts = Counter(rec.bodies())
     assert all(counts[f"r{i}"] >= 2 for i in range(20)), "every message consumed again after the reset"
 
@@ -508,7 +575,11 @@ async def test_running_info_statistics_and_consume_directly(
         results = await produce(namesrv, name, 10, prefix="s")
         async with Producer("pg", namesrv_addr=namesrv, instance_name="bad-producer") as p:
             bad = await p.send(Message(name, b"bad"))
-        await wait_until(lambda: len(consumed) >= 11)
+        await eventually(lambda: len(consumed) >= 11, what="11 messages")
+        # the failure is counted once the listener has returned (then RECONSUME_LATER is applied)
+        await eventually(
+            lambda: c.stats.consume_status(group, name).consume_failed_msgs >= 1, what="the failure counted"
+        )
         async with AdminClient(namesrv_addr=namesrv) as admin:
             info = await admin.consumer_running_info(group, c.client_id)
             direct = await admin.consume_message_directly(group, c.client_id, results[3].offset_msg_id)
@@ -567,12 +638,13 @@ async def test_a_queue_whose_pull_stalled_is_rebuilt(namesrv: str, name: str) ->
     c.register_message_listener(rec)
     async with c:
         mq = MessageQueue(name, "broker-a", 0)
-        await wait_until(lambda: mq in c.rebalance.process_queue_table)
-        first = c.rebalance.process_queue_table[mq]
-        await wait_until(lambda: c.rebalance.process_queue_table.get(mq) not in (None, first), timeout=10)
+        first = await eventually(lambda: c.rebalance.process_queue_table.get(mq), what=f"{mq} assigned")
+        await eventually(
+            lambda: c.rebalance.process_queue_table.get(mq) not in (None, first), what="a new process queue"
+        )
         assert first.dropped
         await produce(namesrv, name, 3)
-        await wait_until(lambda: len(rec.msgs) >= 3)
+        await eventually(lambda: len(rec.msgs) >= 3, what="3 messages")
 
 
 async def test_thread_pool_grows_with_the_backlog_and_shrinks_back(namesrv: str, name: str) -> None:
@@ -582,7 +654,7 @@ async def test_thread_pool_grows_with_the_backlog_and_shrinks_back(namesrv: str,
     c.subscribe(name)
     c.register_message_listener(Recorder())
     async with c:
-        await wait_until(lambda: len(c.rebalance.process_queue_table) >= 1)
+        await eventually(lambda: len(c.rebalance.process_queue_table) >= 1, what="a queue assigned")
         service = c.consume_service
         assert service is not None and service.core_pool_size == 2
         pq = next(iter(c.rebalance.process_queue_table.values()))
@@ -615,9 +687,13 @@ async def test_delay_level_minus_one_sends_a_failure_straight_to_the_dlq(
     assert server.broker is not None
     store = server.broker.store
     async with c:
-        await wait_until(lambda: store.get_max_offset_in_queue(f"%DLQ%{group}", 0) == 1, timeout=10)
-        await asyncio.sleep(1.5)  # a retry would be back by now (1 s delay levels)
-    assert seen == ["doomed0"], "no retry: dead-lettered at once"
+        await eventually(lambda: store.get_max_offset_in_queue(f"%DLQ%{group}", 0) == 1, what="the DLQ")
+        # The one send-back dead-lettered it: no retry was scheduled (a retry goes through the
+        # schedule topic, then the retry topic), so it cannot come back.
+        scheduled = sum(store.get_max_offset_in_queue(SCHEDULE_TOPIC, q) for q in range(18))
+        retried = store.get_max_offset_in_queue(f"%RETRY%{group}", 0)
+    assert (scheduled, retried) == (0, 0), "no retry: dead-lettered at once"
+    assert seen == ["doomed0"]
 
 
 async def test_an_illegal_committed_offset_is_corrected(
@@ -635,8 +711,7 @@ async def test_an_illegal_committed_offset_is_corrected(
     c.subscribe(name)
     c.register_message_listener(rec)
     async with c:
-        await wait_until(lambda: mq in c.rebalance.process_queue_table)
-        first = c.rebalance.process_queue_table[mq]
-        await wait_until(lambda: first.dropped, timeout=5)
-        await wait_until(lambda: len(rec.msgs) >= 3, timeout=20)
+        first = await eventually(lambda: c.rebalance.process_queue_table.get(mq), what=f"{mq} assigned")
+        await eventually(lambda: first.dropped, what="the queue dropped (OFFSET_ILLEGAL)")
+        await eventually(lambda: len(rec.msgs) >= 3, what="3 messages, after the 10 s fix")
     assert sorted(rec.bodies()) == ["m0", "m1", "m2"], "restarted at the broker's suggested offset"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -21,10 +21,25 @@ from finchmq.client import (
     Producer,
     PushConsumer,
 )
+from finchmq.client.consumer.executor import ThreadConsumeExecutor
+from finchmq.client.consumer.process_queue import ProcessQueue
+from tests.waiting import eventually
 
-from .conftest import FAST_CLIENT, create_topic, wait_until
+from .conftest import FAST_CLIENT, create_topic
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+class RememberingTable(dict[MessageQueue, ProcessQueue]):
+    """A consumer's process queue table that also keeps every queue it ever held in ``every``."""
+
+    def __init__(self, table: dict[MessageQueue, ProcessQueue]) -> None:
+        super().__init__(table)
+        self.every: list[ProcessQueue] = list(table.values())
+
+    def __setitem__(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        self.every.append(pq)
+        super().__setitem__(mq, pq)
 
 
 async def test_queues_move_between_members_without_loss(namesrv: str, name: str) -> None:
@@ -32,8 +47,9 @@ async def test_queues_move_between_members_without_loss(namesrv: str, name: str)
     group = f"g_{name}"
     consumed: list[tuple[float, str, int, int]] = []  # when, member, queue id, offset
     members: dict[str, PushConsumer] = {}
-    # Steady windows: from the moment the members' queues are seen to partition the topic until
-    # the next membership change; (start, end, the assignment seen at the start).
+    # Steady windows: from the moment the members' queues are seen to partition the topic (and
+    # no listener call on a queue a member gave up is under way) until the next membership
+    # change; (start, end, the assignment seen at the start).
     windows: list[tuple[float, float, dict[str, set[int]]]] = []
 
     def member(tag: str) -> PushConsumer:
@@ -75,19 +91,29 @@ async def test_queues_move_between_members_without_loss(namesrv: str, name: str)
             for i in range(600):
                 r = await p.send(Message(name, f"m{i}".encode()))
                 sent.append((r.message_queue.queue_id, r.queue_offset))
-                await asyncio.sleep(0.008)
+                await asyncio.sleep(0.008)  # scenario: production spread over the joins and leave
 
     async def sample() -> None:
         while True:
             samples.append((time.monotonic(), assignment()))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # sampling interval (no assertion counts samples)
+
+    def settled() -> bool:
+        """A member's listener call that began before it dropped the queue may still run: the
+        window starts once none does."""
+        return all(
+            pq.in_flight == 0
+            for c in members.values()
+            for pq in cast("RememberingTable", c.rebalance.process_queue_table).every
+            if pq.dropped
+        )
 
     async def steady() -> None:
         """Wait until the live members partition the queues, and for a sample taken after that."""
-        await wait_until(lambda: partitioned(assignment()), timeout=60)
+        await eventually(lambda: partitioned(assignment()) and settled(), timeout=60)
         start = time.monotonic()
         windows.append((start, float("inf"), assignment()))
-        await wait_until(lambda: bool(samples) and samples[-1][0] > start, timeout=60)
+        await eventually(lambda: bool(samples) and samples[-1][0] > start, timeout=60)
 
     def change() -> None:
         if windows:
@@ -98,6 +124,7 @@ async def test_queues_move_between_members_without_loss(namesrv: str, name: str)
         change()
         c = member(tag)
         await c.start()
+        c.rebalance.process_queue_table = RememberingTable(c.rebalance.process_queue_table)
         members[tag] = c
         await steady()
 
@@ -105,20 +132,26 @@ async def test_queues_move_between_members_without_loss(namesrv: str, name: str)
         change()
         c = members.pop(tag)
         await c.close()
+        # its consume threads end after the call they run (close does not wait for them)
+        executor = c.consume_service.executor if c.consume_service is not None else None
+        assert isinstance(executor, ThreadConsumeExecutor)
+        await eventually(
+            lambda: not any(t.is_alive() for t in executor._threads), what=f"{tag}'s threads ended"
+        )
         await steady()
 
     sampler = asyncio.get_running_loop().create_task(sample())
     try:
         await join("A")
         producing = asyncio.get_running_loop().create_task(produce())
-        await wait_until(lambda: len(sent) >= 100, timeout=60)
+        await eventually(lambda: len(sent) >= 100, timeout=60)
         await join("B")
-        await wait_until(lambda: len(sent) >= 250, timeout=60)
+        await eventually(lambda: len(sent) >= 250, timeout=60)
         await join("C")
-        await wait_until(lambda: len(sent) >= 400, timeout=60)
+        await eventually(lambda: len(sent) >= 400, timeout=60)
         await leave("B")
         await producing
-        await wait_until(lambda: {(q, o) for _, _, q, o in consumed} >= set(sent), timeout=60)
+        await eventually(lambda: {(q, o) for _, _, q, o in consumed} >= set(sent), timeout=60)
         change()
     finally:
         sampler.cancel()
@@ -153,10 +186,11 @@ async def test_queues_move_between_members_without_loss(namesrv: str, name: str)
 
 
 async def test_notify_consumer_ids_changed_rebalances_at_once(namesrv: str, name: str) -> None:
-    """With a 60 s rebalance interval, only the broker's NOTIFY_CONSUMER_IDS_CHANGED can move queues."""
+    """With an hour's rebalance interval, only the broker's NOTIFY_CONSUMER_IDS_CHANGED (or a
+    member's own start) can move queues, however long the waits below take."""
     await create_topic(namesrv, name, 4)
     group = f"g_{name}"
-    settings: dict[str, Any] = {**FAST_CLIENT, "rebalance_wait_interval": 60_000}
+    settings: dict[str, Any] = {**FAST_CLIENT, "rebalance_wait_interval": 3_600_000}
 
     def member(tag: str) -> PushConsumer:
         c = PushConsumer(group, namesrv_addr=namesrv, instance_name=tag, **settings)
@@ -168,11 +202,11 @@ async def test_notify_consumer_ids_changed_rebalances_at_once(namesrv: str, name
         return {mq for mq in c.rebalance.process_queue_table if mq.topic == name}
 
     async with member("A") as a:
-        await wait_until(lambda: len(mine(a)) == 4)
+        await eventually(lambda: len(mine(a)) == 4)
         async with member("B") as b:
-            await wait_until(lambda: len(mine(a)) == 2 and len(mine(b)) == 2, timeout=30)
+            await eventually(lambda: len(mine(a)) == 2 and len(mine(b)) == 2)
             assert mine(a).isdisjoint(mine(b))
-        await wait_until(lambda: len(mine(a)) == 4, timeout=10)
+        await eventually(lambda: len(mine(a)) == 4)
 
 
 async def test_a_rebalance_finishing_after_close_ends_quietly(
@@ -185,7 +219,7 @@ async def test_a_rebalance_finishing_after_close_ends_quietly(
     c.subscribe(name)
     c.register_message_listener(lambda msgs, ctx: OK)
     await c.start()
-    await wait_until(lambda: bool(c.rebalance.process_queue_table))
+    await eventually(lambda: bool(c.rebalance.process_queue_table))
     queues = set(c.rebalance.process_queue_table)
     await c.close()
     with caplog.at_level(logging.ERROR):

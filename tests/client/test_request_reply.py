@@ -21,8 +21,9 @@ from finchmq.client import (
     create_reply_message,
 )
 from finchmq.testing import EmbeddedServer
+from tests.waiting import eventually
 
-from .conftest import FAST_CLIENT, create_topic, wait_until
+from .conftest import FAST_CLIENT, create_topic
 
 
 async def responder(server: EmbeddedServer, topic: str, name: str, delay: float = 0.0) -> PushConsumer:
@@ -74,7 +75,7 @@ async def test_request_gets_the_reply(server: EmbeddedServer, name: str) -> None
         await stop(consumer)
     assert server.broker is not None  # storeReplyMessageEnable (Java's default): replies are kept
     store = server.broker.store
-    await wait_until(lambda: store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 4)
+    await eventually(lambda: store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 4)
 
 
 async def test_a_request_nobody_answers_times_out(server: EmbeddedServer, name: str) -> None:
@@ -94,7 +95,7 @@ async def test_a_late_reply_is_dropped(server: EmbeddedServer, name: str) -> Non
                 await requester.request(Message(name, b"slow"), 1_000)
             assert server.broker is not None
             store = server.broker.store
-            await wait_until(lambda: store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 1, 30)
+            await eventually(lambda: store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 1)
             assert requester.instance.reply_futures == {}  # nothing waits for it: dropped
     finally:
         await stop(consumer)

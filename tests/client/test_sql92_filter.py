@@ -24,8 +24,9 @@ from finchmq.client import (
 from finchmq.protocol.bodies import SubscriptionData
 from finchmq.protocol.codes import ResponseCode
 from finchmq.testing import EmbeddedServer
+from tests.waiting import eventually
 
-from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, wait_until
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic
 
 SQL = "a > 5 AND (TAGS = 'T' OR color IN ('red', 'blue')) AND b IS NULL"
 
@@ -69,13 +70,13 @@ async def test_push_consumer_gets_exactly_the_matching_messages(
         consumer.subscribe(name, MessageSelector.by_sql(SQL))
         consumer.register_message_listener(listener)
         async with consumer:
-            await wait_until(lambda: set(got) == expected, timeout=30)
+            await eventually(lambda: set(got) == expected)
             for i in range(20, 40):  # sent while pulls are held: matched on arrival
                 msg, wanted = message(name, i)
                 await producer.send(msg)
                 if wanted:
                     expected.add(msg.body)
-            await wait_until(lambda: set(got) == expected, timeout=30)
+            await eventually(lambda: set(got) == expected)
     assert sorted(got) == sorted(expected), "each matching message once, no other"
 
 

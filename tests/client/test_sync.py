@@ -4,7 +4,6 @@ instance, runs callbacks off the loop, and refuses to run inside an event loop."
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -24,6 +23,7 @@ from finchmq.client import (
 )
 from finchmq.client.sync import Portal
 from finchmq.testing import EmbeddedServer
+from tests.waiting import DEFAULT_TIMEOUT, wait_until
 
 
 def test_blocking_producer_and_push_consumer(server: EmbeddedServer, name: str) -> None:
@@ -48,8 +48,8 @@ def test_blocking_producer_and_push_consumer(server: EmbeddedServer, name: str) 
         producer.send_oneway(Message(name, b"s1"))
         assert len(producer.send_batch([Message(name, b"s2"), Message(name, b"s3")])) == 1
         future = producer.send_async(Message(name, b"s4"), on_success)
-        assert future.result(10).send_status is SendStatus.SEND_OK
-        assert done.wait(10)
+        assert future.result(DEFAULT_TIMEOUT).send_status is SendStatus.SEND_OK
+        assert done.wait(DEFAULT_TIMEOUT)
         consumer = BlockingPushConsumer(
             f"g_{name}", namesrv_addr=ns, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
         )
@@ -57,9 +57,7 @@ def test_blocking_producer_and_push_consumer(server: EmbeddedServer, name: str) 
         consumer.register_message_listener(listener)
         with consumer:
             assert consumer.consumer.instance is producer.producer.instance, "one instance per process"
-            deadline = time.monotonic() + 15
-            while len(got) < 5 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: len(got) >= 5, what="5 messages")
             info = consumer.running_info()
     assert sorted(got) == ["s0", "s1", "s2", "s3", "s4"]
     assert all(t.startswith("ConsumeMessageThread_") for t in threads)
@@ -87,9 +85,12 @@ def test_blocking_pull_and_lite_pull(server: EmbeddedServer, name: str) -> None:
     lite.assign([mq])
     with lite:
         bodies: list[str] = []
-        deadline = time.monotonic() + 10
-        while len(bodies) < 8 and time.monotonic() < deadline:
+
+        def polled_8() -> bool:
             bodies.extend(m.body.decode() for m in lite.poll(500))
+            return len(bodies) >= 8
+
+        wait_until(polled_8, what="8 messages polled")
         lite.commit_sync()
         assert lite.committed(mq) == 8
     assert bodies == [f"p{i}" for i in range(8)]

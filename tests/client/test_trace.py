@@ -13,8 +13,9 @@ from finchmq.cli.__main__ import main
 from finchmq.client import ConsumeConcurrentlyStatus, Message, MessageExt, Producer, PushConsumer
 from finchmq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from finchmq.testing import EmbeddedServer
+from tests.waiting import eventually
 
-from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, wait_until
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic
 
 
 async def test_send_and_consume_are_traced(
@@ -40,9 +41,9 @@ async def test_send_and_consume_are_traced(
             f"pg_{name}", namesrv_addr=server.namesrv_addr, enable_msg_trace=True
         ) as producer:
             sent = await producer.send(Message.create(name, b"traced", tags="T", keys="order-7"))
-        await wait_until(lambda: consumed == [sent.msg_id], timeout=30)
+        await eventually(lambda: consumed == [sent.msg_id])
     # both dispatchers flushed on close: Pub, SubBefore and SubAfter are stored
-    await wait_until(lambda: store.get_max_offset_in_queue(RMQ_SYS_TRACE_TOPIC, 0) >= 2, timeout=30)
+    await eventually(lambda: store.get_max_offset_in_queue(RMQ_SYS_TRACE_TOPIC, 0) >= 2)
 
     args = ["admin", "queryMsgTraceById", "-i", sent.msg_id, "-n", server.namesrv_addr]
     code = await asyncio.to_thread(main, args)  # the CLI's blocking client: off this event loop

@@ -27,8 +27,9 @@ from finchmq.client import (
 from finchmq.client.sync import BlockingTransactionProducer
 from finchmq.testing import EmbeddedServer
 from finchmq.testing.process import ServerProcess
+from tests.waiting import eventually
 
-from .conftest import SMALL_STORE, create_topic, pull_all, wait_until, wait_until_async
+from .conftest import SMALL_STORE, create_topic, pull_all
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -89,14 +90,14 @@ def passes(server: EmbeddedServer) -> int:
 async def after_checks(server: EmbeddedServer, count: int = 3) -> None:
     """Wait until the broker has run ``count`` more check passes."""
     start = passes(server)
-    await wait_until(lambda: passes(server) >= start + count, timeout=30)
+    await eventually(lambda: passes(server) >= start + count)
 
 
 async def producer_registered(server: EmbeddedServer, group: str) -> None:
     """Wait for the producer's first heartbeat (1 s after it starts, as Java's)."""
     assert server.broker is not None
     producers = server.broker.producer_manager
-    await wait_until(lambda: group in producers.groups, timeout=30)
+    await eventually(lambda: group in producers.groups)
 
 
 def queue_size(server: EmbeddedServer, topic: str) -> int:
@@ -123,7 +124,7 @@ async def test_commit_makes_the_message_visible_only_after_the_local_transaction
     assert MessageConst.PROPERTY_REAL_TOPIC not in msg.properties
     assert msg.properties[MessageConst.PROPERTY_PRODUCER_GROUP] == f"tx_{name}"
     assert queue_size(server, HALF_TOPIC) == 1
-    await wait_until(lambda: queue_size(server, OP_TOPIC) == 1)  # written right after the commit
+    await eventually(lambda: queue_size(server, OP_TOPIC) == 1)  # written right after the commit
     await after_checks(server)
     assert listener.checked == []  # ended: never asked about
 
@@ -137,7 +138,7 @@ async def test_rollback_never_delivers(patient_server: EmbeddedServer, name: str
     ) as p:
         result = await p.send_message_in_transaction(Message.create(name, b"cancelled"))
         assert result.local_transaction_state is ROLLBACK
-        await wait_until(lambda: queue_size(server, OP_TOPIC) == 1)
+        await eventually(lambda: queue_size(server, OP_TOPIC) == 1)
         await after_checks(server)
     assert listener.checked == []
     assert server.broker is not None
@@ -154,11 +155,11 @@ async def test_unknown_then_the_check_decides(
         f"tx_{name}", namesrv_addr=server.namesrv_addr, transaction_listener=listener
     ) as p:
         result = await p.send_message_in_transaction(Message.create(name, b"pending", tags="T"))
-        await wait_until(lambda: len(listener.checked) >= 1, timeout=30)
+        await eventually(lambda: len(listener.checked) >= 1)
         asked = listener.checked[0]
         assert (asked.topic, asked.body, asked.tags) == (name, b"pending", "T")  # as its real topic's
         assert asked.unique_key == result.msg_id
-        await wait_until(lambda: queue_size(server, OP_TOPIC) >= 1)
+        await eventually(lambda: queue_size(server, OP_TOPIC) >= 1)
         await asked_no_more(server, listener)
     assert server.broker is not None
     assert sum(server.broker.store.get_max_offset_in_queue(name, q) for q in range(4)) == delivered
@@ -176,8 +177,8 @@ async def test_check_max_moves_the_message_aside(finchmq_server_factory: Any, na
     ) as p:
         await producer_registered(server, f"tx_{name}")  # else the first checks find no one to ask
         await p.send_message_in_transaction(Message.create(name, b"undecided"))
-        await wait_until(lambda: queue_size(server, CHECK_MAX_TIME_TOPIC) == 1, timeout=30)
-        await wait_until(lambda: len(listener.checked) == 2, timeout=30)  # transactionCheckMax asks
+        await eventually(lambda: queue_size(server, CHECK_MAX_TIME_TOPIC) == 1)
+        await eventually(lambda: len(listener.checked) == 2)  # transactionCheckMax asks
         await after_checks(server)
     assert len(listener.checked) == 2, "given up: not asked again"
     assert server.broker is not None
@@ -309,14 +310,14 @@ async def test_half_messages_survive_a_broker_sigkill_and_end_once(tmp_path: Pat
         async with TransactionProducer(group, namesrv_addr=server.namesrv_addr, transaction_listener=decide):
             expected = sorted([f"tx-{i}" for i in range(0, 20, 2)] + [f"tx-{i}" for i in range(20, 25)])
             opened_ids = {f"tx-{i}" for i in range(20)}
-            await wait_until(lambda: set(decide.asked) == opened_ids, timeout=60)
+            await eventually(lambda: set(decide.asked) == opened_ids, timeout=60)
 
             async def all_ended() -> bool:
                 async with AdminClient(namesrv_addr=server.namesrv_addr) as admin:
                     stats = await admin.consume_stats(TRANSACTION_GROUP, HALF_TOPIC)
                 return stats.compute_total_diff() == 0
 
-            await wait_until_async(all_ended, timeout=60)
+            await eventually(all_ended, timeout=60)
             delivered = sorted(
                 m.body.decode() for m in await pull_all(server.namesrv_addr, topic, len(expected))
             )

@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from finchmq.common.tasks import BackgroundTasks
+from tests.waiting import eventually
 
 
 async def test_a_crash_is_logged_and_close_waits_for_the_rest(caplog: pytest.LogCaptureFixture) -> None:
@@ -60,6 +61,6 @@ async def test_a_failing_periodic_job_runs_again() -> None:
         again.set()
 
     tasks.every(1, job, "job")
-    await asyncio.wait_for(again.wait(), 30)
+    await eventually(again.is_set, what="the job run again after its failure")
     await tasks.close()
     assert len(calls) >= 2

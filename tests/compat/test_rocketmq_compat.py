@@ -4,11 +4,12 @@ finchmq, driven as an application written for ``rocketmq.client`` would drive it
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from finchmq.client import MQClientError
+from finchmq.client.sync import BlockingAdminClient
 from finchmq.compat import rocketmq
 from finchmq.compat.rocketmq import (
     ConsumeStatus,
@@ -26,17 +27,13 @@ from finchmq.compat.rocketmq import (
     TransactionMQProducer,
     TransactionStatus,
 )
+from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.topics import RMQ_SYS_TRANS_OP_HALF_TOPIC
 from finchmq.testing import EmbeddedServer
 from tests.client.conftest import SMALL_STORE
+from tests.waiting import wait_until
 
 FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s", "waitTimeMillsInSendQueue": "5000", **SMALL_STORE}
-
-
-def wait(predicate: object, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def make_message(topic: str, i: int) -> Message:
@@ -83,7 +80,7 @@ def test_producer_and_push_consumer_round_trip(finchmq_server_factory: object) -
         assert [r.status for r in orderly] == [SendStatus.OK] * 2
         called = threading.Event()
         producer.send_async(make_message(topic, 9), lambda r: called.set(), None)
-        assert called.wait(10)
+        wait_until(called.is_set, what="the async send's callback")
         assert producer.send_batch([make_message(topic, 10), make_message(topic, 11)]).status == SendStatus.OK
         with pytest.raises(ProducerSendSyncFailed, match="the message body size over max value") as info:
             big = Message(topic)
@@ -113,7 +110,8 @@ def test_producer_and_push_consumer_round_trip(finchmq_server_factory: object) -
     consumer.subscribe(topic, callback)
     consumer.start()
     try:
-        wait(lambda: len(received) >= 12)
+        expected = {f"body-{i}".encode() for i in range(12)}
+        wait_until(lambda: {m.body for m in received} >= expected, what="the 12 messages consumed")
     finally:
         consumer.shutdown()
     by_body = {m.body: m for m in received}
@@ -144,7 +142,7 @@ def test_orderly_push_consumer_keeps_the_sharding_key_order(finchmq_server_facto
     consumer.set_instance_name("compat-orderly")
     consumer.subscribe(topic, lambda msg: seen.append(str(msg)))  # returns None: success, as in 0.4.x
     with consumer:
-        wait(lambda: len(seen) >= 10)
+        wait_until(lambda: len(seen) >= 10, what="the 10 messages consumed")
     assert seen == [f"body-{i}" for i in range(10)], "one sharding key: one queue, consumed in order"
 
 
@@ -178,9 +176,13 @@ def test_unsupported_name_server_domain_says_so() -> None:
 def test_transaction_producer_commits_rolls_back_and_answers_checks(finchmq_server_factory: object) -> None:
     """The official ``TransactionMQProducer``: ``local_execute`` decides, or leaves it UNKNOWN
     for ``checker_callback`` to decide when the broker asks."""
+    # The broker checks a half message once it is transactionTimeOut old and still undecided; the
+    # decided ones' END_TRANSACTION is oneway. No check until those are recorded (below).
     server: EmbeddedServer = finchmq_server_factory(  # type: ignore[operator]
-        {**FAST, "transactionCheckInterval": "300", "transactionTimeOut": "500"}
+        {**FAST, "transactionCheckInterval": "300", "transactionTimeOut": str(24 * 3600 * 1000)}
     )
+    assert server.broker is not None
+    store = server.broker.store
     topic = "CompatTx"
     checked: list[bytes] = []
 
@@ -200,12 +202,23 @@ def test_transaction_producer_commits_rolls_back_and_answers_checks(finchmq_serv
                 msg, lambda m, args: decisions.get(m.body, TransactionStatus.UNKNOWN), None
             )
             assert result.status == SendStatus.OK
-        wait(lambda: checked == [b"unknown"], timeout=30)
+        wait_until(
+            lambda: store.get_max_offset_in_queue(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0) >= 2,
+            what="the broker recorded the commit and the rollback",
+        )
+        with BlockingAdminClient(namesrv_addr=server.namesrv_addr) as admin:
+            admin.update_broker_config(server.broker_addr, {"transactionTimeOut": "500"})
+        wait_until(lambda: b"unknown" in checked, what="the broker checked the unknown transaction")
+        # only the unknown one is ever checked (a slow commit may get it checked twice)
+        assert set(checked) == {b"unknown"}, checked
     finally:
         producer.shutdown()
-    assert server.broker is not None
-    store = server.broker.store
-    wait(lambda: sum(store.get_max_offset_in_queue(topic, q) for q in range(4)) == 2)
+
+    def stored() -> int:
+        return sum(store.get_max_offset_in_queue(topic, q) for q in range(4))
+
+    wait_until(lambda: stored() >= 2, what="the committed and the checked message stored")
+    assert stored() == 2
 
 
 def test_push_consumer_takes_an_sql92_selector(finchmq_server_factory: object) -> None:
@@ -218,8 +231,23 @@ def test_push_consumer_takes_an_sql92_selector(finchmq_server_factory: object) -
     try:
         for i in range(6):
             producer.send_sync(make_message(topic, i))  # property color=red<i>
+        # then a matching end marker in every queue, after everything else
+        for q in range(4):
+            end = make_message(topic, 4)
+            end.set_body(f"end-{q}")
+            producer.send_orderly(end, q)
     finally:
         producer.shutdown()
+    assert server.broker is not None
+    markers: dict[int, int] = {}  # queue id -> the marker's offset
+    for q in range(4):
+        with server.broker.store.get_message("test", topic, q, 0, 32) as result:
+            markers.update(
+                (m.queue_id, m.queue_offset)
+                for m in decode_stored_all(result.body())
+                if m.body.startswith(b"end-")
+            )
+    assert sorted(markers) == [0, 1, 2, 3]
     got: list[bytes] = []
     consumer = PushConsumer("compat_sql_g")
     consumer.set_name_server_address(server.namesrv_addr)
@@ -227,9 +255,25 @@ def test_push_consumer_takes_an_sql92_selector(finchmq_server_factory: object) -
                        MessageSelector.by_sql("color IN ('red1', 'red4')"))  # fmt: skip
     consumer.start()
     try:
-        wait(lambda: sorted(got) == [b"body-1", b"body-4"], timeout=30)
+        with BlockingAdminClient(namesrv_addr=server.namesrv_addr) as admin:
+
+            def past_the_markers() -> bool:
+                """The consumer's offset of every queue is past its marker (its own view, in
+                memory): whatever the broker let through before the marker has been consumed."""
+                try:
+                    [client] = admin.consumer_connection("compat_sql_g").connection_set
+                    table = admin.consumer_running_info("compat_sql_g", client.client_id).mq_table
+                except MQClientError:  # not registered yet
+                    return False
+                progress = {
+                    mq.queue_id: info.commit_offset for mq, info in table.items() if mq.topic == topic
+                }
+                return all(progress.get(q, -1) > offset for q, offset in markers.items())
+
+            wait_until(past_the_markers, what="the consumer consumed up to every end marker", interval=0.2)
     finally:
         consumer.shutdown()
+    assert sorted(got) == sorted([b"body-1", b"body-4"] + [f"end-{q}".encode() for q in range(4)])
 
 
 def test_session_credentials_sign_requests(finchmq_server_factory: object, tmp_path: Path) -> None:
@@ -264,6 +308,7 @@ def test_session_credentials_sign_requests(finchmq_server_factory: object, tmp_p
     consumer.subscribe("CompatAcl", received.append)
     consumer.start()
     try:
-        wait(lambda: [m.body for m in received] == [b"body-0"])
+        wait_until(lambda: received, what="the message sent with the right secret consumed")
     finally:
         consumer.shutdown()
+    assert [m.body for m in received] == [b"body-0"], "the one refused was never stored"

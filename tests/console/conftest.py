@@ -25,6 +25,7 @@ from finchmq.client import (
     MessageExt,
 )
 from finchmq.testing.process import ServerProcess, free_port
+from tests.waiting import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 BROKER_CONF = {
@@ -41,18 +42,6 @@ FAST_CLIENT: dict[str, Any] = {
     "persist_consumer_offset_interval": 500,
     "poll_name_server_interval": 1000,
 }
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "the condition") -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 class Cluster:
@@ -85,7 +74,7 @@ class Cluster:
         self.ok("POST", "/api/topics", {"topic": topic, "cluster": "DefaultCluster",
                                         "readQueueNums": queues, "writeQueueNums": queues})  # fmt: skip
         with BlockingAdminClient(namesrv_addr=self.namesrv) as admin:
-            wait_for(lambda: _has_route(admin, topic), what=f"the route of {topic}")
+            wait_until(lambda: _has_route(admin, topic), what=f"the route of {topic}")
 
     def send(self, topic: str, bodies: list[str], *, keys: str | None = None) -> list[str]:
         """Send with finchmq's client; returns the offset message ids."""
@@ -143,7 +132,7 @@ class DeadLetter:
         cluster.create_topic(topic, queues=1)
         self.consumer = cluster.consumer(self.group, topic, self._listen, max_reconsume_times=0)
         cluster.send(topic, ["poison"])
-        self.letter = wait_for(
+        self.letter = wait_until(
             lambda: cluster.ok("GET", f"/api/groups/{self.group}/dlq?begin=0")["messages"],
             what="the dead letter",
         )[0]
@@ -168,8 +157,8 @@ class ConsumedGroup:
             self.group, topic, lambda msgs, ctx: seen.extend(m.msg_id for m in msgs)
         )
         try:
-            wait_for(lambda: len(seen) >= count, what=f"the consumer to read {count} messages")
-            wait_for(
+            wait_until(lambda: len(seen) >= count, what=f"the consumer to read {count} messages")
+            wait_until(
                 lambda: (
                     (p := cluster.ok("GET", f"/api/groups/{self.group}")["progress"]) and p["diffTotal"] == 0
                 ),

@@ -3,7 +3,6 @@ page reads and does, and that the cluster's errors come back as JSON with their 
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import socket
 import subprocess
@@ -23,8 +22,9 @@ from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.topics import retry_topic
 from finchmq.testing import EmbeddedServer
 from finchmq.testing.process import free_port
+from tests.waiting import eventually, wait_until
 
-from .conftest import Cluster, DeadLetter, wait_for
+from .conftest import Cluster, DeadLetter
 
 
 def test_cluster_lists_the_broker_with_its_figures(cluster: Cluster) -> None:
@@ -54,7 +54,7 @@ def test_topic_create_update_route_status_delete(cluster: Cluster, name: str) ->
     updated = cluster.ok("POST", "/api/topics", {"topic": name, "cluster": "DefaultCluster",
                                                  "readQueueNums": 5, "writeQueueNums": 5, "perm": 4})  # fmt: skip
     assert updated["brokers"] == [f"127.0.0.1:{cluster.server.broker_port}"]
-    route = wait_for(
+    route = wait_until(
         lambda: (
             (r := cluster.ok("GET", f"/api/topics/{name}")["route"]["queueDatas"])[0]["readQueueNums"] == 5
             and r
@@ -100,7 +100,7 @@ def test_send_then_find_by_key_time_and_id(cluster: Cluster, name: str) -> None:
     assert sent["sendStatus"] == "SEND_OK"
     cluster.send(name, ["other"], keys="order-3")
 
-    by_key = wait_for(
+    by_key = wait_until(
         lambda: cluster.ok("GET", f"/api/messages?topic={name}&key=order-2")["messages"], what="the key index"
     )
     assert [m["msgId"] for m in by_key] == [sent["msgId"]]
@@ -128,8 +128,8 @@ def test_group_progress_and_reset_offset_by_time(cluster: Cluster, name: str) ->
     seen: list[str] = []
     consumer = cluster.consumer(group, name, lambda msgs, ctx: seen.extend(m.body.decode() for m in msgs))
     try:
-        wait_for(lambda: len(seen) >= 6, what="the consumer to read the 6 messages")
-        online = wait_for(
+        wait_until(lambda: len(seen) >= 6, what="the consumer to read the 6 messages")
+        online = wait_until(
             lambda: (
                 (g := cluster.ok("GET", f"/api/groups/{group}"))["progress"]
                 and g["progress"]["diffTotal"] == 0
@@ -215,10 +215,7 @@ async def test_sampler_measures_broker_tps_and_group_lag(finchmq_server: Embedde
         series = sampler.broker_series()
         assert len(series["time"]) == 2 and series["series"]["broker-a in"][1] == put_tps
         sampler.start()
-        deadline = time.monotonic() + 30
-        while len(sampler.samples) < 4:
-            assert time.monotonic() < deadline, "the sampler did not sample"
-            await asyncio.sleep(0.05)
+        await eventually(lambda: len(sampler.samples) >= 4, what="the sampler sampling on its own")
         await sampler.close()
         assert sampler.last_error is None
         lag = sampler.group_series("G_sampler")["series"]["lag"]
@@ -244,7 +241,9 @@ def test_finchmq_console_command_serves_and_stops(cluster: Cluster, tmp_path: Pa
             stderr=subprocess.STDOUT,
         )
     try:
-        wait_for(lambda: "finchmq console at" in log.read_text() or proc.poll() is not None, what="start-up")
+        wait_until(
+            lambda: "finchmq console at" in log.read_text() or proc.poll() is not None, what="start-up"
+        )
         assert (
             f"finchmq console at http://127.0.0.1:{port}/ for name servers {cluster.namesrv}"
             in log.read_text()

@@ -12,14 +12,17 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .conftest import CHROMIUM, Cluster, ConsumedGroup, DeadLetter, wait_for
+from tests.waiting import DEFAULT_TIMEOUT, wait_until
+
+from .conftest import CHROMIUM, Cluster, ConsumedGroup, DeadLetter
 
 try:
     from playwright.sync_api import Browser, Page, expect, sync_playwright
 except ImportError:  # pragma: no cover - the dev extra installs it
     sync_playwright = None  # type: ignore[assignment]
 
-TIMEOUT_MS = 20_000
+# Every wait of the page and every expect(...) assertion (Playwright's own default is 5 s)
+TIMEOUT_MS = int(DEFAULT_TIMEOUT * 1000)
 _T = TypeVar("_T")
 
 
@@ -39,6 +42,7 @@ def browser() -> Iterator[Browser]:
         pytest.skip(
             f"{CHROMIUM} is missing: run 'make chromium' (apt-get install chromium) for the browser tests"
         )
+    expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as pw:
         launched = pw.chromium.launch(executable_path=str(CHROMIUM))
         yield launched
@@ -106,7 +110,7 @@ def test_create_topic_send_find_by_key_and_read_it(page: Page, cluster: Cluster,
             page.wait_for_selector("#msg-results > *")
         return rows.count() == 1
 
-    wait_for(found, what="the message by key")
+    wait_until(found, what="the message by key")
     expect(rows).to_contain_text("TagB")
     rows.locator("a").click()
     expect(page.locator("#msg-body")).to_have_text("hello from the browser")
@@ -122,7 +126,7 @@ def test_create_topic_send_find_by_key_and_read_it(page: Page, cluster: Cluster,
         page.wait_for_function("document.body.dataset.loaded")
         return False
 
-    wait_for(traced, what="the send's trace record")
+    wait_until(traced, what="the send's trace record")
     expect(page.locator("section:has(h2:text('Trace')) tbody tr").first).to_contain_text("Pub")
 
 

@@ -10,6 +10,10 @@ it can follow progress; the last line is ``{"done": ...}``.
 
 Every sub-command takes ``--access-key K --secret-key S`` to sign its requests for the broker's ACL
 (``set_session_credentials``).
+
+A push consumer runs until it has ``--expect`` messages or ``--timeout`` s have passed, or, with
+``--stoppable``, until its stdin is closed (the test stops it: ``CppProcess.stop()``); then it shuts
+down (offsets persisted, client unregistered).
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 from rocketmq.client import Message, Producer, PullConsumer, PushConsumer
 from rocketmq.ffi import MessageModel
@@ -65,7 +71,6 @@ def produce(args: argparse.Namespace) -> int:
     producer.set_namesrv_addr(args.namesrv)
     set_credentials(producer, args)
     producer.start()
-    started = time.monotonic()
     errors = 0
     try:
         if args.mode == "batch":
@@ -136,13 +141,29 @@ def produce(args: argparse.Namespace) -> int:
                         break
     finally:
         if args.mode == "async":
-            # librocketmq 2.0 aborts (boost::thread_interrupted) when shutdown() meets its first
-            # route refresh, 3 s after start; async callbacks can end right then (a 3 s send
-            # timeout). Shut down after that refresh; the next one is 30 s later.
-            time.sleep(max(0.0, 4.5 - (time.monotonic() - started)))
+            # librocketmq aborts (boost::thread_interrupted) when shutdown() meets its first route
+            # refresh, 3 s after start; async callbacks can end right then (a 3 s send timeout).
+            wait_for_first_route_refresh(args.topic)
         producer.shutdown()
     emit({"done": True, "errors": errors})
     return 0
+
+
+def wait_for_first_route_refresh(topic: str, timeout: float = 60.0) -> None:
+    """Until the client's log shows its first scheduled route refresh over (the next one is 30 s
+    later). That refresh alone asks for TBW102; it goes through the producer's topics in name
+    order, and is over once the last one's route has come ("has data")."""
+    log = Path.home() / "logs" / "rocketmq-cpp" / f"{os.getpid()}_rocketmq-cpp.log.0"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        refresh = text.partition("updateTopicRouteInfoFromNameServer start:TBW102[")[2]
+        if topic > "TBW102":
+            refresh = refresh.partition(f"updateTopicRouteInfoFromNameServer start:{topic}[")[2]
+        if "updateTopicRouteInfoFromNameServer has data" in refresh:
+            return
+        time.sleep(0.05)  # polling interval
+    emit({"warning": f"no route refresh in {log} within {timeout:g} s"})
 
 
 def describe(msg, prop_keys: list[str]) -> dict:
@@ -178,6 +199,9 @@ def push(args: argparse.Namespace) -> int:
     prop_keys = args.prop_key or []
 
     def callback(msg):
+        if args.gate:  # a stopped listener: nothing is consumed until the test creates the file
+            while not os.path.exists(args.gate):
+                time.sleep(0.05)
         record = describe(msg, prop_keys)
         key = f"{record['body']}"
         with lock:
@@ -199,9 +223,14 @@ def push(args: argparse.Namespace) -> int:
     consumer.subscribe(args.topic, callback, args.expression)
     consumer.start()
     emit({"started": True})
+
+    def stop_when_stdin_closes() -> None:
+        sys.stdin.read()
+        finished.set()
+
+    if args.stoppable:
+        threading.Thread(target=stop_when_stdin_closes, daemon=True).start()
     finished.wait(args.timeout)
-    if args.linger:
-        time.sleep(args.linger)
     consumer.shutdown()
     emit({"done": True, "consumed": len(seen)})
     return 0
@@ -268,7 +297,8 @@ def main() -> int:
     c.add_argument("--threads", type=int, default=4)
     c.add_argument("--sleep-ms", type=float, default=0.0, help="time each message takes to consume")
     c.add_argument("--instance", default="")
-    c.add_argument("--linger", type=float, default=0.0)
+    c.add_argument("--gate", default="", help="consume nothing until this file exists")
+    c.add_argument("--stoppable", action="store_true", help="shut down when stdin is closed")
     c.add_argument("--expect-prefix", default="", help="count only bodies starting with this")
 
     q = sub.add_parser("pull", parents=[common])

@@ -74,8 +74,9 @@ def test_a_wrong_secret_or_a_missing_permission_is_refused(acl_server: EmbeddedS
         ("cpp_topic", {}, "unknown-account"),  # librocketmq sends an empty AccessKey without keys
     ]:
         seen = refusals[why]
+        # a send timeout no refusal takes: the driver ends once the broker has refused (and counted)
         records = cpp(
-            "produce", "--namesrv", namesrv, "--topic", topic, "--count", "1", "--timeout-ms", "2000",
+            "produce", "--namesrv", namesrv, "--topic", topic, "--count", "1", "--timeout-ms", "30000",
             *[f"--{k.replace('_', '-')}={v}" for k, v in keys.items()],
         ).finish()  # fmt: skip
         # librocketmq reports a send that failed on every attempt as "No route info of this topic"

@@ -6,7 +6,6 @@ properties must arrive intact every way."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import defaultdict
 from typing import Any
 
@@ -26,8 +25,9 @@ from finchmq.client import (
 )
 from finchmq.testing import EmbeddedServer
 from tests.client.conftest import SMALL_STORE, create_topic
+from tests.waiting import eventually
 
-from .conftest import body, check_fields, consume, consume_all, produce
+from .conftest import body, check_fields, consume, consume_all, cpp_consumer_queues, produce
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 # Sends are shed after 100 ms in the broker's queue by default; a loaded test machine is not the subject here.
@@ -130,9 +130,7 @@ async def test_cpp_producer_to_finchmq_push_and_pull_consumers(
     consumer.subscribe(topic, "TagA || TagB")
     consumer.register_message_listener(listener)
     async with consumer:
-        deadline = time.monotonic() + 20
-        while len(got) < 20 and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        await eventually(lambda: len(got) >= 20, what="the finchmq push consumer got the 20 messages")
     assert sorted(got) == sorted(f"{mode}-body-{i}" for mode in ("sync", "batch") for i in range(10))
     for text, m in got.items():
         mode, _, i = text.split("-")
@@ -165,30 +163,29 @@ async def test_a_group_of_finchmq_and_cpp_members_splits_the_queues(
     py.subscribe(topic)
     py.register_message_listener(listener)
     async with py:
-        member = consume(cpp, "push", addr, topic, group, expect=1000, timeout=20, instance="cpp-member")
-        assert await asyncio.to_thread(member.wait_for, lambda rs: any(r.get("started") for r in rs), 30)
+        member = consume(cpp, "push", addr, topic, group, timeout=300, instance="cpp-member")
 
         def mine() -> set[int]:
             return {mq.queue_id for mq in py.rebalance.process_queue_table if mq.topic == topic}
 
-        deadline = time.monotonic() + 25
-        while len(mine()) != 4 and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert len(mine()) == 4, "the Python member took half of the 8 queues"
-        await asyncio.sleep(3)  # the C++ member rebalances every 20 s or on notification
+        async def split() -> bool:  # each member rebalanced (on the broker's notice): 4 + 4
+            theirs = set(await cpp_consumer_queues(addr, group, member, topic))
+            return len(mine()) == len(theirs) == 4 and mine() | theirs == set(range(8))
+
+        await eventually(
+            split, what="the Python and the C++ member hold 4 of the 8 queues each", interval=0.25
+        )
         async with Producer("py_pg_mixed", namesrv_addr=addr) as p:
             for i in range(80):
                 await p.send(Message(topic, f"mixed-{i}".encode()))
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            cpp_got = [r for r in member.messages() if body(r).startswith("mixed-")]
-            if len(got) + len(cpp_got) >= 80:
-                break
-            await asyncio.sleep(0.1)
-        cpp_got = [r for r in member.messages() if body(r).startswith("mixed-")]
+
+        def cpp_got() -> list[dict[str, Any]]:
+            return [r for r in member.messages() if body(r).startswith("mixed-")]
+
+        await eventually(lambda: len(got) + len(cpp_got()) >= 80, what="the 80 messages consumed")
         assert {m.queue_id for m in got} <= mine()
-        assert {r["queue_id"] for r in cpp_got}.isdisjoint(mine()), "the C++ member took the other half"
-        assert sorted([m.body.decode() for m in got] + [body(r) for r in cpp_got]) == sorted(
+        assert {r["queue_id"] for r in cpp_got()}.isdisjoint(mine()), "the C++ member took the other half"
+        assert sorted([m.body.decode() for m in got] + [body(r) for r in cpp_got()]) == sorted(
             f"mixed-{i}" for i in range(80)
         )
         member.kill()

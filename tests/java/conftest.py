@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +19,38 @@ from typing import Any
 
 import pytest
 
+from finchmq.client import AdminClient
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import ClusterInfo
+from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.topics import RMQ_SYS_TRANS_OP_HALF_TOPIC
 from finchmq.remoting import RemotingClient, RemotingError
 from finchmq.remoting.loop import run
 from finchmq.testing.process import ServerProcess, free_port
 from tests.client.conftest import SMALL_STORE
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = Path(__file__).resolve().parent / "src"
 FAST_RETRIES = {"messageDelayLevel": " ".join(["1s"] * 18), **SMALL_STORE}
+# A broker checks a half message once it is transactionTimeOut old and still undecided, and a
+# producer's commit or rollback (END_TRANSACTION) is oneway. Transaction tests start with no check
+# at all (a day), and shorten it once the broker has recorded what the producer decided: then
+# only the undecided ones can be checked, however slow the machine.
+NO_CHECK_YET_MS = str(24 * 3600 * 1000)
+
+
+async def ended_transactions(namesrv: str, broker_addr: str) -> int:
+    """How many transactions the broker has ended (committed or rolled back): the messages of its
+    op half topic (queue 0; not routed, so asked of the broker)."""
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        mq = MessageQueue(RMQ_SYS_TRANS_OP_HALF_TOPIC, "", 0)
+        return await admin.instance.api.get_max_offset(broker_addr, mq, 5000)
+
+
+async def set_transaction_timeout(namesrv: str, broker_addr: str, millis: str) -> None:
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        await admin.update_broker_config(broker_addr, {"transactionTimeOut": millis})
 
 
 def java_rocketmq_home() -> Path:
@@ -68,9 +89,10 @@ def java_classes(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def run_java(
-    classpath: str, *args: str, timeout: float = 110, jvm_args: tuple[str, ...] = ()
+    classpath: str, *args: str, timeout: float = 300, jvm_args: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """Run ``Interop ARGS`` and return the JSON objects it printed (Java's own log lines skipped).
+    ``timeout`` only guards against a hang: Interop's own waits (at most 150 s) end first.
 
     The client's home (logs, broadcasting offsets) is a fresh directory: nothing carries over
     from an earlier run."""
@@ -115,6 +137,17 @@ def _broker_registered(namesrv: str) -> bool:
     return run(ask())
 
 
+def wait_for_java_broker(namesrv: str, procs: list[subprocess.Popen[bytes]], log: Path) -> None:
+    """Until a (Java) broker has registered with ``namesrv``; fails at once if one of ``procs`` exits."""
+
+    def registered() -> bool:
+        for proc in procs:
+            assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+        return _broker_registered(namesrv)
+
+    wait_until(registered, 180, f"the Java broker registered with {namesrv}", interval=0.5)
+
+
 @contextlib.contextmanager
 def run_java_cluster(
     java_home: Path, base: Path, *broker_settings: str, acl_file: str | None = None
@@ -149,12 +182,7 @@ def run_java_cluster(
             ]  # fmt: skip
             procs.append(subprocess.Popen(broker_args, stdout=log, stderr=log, env=env))
         namesrv = f"127.0.0.1:{ns_port}"
-        deadline = time.monotonic() + 180
-        while not _broker_registered(namesrv):
-            for proc in procs:
-                assert proc.poll() is None, (base / "broker.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the Java broker did not register within 180 s"
-            time.sleep(0.5)
+        wait_for_java_broker(namesrv, procs, base / "broker.log")
         yield JavaCluster(namesrv_addr=namesrv, broker_addr=f"127.0.0.1:{broker_port}")
     finally:
         for proc in procs:
@@ -174,7 +202,7 @@ def java_cluster(
     with run_java_cluster(
         java_home,
         tmp_path_factory.mktemp("java-rocketmq"),
-        "transactionCheckInterval=1000",  # the transaction tests wait for checks
-        "transactionTimeOut=2000",
+        "transactionCheckInterval=1000",  # the transaction test waits for checks ...
+        f"transactionTimeOut={NO_CHECK_YET_MS}",  # ... once it lets them happen
     ) as cluster:
         yield cluster

@@ -28,6 +28,7 @@ from finchmq.client import (
 from finchmq.protocol.acl import ACL_EXCEPTION
 from finchmq.protocol.codes import ResponseCode
 from finchmq.testing.process import ServerProcess
+from tests.waiting import eventually
 
 from .conftest import JavaCluster, java_rocketmq_home, run_java, run_java_cluster
 
@@ -162,12 +163,25 @@ async def test_finchmq_signs_for_the_java_broker(java_acl_cluster: JavaCluster) 
         session_credentials=KEYS,
         instance_name=f"c-{time.monotonic_ns()}",
     ) as consumer:
-        bodies = set()
-        for mq in await consumer.fetch_subscribe_message_queues("JavaAcl"):
-            result = await consumer.pull(mq, "*", 0, 32)
-            if result.pull_status is PullStatus.FOUND:
-                bodies |= {m.body for m in result.msg_found_list}
-    assert bodies == {b"m0", b"m1", b"m2"}
+
+        async def pulled() -> set[bytes]:
+            bodies: set[bytes] = set()
+            for mq in await consumer.fetch_subscribe_message_queues("JavaAcl"):
+                result = await consumer.pull(mq, "*", 0, 32)
+                if result.pull_status is PullStatus.FOUND:
+                    bodies |= {m.body for m in result.msg_found_list}
+            return bodies
+
+        # Java's broker acknowledges a send once it is in the commit log; its consume queue (what a
+        # pull reads) is built a moment later, by another thread
+        expected = {b"m0", b"m1", b"m2"}
+
+        async def all_pulled() -> set[bytes] | None:
+            bodies = await pulled()
+            return bodies if bodies >= expected else None
+
+        bodies = await eventually(all_pulled, what="the 3 messages pullable", interval=0.2)
+    assert bodies == expected
 
 
 async def test_the_java_broker_refuses_as_finchmq_does(java_acl_cluster: JavaCluster) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ import pytest
 from finchmq.client import AdminClient
 from finchmq.testing.process import ServerProcess
 from tests.client.conftest import create_topic
+from tests.waiting import wait_until
 
-from .conftest import run_java
+from .conftest import NO_CHECK_YET_MS, ended_transactions, run_java, set_transaction_timeout
 
 # JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -52,15 +54,9 @@ def test_the_broker_stored_what_java_sent(
             stats = await admin.topic_status(topic)
         return sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
 
-    deadline = 60.0
-    count = 0
-    while deadline > 0:  # oneway sends are acknowledged by nobody: wait until they are stored
-        count = asyncio.run(stored())
-        if count >= len(ALL_KEYS):
-            break
-        asyncio.run(asyncio.sleep(0.2))
-        deadline -= 0.2
-    assert count == len(ALL_KEYS)
+    # oneway sends are acknowledged by nobody: wait until they are stored
+    wait_until(lambda: asyncio.run(stored()) >= len(ALL_KEYS), what="every send stored", interval=0.2)
+    assert asyncio.run(stored()) == len(ALL_KEYS)
     acked = [s for s in sends if s["mode"] in ("sync", "async", "selector")]
     assert len({(s["queue"], s["offset"]) for s in acked}) == len(acked), "each send has its own queue offset"
 
@@ -142,8 +138,19 @@ def test_java_transaction_producer_commits_rolls_back_and_answers_checks(java_cl
     resolved by the broker's check (CHECK_TRANSACTION_STATE to the Java client, its
     END_TRANSACTION back); the topic holds exactly the committed messages."""
     topic, count = "JavaTx", 5
-    with ServerProcess(conf={"transactionCheckInterval": "500", "transactionTimeOut": "1000"}) as server:
-        records = run_java(java_classes, "transaction", server.namesrv_addr, topic, str(count))
+    with ServerProcess(
+        conf={"transactionCheckInterval": "500", "transactionTimeOut": NO_CHECK_YET_MS}
+    ) as server:
+        ns, broker = server.namesrv_addr, f"127.0.0.1:{server.broker_port}"
+        with ThreadPoolExecutor(1) as pool:
+            java = pool.submit(run_java, java_classes, "transaction", ns, topic, str(count))
+            wait_until(
+                lambda: java.done() or asyncio.run(ended_transactions(ns, broker)) >= 2 * count,
+                what="the broker recorded the commits and rollbacks",
+                interval=0.2,
+            )
+            asyncio.run(set_transaction_timeout(ns, broker, "1000"))  # now the checks
+            records = java.result()
         assert not [r for r in records if "error" in r], records
         sent = {r["key"]: r for r in records if r.get("mode") == "transaction"}
         assert all(r["status"] == "SEND_OK" for r in sent.values()) and len(sent) == 3 * count
@@ -178,13 +185,13 @@ def test_java_sql92_consumer_on_finchmq(java_classes: str) -> None:
     SQL92 subscription and the broker's filtering, with and without enablePropertyFilter."""
     with ServerProcess(conf={"enablePropertyFilter": "true"}) as server:
         run_java(java_classes, "produce", server.namesrv_addr, "JavaSql", "10")  # keys sync-0..9 ...
-        sql = "TAGS = 'TagA' AND (KEYS IN ('sync-1', 'async-2', 'oneway-3') OR KEYS = 'no-such-key')"
-        records = run_java(java_classes, "sqlpush", server.namesrv_addr, "java_sql_g", "JavaSql", "3", sql)
-        assert {r["key"] for r in records if "key" in r} == {"sync-1", "async-2", "oneway-3"}
+        # sqlpush then puts an end marker (key "the-end") in every queue, and ends once it has
+        # consumed up to each: what did not match had its chance to come
+        sql = "TAGS = 'TagA' AND (KEYS IN ('sync-1', 'async-2', 'oneway-3') OR KEYS = 'the-end')"
+        records = run_java(java_classes, "sqlpush", server.namesrv_addr, "java_sql_g", "JavaSql", sql)
+        assert {r["key"] for r in records if "key" in r} == {"sync-1", "async-2", "oneway-3", "the-end"}
     with ServerProcess() as server:  # enablePropertyFilter=false (the default): refused at start
         run_java(java_classes, "produce", server.namesrv_addr, "JavaSql", "1")  # Java checks routed topics
-        records = run_java(
-            java_classes, "sqlpush", server.namesrv_addr, "java_sql_g", "JavaSql", "1", "a > 1"
-        )
+        records = run_java(java_classes, "sqlpush", server.namesrv_addr, "java_sql_g", "JavaSql", "a > 1")
         [error] = [r["startError"] for r in records if "startError" in r]
         assert "The broker does not support consumer to filter message by SQL92" in error

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -47,29 +47,19 @@ from finchmq.client.sync import (
     BlockingPullConsumer,
     BlockingPushConsumer,
 )
+from finchmq.protocol.bodies import Connection
 from finchmq.testing.process import ServerProcess
-from tests.client.conftest import SMALL_STORE, pull_all
+from tests.client.conftest import SMALL_STORE, create_topic, pull_all
 from tests.protocol.test_java_goldens import masked, name_server_answers
+from tests.waiting import eventually, wait_until
 
-from .conftest import JavaCluster, run_java
+from .conftest import NO_CHECK_YET_MS, JavaCluster, ended_transactions, run_java, set_transaction_timeout
 
 # JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOPIC = "FinchOnJava"
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
-
-
-async def create_topic(namesrv: str, topic: str) -> None:
-    async with AdminClient(namesrv_addr=namesrv) as admin:
-        await admin.create_topic(topic, read_queue_nums=4, write_queue_nums=4)
-        for _ in range(300):
-            try:
-                await admin.topic_route(topic)
-                return
-            except Exception:
-                await asyncio.sleep(0.1)
-        raise AssertionError(f"{topic} never got a route")
 
 
 def test_finchmq_client_sends_and_consumes_through_the_java_broker(java_cluster: JavaCluster) -> None:
@@ -119,25 +109,31 @@ def test_finchmq_transaction_producer_against_the_java_broker(java_cluster: Java
             return COMMIT
 
     async def scenario() -> list[str]:
-        await create_topic(java_cluster.namesrv_addr, topic)
+        ns, broker = java_cluster.namesrv_addr, java_cluster.broker_addr
+        await create_topic(ns, topic)
+        ended_before = await ended_transactions(ns, broker)
         async with TransactionProducer(
-            "finch_tx_pg", namesrv_addr=java_cluster.namesrv_addr, transaction_listener=Listener()
+            "finch_tx_pg", namesrv_addr=ns, transaction_listener=Listener()
         ) as producer:
             for key in ("commit", "rollback", "unknown"):
                 result = await producer.send_message_in_transaction(
                     Message.create(topic, key.encode(), keys=key)
                 )
                 assert result.send_status.name == "SEND_OK"
-            for _ in range(1200):  # Java's broker checks every second here
-                if checked:
-                    break
-                await asyncio.sleep(0.1)
-            return sorted(
-                (m.keys or "") for m in await pull_all(java_cluster.namesrv_addr, topic, 2, timeout=60)
-            )
+
+            async def decided_recorded() -> bool:
+                return await ended_transactions(ns, broker) >= ended_before + 2
+
+            await eventually(decided_recorded, what="Java's broker recorded the commit and the rollback")
+            await set_transaction_timeout(ns, broker, "2000")  # now the checks, every second
+            try:
+                await eventually(lambda: checked, what="Java's broker checked the unknown transaction")
+            finally:
+                await set_transaction_timeout(ns, broker, NO_CHECK_YET_MS)
+            return sorted((m.keys or "") for m in await pull_all(ns, topic, 2, timeout=60))
 
     assert asyncio.run(scenario()) == ["commit", "unknown"]
-    assert checked[:1] == [f"{topic}/unknown"]
+    assert set(checked) == {f"{topic}/unknown"}, "only the undecided transaction is checked"
 
 
 @pytest.mark.parametrize(
@@ -273,9 +269,25 @@ def assert_no_java_failure(command: str, output: str) -> None:
 
 
 def prepared(java_classes: str, namesrv: str) -> None:
+    """MQADMIN_TOPIC with 25 messages, indexed (Java's broker does that apart from the send), all
+    consumed by MQADMIN_GROUP, whose offsets the broker has (the consumer sends its last ones
+    oneway as it shuts down): the state the commands print stays as it is."""
     asyncio.run(create_topic(namesrv, MQADMIN_TOPIC))
     run_java(java_classes, "produce", namesrv, MQADMIN_TOPIC, "5")
     run_java(java_classes, "push", namesrv, MQADMIN_GROUP, MQADMIN_TOPIC, "25", "concurrent")
+
+    async def settled() -> bool:
+        async with AdminClient(namesrv_addr=namesrv) as admin:
+            table = (await admin.consume_stats(MQADMIN_GROUP, MQADMIN_TOPIC)).offset_table
+            indexed = await admin.query_message(MQADMIN_TOPIC, "batch-4")  # the last one sent
+        committed = bool(table) and all(o.consumer_offset == o.broker_offset for o in table.values())
+        return committed and bool(indexed)
+
+    wait_until(
+        lambda: asyncio.run(settled()),
+        what=f"{MQADMIN_TOPIC} indexed, {MQADMIN_GROUP}'s offsets committed",
+        interval=0.2,
+    )
 
 
 def test_java_mqadmin_prints_the_same_against_finchmq(
@@ -424,16 +436,24 @@ def test_finchmq_admin_consumer_status_and_cluster_rt_print_what_java_mqadmin_pr
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
     with consumer:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def connections() -> tuple[Connection, ...]:
             try:
                 with BlockingAdminClient(namesrv_addr=ns) as admin:
-                    [connection] = admin.consumer_connection(group).connection_set
-                break
-            except MQClientError:
-                assert time.monotonic() < deadline, "the consumer never registered"
-                time.sleep(0.2)
+                    return admin.consumer_connection(group).connection_set
+            except MQClientError:  # not registered yet
+                return ()
+
+        [connection] = wait_until(connections, what="the consumer registered", interval=0.2)
         client_id = connection.client_id
+
+        def rebalanced() -> bool:  # what consumerStatus shows: its queues, the same in both runs
+            held = Counter(mq.topic for mq in consumer.running_info().mq_table)
+            return held == {topic: 4, f"%RETRY%{group}": 1}
+
+        wait_until(
+            rebalanced, what="the consumer holds the topic's and its retry topic's queues", interval=0.2
+        )
 
         def running_info(text: str) -> list[str]:
             return [re.sub(r"\d", "0", line) if "ProcessQueueInfo [" in line or line.startswith(topic)
@@ -455,15 +475,16 @@ def test_finchmq_admin_consumer_status_and_cluster_rt_print_what_java_mqadmin_pr
         "side_pg", namesrv_addr=ns, instance_name="side_pg", heartbeat_broker_interval=500
     ) as producer:
         producer.send(Message(topic, b"hello"))  # the next heartbeat reaches the topic's broker
-        deadline = time.monotonic() + 60
-        while True:
+
+        def registered() -> bool:
             try:
                 with BlockingAdminClient(namesrv_addr=ns) as admin:
                     admin.producer_connection("side_pg", topic)
-                break
             except MQClientError:
-                assert time.monotonic() < deadline, "the producer never registered"
-                time.sleep(0.2)
+                return False
+            return True
+
+        wait_until(registered, what="the producer registered", interval=0.2)
         args = ["-g", "side_pg", "-t", topic]
         java = mqadmin(java_home, ns, "producerConnection", args, broker)
         assert java.startswith("0001  ") and finch_admin(ns, "producerConnection", args, broker) == java

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from finchmq.protocol.bodies import (
     TopicRouteData,
 )
 from finchmq.remoting import RemotingClient
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -120,11 +120,10 @@ async def test_broker_connection_close_removes_its_routes(namesrv: NamesrvContro
     await broker.invoke(namesrv.address, register_request(), 3000)
     assert namesrv.routes.pickup_topic_route_data("TopicTest") is not None
     await broker.close()
-    for _ in range(100):
-        if namesrv.routes.pickup_topic_route_data("TopicTest") is None:
-            break
-        await asyncio.sleep(0.01)
-    assert namesrv.routes.pickup_topic_route_data("TopicTest") is None
+    await eventually(
+        lambda: namesrv.routes.pickup_topic_route_data("TopicTest") is None,
+        what="the closed broker's routes removed",
+    )
 
 
 async def test_unregister_and_delete_topic(namesrv: NamesrvController) -> None:

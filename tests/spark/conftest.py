@@ -23,6 +23,7 @@ pytest.importorskip("pyspark", reason="the spark extra is not installed: pip ins
 from finchmq.client import BlockingAdminClient, BlockingProducer, Message, MessageQueue, NoRouteError
 from finchmq.spark import local_session
 from finchmq.testing import EmbeddedServer
+from tests.waiting import wait_until
 
 # The broker sheds sends queued for half of waitTimeMillsInSendQueue; Spark and the broker share
 # two cores here, so that is raised to keep tests about other things free of SYSTEM_BUSY.
@@ -73,18 +74,16 @@ class Sent:
 def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
     with BlockingAdminClient(namesrv_addr=namesrv) as admin:
         admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
-    deadline = time.monotonic() + 10
     with BlockingAdminClient(namesrv_addr=namesrv) as admin:
-        while True:  # the broker registers the new topic with the name server right away
+
+        def routed() -> bool:  # the broker registers the new topic with the name server right away
             try:
                 route = admin.topic_route(topic)
             except NoRouteError:
-                route = None
-            if route is not None and route.queue_datas and route.queue_datas[0].read_queue_nums == queues:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"topic {topic} has no route with {queues} queues")
-            time.sleep(0.05)
+                return False
+            return bool(route.queue_datas) and route.queue_datas[0].read_queue_nums == queues
+
+        wait_until(routed, what=f"the route of {topic} with {queues} queues")
 
 
 def fill(
@@ -120,17 +119,24 @@ def fill(
     return sent
 
 
-def wait_for(
-    predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition", query: Any = None
-) -> None:
-    """Poll ``predicate``; fail after ``timeout`` s, or at once if the streaming ``query`` died."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if query is not None and not query.isActive:
+def while_running(query: Any, predicate: Callable[[], bool], what: str) -> Callable[[], bool]:
+    """``predicate`` for ``wait_until`` that fails at once if the streaming ``query`` died (rather
+    than at the deadline)."""
+
+    def check() -> bool:
+        if predicate():
+            return True
+        if not query.isActive:
             raise AssertionError(f"{what}: the streaming query stopped: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout}s")
-        time.sleep(0.2)
+        return False
+
+    return check
+
+
+def wait_while_running(query: Any, predicate: Callable[[], bool], what: str) -> None:
+    """Wait for ``predicate`` as the streaming ``query`` runs (a look every 0.2 s: each may ask
+    the JVM; 60 s, as micro-batches on a loaded machine are slow)."""
+    wait_until(while_running(query, predicate, what), timeout=60, what=what, interval=0.2)
 
 
 def checkpoint(tmp_path: Path, name: str = "checkpoint") -> str:

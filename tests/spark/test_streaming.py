@@ -14,7 +14,7 @@ import pytest
 
 from finchmq.client import BlockingAdminClient
 
-from .conftest import Sent, create_topic, fill, wait_for
+from .conftest import Sent, create_topic, fill, wait_while_running
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -119,18 +119,16 @@ def test_processing_time_trigger_stop_and_restart_exactly_once(
         )
 
     query = start()
-    wait_for(lambda: sink.count() >= 40, what="first wave read", query=query)
+    wait_while_running(query, lambda: sink.count() >= 40, "first wave read")
     fill(namesrv, name, 10, sent=sent)
-    wait_for(lambda: sink.count() >= 80, what="second wave read", query=query)
+    wait_while_running(query, lambda: sink.count() >= 80, "second wave read")
     query.stop()
     fill(namesrv, name, 10, sent=sent)  # written while the query is down
     query = start()
     try:
-        wait_for(lambda: sink.count() >= 120, what="third wave read after the restart", query=query)
-        wait_for(
-            lambda: query.lastProgress is not None and query.lastProgress["numInputRows"] == 0,
-            what="idle",
-            query=query,
+        wait_while_running(query, lambda: sink.count() >= 120, "third wave read after the restart")
+        wait_while_running(
+            query, lambda: query.lastProgress is not None and query.lastProgress["numInputRows"] == 0, "idle"
         )
     finally:
         query.stop()
@@ -156,10 +154,10 @@ def test_new_queues_are_read_from_their_start(spark: Any, namesrv: str, name: st
         .start()
     )
     try:
-        wait_for(lambda: sink.count() >= 10, what="the first two queues read", query=query)
+        wait_while_running(query, lambda: sink.count() >= 10, "the first two queues read")
         create_topic(namesrv, name, queues=4)  # two more queues appear
         fill(namesrv, name, 6, queues=4, sent=sent)
-        wait_for(lambda: sink.count() >= 10 + 24, what="the new queues read", query=query)
+        wait_while_running(query, lambda: sink.count() >= 10 + 24, "the new queues read")
     finally:
         query.stop()
     assert_exactly_once(sink, sent)
@@ -180,9 +178,9 @@ def test_starting_offsets_latest_skips_what_is_there(
         .start()
     )
     try:
-        wait_for(lambda: query.lastProgress is not None, what="a first micro-batch", query=query)
+        wait_while_running(query, lambda: query.lastProgress is not None, "a first micro-batch")
         fresh = fill(namesrv, name, 3, queues=2, body=lambda q, i: f"fresh-{q}-{i}".encode())
-        wait_for(lambda: sink.count() >= 6, what="the fresh messages read", query=query)
+        wait_while_running(query, lambda: sink.count() >= 6, "the fresh messages read")
     finally:
         query.stop()
     assert sorted(sink.keys()) == sorted(fresh.keys()) == [(q, o) for q in range(2) for o in range(5, 8)]

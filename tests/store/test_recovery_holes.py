@@ -29,7 +29,7 @@ def _killed_inside_index_write(root: Path, count: int, key: str, mode: str = "he
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=120,  # a deadline only a writer that hangs reaches
     )
     assert "KILL" in proc.stdout, proc.stderr
     assert proc.returncode == -9
@@ -126,7 +126,7 @@ def test_sigkill_keeps_every_acknowledged_message_findable_by_its_keys(tmp_path:
             assert not shared - found, sorted(shared - found)[:5]
         finally:
             s.shutdown()
-    assert len(acked) > 40  # the writer wrote across the kills (and index roll-overs)
+    assert len(acked) >= 4 * 30  # the writer wrote across the kills (and index roll-overs)
 
 
 def test_kill_after_an_index_roll_over_keeps_the_entries_put_into_the_full_file(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from finchmq.store import DefaultMessageStore, PutMessageResult, PutMessageStatus
 from finchmq.store.config import BrokerRole
+from tests.waiting import DEFAULT_TIMEOUT
 
 from .conftest import msg, read_queue, small_config
 
@@ -140,7 +141,7 @@ def test_sync_master_without_a_slave_answers_slave_not_available(tmp_path: Path)
 
 
 def test_sync_master_waits_for_the_slave_acknowledgement(tmp_path: Path) -> None:
-    store = sync_master(tmp_path)
+    store = sync_master(tmp_path, slave_timeout=600_000)  # no FLUSH_SLAVE_TIMEOUT within the test
     try:
         store.replication.slave_connected()
         outcome = store.put(msg())
@@ -149,9 +150,11 @@ def test_sync_master_waits_for_the_slave_acknowledgement(tmp_path: Path) -> None
         end = store.get_max_phy_offset()
         store.replication.notify_transfer_some(end - 1)
         with pytest.raises(TimeoutError):
-            outcome.result(0.2)  # not acknowledged far enough yet
+            # not acknowledged far enough yet; nothing else can complete it within the test, so
+            # a slow machine can only make this pass more surely, never fail it
+            outcome.result(0.2)
         store.replication.notify_transfer_some(end)
-        result: PutMessageResult = outcome.result(10)
+        result: PutMessageResult = outcome.result(DEFAULT_TIMEOUT)
         assert result.status is PutMessageStatus.PUT_OK
     finally:
         store.shutdown()
@@ -168,13 +171,16 @@ def test_sync_master_answers_flush_slave_timeout_when_the_slave_is_too_slow(tmp_
 
 def test_sync_flush_and_sync_master_combine_as_java(tmp_path: Path) -> None:
     store = sync_master(
-        tmp_path, flush_disk_type=__import__("finchmq.store.config", fromlist=["x"]).FlushDiskType.SYNC_FLUSH
+        tmp_path,
+        flush_disk_type=__import__("finchmq.store.config", fromlist=["x"]).FlushDiskType.SYNC_FLUSH,
+        sync_flush_timeout=600_000,  # neither wait may time out on a slow machine or disk
+        slave_timeout=600_000,
     )
     try:
         store.replication.slave_connected()
         outcome = store.put(msg())
         assert isinstance(outcome, Future)
         store.replication.notify_transfer_some(store.get_max_phy_offset())
-        assert outcome.result(10).status is PutMessageStatus.PUT_OK
+        assert outcome.result(DEFAULT_TIMEOUT).status is PutMessageStatus.PUT_OK
     finally:
         store.shutdown()

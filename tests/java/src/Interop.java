@@ -5,17 +5,23 @@
 //   litepull NAMESRV GROUP TOPIC EXPECT
 //   requestreply NAMESRV TOPIC COUNT  a push consumer answers (MessageUtil.createReplyMessage),
 //                                     a producer sends COUNT requests and prints the replies
-//   sqlpush NAMESRV GROUP TOPIC EXPECT SQL   a push consumer with MessageSelector.bySql
-//   traced NAMESRV TOPIC              one send with enableMsgTrace, consumed with enableMsgTrace
+//   sqlpush NAMESRV GROUP TOPIC SQL   a push consumer with MessageSelector.bySql; then an end marker
+//                                     (TagA, key "the-end") in every queue: done once it has consumed
+//                                     up to every marker (so whatever the broker lets through has come)
+//   traced NAMESRV TOPIC              one send with enableMsgTrace, consumed with enableMsgTrace; done
+//                                     once the broker has its Pub, SubBefore and SubAfter traces
 //   mqadmin FILE                      Java's mqadmin commands (one per line, arguments tab-separated)
 //                                     in this one JVM, each one's output printed as a JSON string
 //   transaction NAMESRV TOPIC COUNT   TransactionMQProducer: COUNT commits, rollbacks and unknowns
-//                                     (the broker's check commits those)
+//                                     (the broker's check commits those); done once the broker has
+//                                     stored the checked ones
 //   acl NAMESRV TOPIC GROUP ACCESS_KEY SECRET_KEY COUNT   a producer and a lite pull consumer signing
 //                                     with AclClientRPCHook: COUNT sends, then the consumer reads them
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -30,6 +36,8 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.TransactionListener;
@@ -125,6 +133,8 @@ public class Interop {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(ns);
         c.setInstanceName(instance);
+        // shutdown() waits for the listeners still running, so it persists every consumed offset
+        c.setAwaitTerminationMillisWhenShutdown(60_000);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.subscribe(topic, "*");
         return c;
@@ -171,7 +181,6 @@ public class Interop {
         }
         for (DefaultMQPushConsumer c : consumers) c.start();
         boolean ok = done.await(90, TimeUnit.SECONDS);
-        Thread.sleep(500);  // let offsets be committed before shutting down
         for (DefaultMQPushConsumer c : consumers) c.shutdown();
         emit("{\"done\":" + ok + "}");
     }
@@ -206,6 +215,7 @@ public class Interop {
         p.setNamesrvAddr(ns);
         p.setInstanceName("interop-tx-" + System.nanoTime());
         CountDownLatch checks = new CountDownLatch(count);
+        Set<String> checked = ConcurrentHashMap.newKeySet();  // a key may be checked twice
         p.setTransactionListener(new TransactionListener() {
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
                 String key = msg.getKeys();
@@ -217,7 +227,7 @@ public class Interop {
             public LocalTransactionState checkLocalTransaction(MessageExt msg) {
                 emit("{\"checked\":" + q(msg.getKeys()) + ",\"topic\":" + q(msg.getTopic())
                     + ",\"transactionId\":" + q(String.valueOf(msg.getTransactionId())) + "}");
-                checks.countDown();
+                if (checked.add(msg.getKeys())) checks.countDown();
                 return LocalTransactionState.COMMIT_MESSAGE;
             }
         });
@@ -233,10 +243,35 @@ public class Interop {
                 }
             }
             boolean ok = checks.await(90, TimeUnit.SECONDS);
+            // each check's answer (END_TRANSACTION, oneway) goes out after the listener returned:
+            // shut down only once the broker has stored every checked message
+            long deadline = System.currentTimeMillis() + 60_000;
+            for (int i = 0; ok && i < count; i++) {
+                while (!found(p, topic, "unknown-" + i)) {
+                    if (System.currentTimeMillis() > deadline) { ok = false; break; }
+                    Thread.sleep(100);  // polling interval
+                }
+            }
             emit("{\"done\":" + ok + "}");
         } finally {
             p.shutdown();
         }
+    }
+
+    /** Messages of TOPIC with KEY, as the broker's index answers (none yet: an empty list). */
+    static List<MessageExt> byKey(DefaultMQProducer p, String topic, String key) throws InterruptedException {
+        List<MessageExt> found = new ArrayList<>();
+        try {
+            for (MessageExt m : p.queryMessage(topic, key, 32, 0, Long.MAX_VALUE).getMessageList()) {
+                if (topic.equals(m.getTopic())) found.add(m);  // not a half message with that key
+            }
+        } catch (MQClientException e) {  // "query message by key finished, but no message."
+        }
+        return found;
+    }
+
+    static boolean found(DefaultMQProducer p, String topic, String key) throws InterruptedException {
+        return !byKey(p, topic, key).isEmpty();
     }
 
     static void requestReply(String ns, String topic, int count) throws Exception {
@@ -277,20 +312,14 @@ public class Interop {
         }
     }
 
-    static void sqlPush(String ns, String group, String topic, int expect, String sql) throws Exception {
-        Set<String> seen = ConcurrentHashMap.newKeySet();
-        CountDownLatch done = new CountDownLatch(1);
+    static void sqlPush(String ns, String group, String topic, String sql) throws Exception {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(ns);
         c.setInstanceName("interop-sql-" + System.nanoTime());
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.subscribe(topic, MessageSelector.bySql(sql));
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
-            for (MessageExt m : msgs) {
-                seen.add(m.getKeys());
-                emit("{\"key\":" + q(m.getKeys()) + "}");
-            }
-            if (seen.size() >= expect) done.countDown();
+            for (MessageExt m : msgs) emit("{\"key\":" + q(m.getKeys()) + "}");
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         try {
@@ -300,8 +329,31 @@ public class Interop {
             emit("{\"done\":true}");
             return;
         }
-        boolean ok = done.await(60, TimeUnit.SECONDS);
-        Thread.sleep(2000); // anything that should not match would have come by now
+        // An end marker in every queue, after everything else: once the consumer's offset of each
+        // queue is past its marker, it has consumed whatever the broker handed it before that.
+        DefaultMQProducer p = new DefaultMQProducer("java_sql_end_pg");
+        p.setNamesrvAddr(ns);
+        p.setInstanceName("interop-sql-end-" + System.nanoTime());
+        p.start();
+        Map<MessageQueue, Long> markers = new HashMap<>();
+        try {
+            for (MessageQueue mq : p.fetchPublishMessageQueues(topic)) {
+                markers.put(mq, p.send(message(topic, "the-end"), mq).getQueueOffset());
+            }
+        } finally {
+            p.shutdown();
+        }
+        boolean ok = false;
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (!ok && System.currentTimeMillis() < deadline) {
+            ok = true;
+            for (Map.Entry<MessageQueue, Long> marker : markers.entrySet()) {
+                long offset = c.getDefaultMQPushConsumerImpl().getOffsetStore()
+                    .readOffset(marker.getKey(), ReadOffsetType.READ_FROM_MEMORY);
+                ok &= offset > marker.getValue();
+            }
+            if (!ok) Thread.sleep(100);  // polling interval
+        }
         c.shutdown();
         emit("{\"done\":" + ok + "}");
     }
@@ -324,10 +376,25 @@ public class Interop {
         SendResult r = p.send(message(topic, "traced-1"));
         emit("{\"msgId\":" + q(r.getMsgId()) + "}");
         boolean ok = got.await(60, TimeUnit.SECONDS);
-        Thread.sleep(1500); // the trace dispatchers send within 500 ms
+        // the dispatchers send traces in the background: shut down once the broker has them all
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (ok && !traced(p, r.getMsgId())) {
+            if (System.currentTimeMillis() > deadline) { ok = false; break; }
+            Thread.sleep(100);  // polling interval
+        }
         p.shutdown();
         c.shutdown();
         emit("{\"done\":" + ok + "}");
+    }
+
+    /** The trace topic holds the send's (Pub) and the consumption's (SubBefore, SubAfter) traces of MSG_ID. */
+    static boolean traced(DefaultMQProducer p, String msgId) throws InterruptedException {
+        StringBuilder traces = new StringBuilder();
+        for (MessageExt t : byKey(p, "RMQ_SYS_TRACE_TOPIC", msgId)) {
+            traces.append(new String(t.getBody(), StandardCharsets.UTF_8));
+        }
+        String all = traces.toString();  // each trace is TYPE, (char) 1, fields ...
+        return all.contains("Pub\u0001") && all.contains("SubBefore\u0001") && all.contains("SubAfter\u0001");
     }
 
     static void mqadminBatch(String file) throws Exception {
@@ -407,7 +474,7 @@ public class Interop {
             case "traced": traced(a[1], a[2]); break;
             case "mqadmin": mqadminBatch(a[1]); break;
             case "requestreply": requestReply(a[1], a[2], Integer.parseInt(a[3])); break;
-            case "sqlpush": sqlPush(a[1], a[2], a[3], Integer.parseInt(a[4]), a[5]); break;
+            case "sqlpush": sqlPush(a[1], a[2], a[3], a[4]); break;
             case "acl": acl(a[1], a[2], a[3], a[4], a[5], Integer.parseInt(a[6])); break;
             default: throw new IllegalArgumentException(a[0]);
         }

@@ -365,6 +365,7 @@ class Producer(ClientService, MQProducerInner):
                 config.namesrv_addr,
                 config.customized_trace_topic,
                 config.session_credentials,
+                producer_factory=Producer,
             )
             await self._trace.start()
 

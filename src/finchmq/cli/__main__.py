@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import argcomplete
 from argcomplete.shell_integration import shellcode
 
-from finchmq import __version__
+from finchmq._version import __version__
 from finchmq.cli.admin import add_admin_parser
 from finchmq.cli.bench import add_bench_parser
 from finchmq.cli.cluster import add_cluster_parser

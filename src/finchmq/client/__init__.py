@@ -61,15 +61,9 @@ from .errors import (
     RequestTimeoutError,
     ValidationError,
 )
-from .producer import (
-    MessageQueueSelector,
-    Producer,
-    create_reply_message,
-    select_message_queue_by_hash,
-    select_message_queue_by_random,
-    split_batch,
-)
+from .producer import Producer, create_reply_message, split_batch
 from .results import PullResult, PullStatus, SendResult, SendStatus
+from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import (
     BlockingAdminClient,
     BlockingLitePullConsumer,

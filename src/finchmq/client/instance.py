@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeVar
 
-from finchmq import __version__
+from finchmq._version import __version__
 from finchmq.common.lifecycle import AsyncService
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.acl import SessionCredentials, sign_request
@@ -78,6 +78,7 @@ from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingConte
 
 from .api import MAX_DECOMPRESSED_BODY, MQClientAPI
 from .config import ClientConfig, ProducerConfig
+from .consumer.pull_service import PullMessageService
 from .errors import ClientStateError, MQClientError, NoRouteError
 from .results import SendResult
 from .route import (
@@ -91,8 +92,6 @@ from .stats import ConsumerStatsManager
 
 if TYPE_CHECKING:
     from finchmq.protocol.bodies import ConsumeMessageDirectlyResult
-
-    from .consumer.pull_service import PullMessageService
 
 __all__ = ["ClientService", "MQClientInstance", "MQConsumerInner", "MQProducerInner", "ServiceState"]
 
@@ -392,8 +391,6 @@ class MQClientInstance:
                     f"{self.client_id}: no name server address; set namesrv_addr ('host:port;host:port')"
                 )
             self.state = ServiceState.START_FAILED
-            from .consumer.pull_service import PullMessageService  # noqa: PLC0415 - cycle
-
             self.remoting.register_processor(
                 [
                     RequestCode.CHECK_TRANSACTION_STATE,

@@ -1,9 +1,11 @@
-"""``Producer``: send messages (Java ``DefaultMQProducer`` + ``DefaultMQProducerImpl`` +
-``MQFaultStrategy``), asyncio core.
+"""``Producer``: send messages (Java ``DefaultMQProducer`` + ``DefaultMQProducerImpl``), asyncio
+core.
 
-Owns: message validation, the topic publish table, queue selection (round robin, latency fault
-tolerance, selectors), compression, UNIQ_KEY ids, batches split to the size limit, and the retry
-loop. Imports: ``finchmq.protocol`` and the client's modules.
+Owns: message validation, the topic publish table, compression, UNIQ_KEY ids, batches split to
+the size limit, request-reply sends, and the retry loop. Queues come from the topic's
+``TopicPublishInfo`` round robin, a ``selector.MessageQueueSelector``, or, with
+``send_latency_fault_enable``, ``latency.MQFaultStrategy`` (which avoids brokers that answered
+slowly or failed). Imports: ``finchmq.protocol`` and the client's modules.
 
 Strategy (Java ``sendDefaultImpl``):
     A send finds the topic's route (falling back to the ``create_topic_key`` route so the broker
@@ -12,8 +14,7 @@ Strategy (Java ``sendDefaultImpl``):
     once), moving to another broker after a network error or an answer in
     ``PRODUCER_RETRY_RESPONSE_CODES``, within one ``send_msg_timeout`` budget. ``BrokerBusyError``
     (SYSTEM_BUSY) and other answers are raised at once: flow control is not retried (seed 000).
-    With ``send_latency_fault_enable`` a broker that answered slowly or failed is avoided for
-    ``not_available_duration[i]`` where ``latency_max[i]`` is the first bound the latency reached.
+    Each attempt's latency goes to the fault strategy.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import random
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
@@ -44,7 +44,6 @@ from finchmq.protocol.message import (
     compress_body,
     encode_batch,
     properties_to_string,
-    tags_hash_code,
 )
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -70,23 +69,15 @@ from .errors import (
     ValidationError,
 )
 from .instance import ClientService, MQClientInstance, MQProducerInner, ServiceState
+from .latency import MQFaultStrategy
 from .results import SendResult, SendStatus
 from .route import TopicPublishInfo
+from .selector import MessageQueueSelector
 from .trace import TraceDispatcher
 
-__all__ = [
-    "MessageQueueSelector",
-    "Producer",
-    "check_message",
-    "select_message_queue_by_hash",
-    "select_message_queue_by_random",
-    "split_batch",
-]
+__all__ = ["Producer", "check_message", "create_reply_message", "split_batch"]
 
 log = logging.getLogger(__name__)
-
-MessageQueueSelector: TypeAlias = Callable[[Sequence[MessageQueue], Message, object], MessageQueue]
-"""Java ``MessageQueueSelector.select(mqs, msg, arg)``: the queue a message goes to."""
 
 SendCallback: TypeAlias = Callable[[SendResult], object]
 ExceptionCallback: TypeAlias = Callable[[BaseException], object]
@@ -108,32 +99,6 @@ class _Mode(enum.Enum):
 
 async def _raise(exc: BaseException) -> SendResult | None:
     raise exc
-
-
-def _java_hash(arg: object) -> int:
-    """``arg.hashCode()`` as Java computes it for strings and ints (stable across processes)."""
-    if isinstance(arg, str):
-        return tags_hash_code(arg) if arg else 0
-    if isinstance(arg, bool):
-        return 1231 if arg else 1237
-    if isinstance(arg, int):
-        if -(2**31) <= arg < 2**31:
-            return arg
-        value = arg & 0xFFFFFFFFFFFFFFFF
-        folded = (value ^ (value >> 32)) & 0xFFFFFFFF  # Long.hashCode
-        return folded - (1 << 32) if folded & 0x80000000 else folded
-    return hash(arg)
-
-
-def select_message_queue_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
-    """Java ``SelectMessageQueueByHash``: ``abs(arg.hashCode()) % len(mqs)``; a sharding key
-    (string or int) always maps to the same queue, in every language."""
-    return mqs[abs(_java_hash(arg)) % len(mqs)]  # == Math.abs(hash % size) with Java's truncating %
-
-
-def select_message_queue_by_random(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
-    """Java ``SelectMessageQueueByRandom``."""
-    return mqs[random.randrange(len(mqs))]
 
 
 def check_message(
@@ -208,92 +173,6 @@ def _id_generator(ip: str) -> UniqueKeyGenerator:
     return gen
 
 
-@dataclass(slots=True)
-class _FaultItem:
-    name: str
-    current_latency: float
-    start_timestamp: float  # monotonic ms when the broker is usable again
-
-
-class LatencyFaultTolerance:
-    """Java ``LatencyFaultToleranceImpl``: brokers to avoid for a while."""
-
-    def __init__(self) -> None:
-        self._table: dict[str, _FaultItem] = {}
-        self._which_item_worst = random.randrange(1 << 16)
-
-    def update_fault_item(self, name: str, current_latency: float, not_available_duration: float) -> None:
-        now = time.monotonic() * 1000
-        item = self._table.get(name)
-        if item is None:
-            self._table[name] = _FaultItem(name, current_latency, now + not_available_duration)
-        else:
-            item.current_latency = current_latency
-            item.start_timestamp = now + not_available_duration
-
-    def is_available(self, name: str) -> bool:
-        item = self._table.get(name)
-        return item is None or time.monotonic() * 1000 >= item.start_timestamp
-
-    def remove(self, name: str) -> None:
-        self._table.pop(name, None)
-
-    def pick_one_at_least(self) -> str | None:
-        """The least bad broker: among the better half (available first, then by latency)."""
-        if not self._table:
-            return None
-        now = time.monotonic() * 1000
-        items = sorted(
-            self._table.values(),
-            key=lambda i: (now < i.start_timestamp, i.current_latency, i.start_timestamp),
-        )
-        half = len(items) // 2
-        if half <= 0:
-            return items[0].name
-        self._which_item_worst += 1
-        return items[self._which_item_worst % half].name
-
-
-class MQFaultStrategy:
-    """Java ``MQFaultStrategy``: queue selection with optional latency fault tolerance."""
-
-    def __init__(self, config: ProducerConfig) -> None:
-        self.enabled = config.send_latency_fault_enable
-        self.latency_max = config.latency_max
-        self.not_available_duration = config.not_available_duration
-        self.tolerance = LatencyFaultTolerance()
-
-    def select_one_message_queue(self, info: TopicPublishInfo, last_broker_name: str | None) -> MessageQueue:
-        if not self.enabled:
-            return info.select_one_message_queue(last_broker_name)
-        queues = info.message_queue_list
-        index = info.next_index()
-        for i in range(len(queues)):
-            mq = queues[(index + i) % len(queues)]
-            if self.tolerance.is_available(mq.broker_name):
-                return mq
-        not_best = self.tolerance.pick_one_at_least()
-        if not_best is not None:
-            write_queue_nums = info.get_queue_id_by_broker(not_best)
-            if write_queue_nums > 0:
-                return MessageQueue(queues[0].topic, not_best, info.next_index() % write_queue_nums)
-            self.tolerance.remove(not_best)
-        return info.select_one_message_queue()
-
-    def update_fault_item(self, broker_name: str, current_latency_ms: float, isolation: bool) -> None:
-        if self.enabled:
-            duration = self._not_available_duration(30_000 if isolation else current_latency_ms)
-            self.tolerance.update_fault_item(broker_name, current_latency_ms, duration)
-
-    def _not_available_duration(self, latency: float) -> float:
-        for bound, duration in zip(
-            reversed(self.latency_max), reversed(self.not_available_duration), strict=True
-        ):
-            if latency >= bound:
-                return duration
-        return 0
-
-
 class Producer(ClientService, MQProducerInner):
     """An asyncio producer (Java ``DefaultMQProducer``).
 
@@ -365,6 +244,7 @@ class Producer(ClientService, MQProducerInner):
                 config.namesrv_addr,
                 config.customized_trace_topic,
                 config.session_credentials,
+                producer_factory=Producer,
             )
             await self._trace.start()
 

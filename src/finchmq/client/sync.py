@@ -52,8 +52,9 @@ from .consumer.listener import ConcurrentlyListener, ConsumeMessageHook, Orderly
 from .consumer.lite_pull import LitePullConsumer
 from .consumer.pull import PullConsumer
 from .consumer.push import PushConsumer
-from .producer import ExceptionCallback, MessageQueueSelector, Producer, SendCallback
+from .producer import ExceptionCallback, Producer, SendCallback
 from .results import PullResult, SendResult
+from .selector import MessageQueueSelector
 from .transaction import TransactionListener, TransactionProducer, TransactionSendResult
 
 __all__ = [

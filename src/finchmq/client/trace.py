@@ -4,7 +4,10 @@ each consumption (SubBefore, SubAfter); the records are batched and sent in the 
 ``RMQ_SYS_TRACE_TOPIC`` (or ``customized_trace_topic``) by an internal producer, as Java does:
 every 100 ms the queue is drained, and a topic's batch goes out once its first record is 500 ms
 old or it nears the message size limit. Recording never blocks nor fails the traced call: when
-2048 records wait, new ones are dropped (counted, logged)."""
+2048 records wait, new ones are dropped (counted, logged).
+
+The internal producer's class comes from the caller (``producer_factory=Producer``): the
+producer module uses this one, so this one does not import it."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
@@ -23,11 +26,9 @@ from finchmq.protocol.trace import TraceBean, TraceContext, TraceType, encode_tr
 
 from .consumer.listener import CONSUME_CONTEXT_TYPE, ConsumeMessageContext
 from .errors import MQClientError
+from .results import SendResult
 
-if TYPE_CHECKING:
-    from .producer import Producer
-
-__all__ = ["ConsumeMessageTraceHook", "TraceDispatcher"]
+__all__ = ["ConsumeMessageTraceHook", "TraceDispatcher", "TraceProducer", "TraceProducerFactory"]
 
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)
@@ -40,6 +41,30 @@ _counter = itertools.count(1)
 _ids = UniqueKeyGenerator()  # SubBefore/SubAfter request ids
 
 
+class TraceProducer(Protocol):
+    """What the dispatcher needs of its internal producer (a ``Producer``)."""
+
+    async def start(self) -> None:
+        """Connect (register with the client instance)."""
+        ...
+
+    async def send(self, msg: Message) -> SendResult:
+        """Send one batch of trace records."""
+        ...
+
+    async def close(self) -> None:
+        """Stop."""
+        ...
+
+
+class TraceProducerFactory(Protocol):
+    """Makes the internal producer: ``Producer(group, **settings)``."""
+
+    def __call__(self, producer_group: str, /, **overrides: object) -> TraceProducer:
+        """A producer of ``producer_group`` with the given ``ProducerConfig`` fields."""
+        ...
+
+
 class TraceDispatcher:
     """Batches trace records and sends them with an internal producer on this event loop."""
 
@@ -50,6 +75,8 @@ class TraceDispatcher:
         namesrv_addr: str | None,
         trace_topic: str | None,
         credentials: SessionCredentials | None = None,
+        *,
+        producer_factory: TraceProducerFactory,
     ) -> None:
         self.topic = trace_topic or RMQ_SYS_TRACE_TOPIC
         self._credentials = credentials  # Java passes the client's RPC hook to its trace producer
@@ -61,7 +88,8 @@ class TraceDispatcher:
         self._batch_bytes = 0
         self._first_at = 0.0
         self._tasks = BackgroundTasks("trace")
-        self._producer: Producer | None = None
+        self._producer_factory = producer_factory
+        self._producer: TraceProducer | None = None
 
     def append(self, ctx: TraceContext) -> None:
         """Queue a record (from any thread); dropped when the queue is full."""
@@ -72,9 +100,7 @@ class TraceDispatcher:
         self._records.append(ctx)
 
     async def start(self) -> None:
-        from .producer import Producer  # noqa: PLC0415 - the producer module uses this one
-
-        producer = Producer(
+        producer = self._producer_factory(
             self._group,
             namesrv_addr=self._namesrv_addr,
             instance_name=f"PID_CLIENT_INNER_TRACE_PRODUCER_{abs(hash(self._namesrv_addr)) % 10**8}",

@@ -67,7 +67,7 @@ class NamesrvController(AsyncService):
         """Time requests and keep figures (served on the configured port with PROM, or added
         by the caller to another endpoint, as ``finchmq server`` adds them to the broker's)."""
         if self.metrics is None:
-            self.metrics = NamesrvMetrics(self)
+            self.metrics = NamesrvMetrics(self.routes, self.server.dispatcher, lambda: self.address)
             self.metrics.install()
         return self.metrics
 

@@ -9,31 +9,38 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from finchmq.common.metrics import Exposition
+from finchmq.remoting import RequestDispatcher
 from finchmq.remoting.metrics import RpcMetrics
 
-if TYPE_CHECKING:
-    from .controller import NamesrvController
+from .route_info import RouteInfoManager
 
 __all__ = ["NamesrvMetrics"]
 
 
 class NamesrvMetrics:
-    """``install()`` times requests; ``write()`` adds the figures to an exposition."""
+    """``install()`` times requests; ``write()`` adds the figures to an exposition.
 
-    def __init__(self, namesrv: NamesrvController) -> None:
-        self.namesrv = namesrv
+    It reads the name server's route table and its dispatcher, and asks ``address()`` for the
+    ``node_id`` label at scrape time (the port is known once the server listens).
+    """
+
+    def __init__(
+        self, routes: RouteInfoManager, dispatcher: RequestDispatcher, address: Callable[[], str]
+    ) -> None:
+        self.routes = routes
+        self.dispatcher = dispatcher
+        self.address = address
         self.rpc = RpcMetrics()
 
     def install(self) -> None:
-        self.rpc.attach(self.namesrv.server.dispatcher)
+        self.rpc.attach(self.dispatcher)
 
     def write(self, out: Exposition) -> None:
-        namesrv = self.namesrv
-        routes = namesrv.routes
-        common = {"node_type": "nameserver", "node_id": namesrv.address}
+        routes = self.routes
+        common = {"node_type": "nameserver", "node_id": self.address()}
         self.rpc.write(out, common)
         brokers: Counter[str] = Counter()
         for entry in list(routes.broker_addr_table.values()):

@@ -45,7 +45,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
-from . import _json
+from ._json import (
+    JSONDecodeError,
+    ObjectKey,
+    dumps,
+    dumps_browser_compatible,
+    dumps_fastjson,
+    java_hash,
+    java_hash_order,
+    loads,
+    loads_lenient,
+)
 from .codes import LanguageCode
 from .errors import RemoteProtocolError
 from .message import MessageQueue
@@ -315,12 +325,12 @@ _INT = _IntCodec()
 
 
 def _mq_from(value: object) -> MessageQueue:
-    if isinstance(value, _json.ObjectKey):
+    if isinstance(value, ObjectKey):
         value = value.as_dict()
     elif isinstance(value, str) and value.lstrip().startswith("{"):
         try:  # fastjson WriteNonStringKeyAsString: the key is the MessageQueue's JSON text
-            value = _json.loads(value)
-        except _json.JSONDecodeError as exc:
+            value = loads(value)
+        except JSONDecodeError as exc:
             raise _Invalid(f"MessageQueue key is not JSON: {_show(value)}") from exc
     if not isinstance(value, dict):
         raise _Invalid(f"expected a MessageQueue object, got {_type_name(value)} {_show(value)}")
@@ -380,8 +390,8 @@ class _KeyCodec:
             return key if compat else str(key)
         items = _mq_items(key)
         if compat:
-            return _json.ObjectKey(items.items())
-        return _json.dumps(items).decode("utf-8")
+            return ObjectKey(items.items())
+        return dumps(items).decode("utf-8")
 
 
 class _ListCodec(_Codec):
@@ -405,7 +415,7 @@ class _ListCodec(_Codec):
     def encode(self, value: Any, compat: bool) -> object:
         encode = self.item.encode
         items = [encode(item, compat) for item in value]
-        return _json.java_hash_order(items) if self.hash_order and len(items) > 1 else items
+        return java_hash_order(items) if self.hash_order and len(items) > 1 else items
 
 
 class _MapCodec(_Codec):
@@ -437,15 +447,15 @@ class _MapCodec(_Codec):
             if self.tree or not compat:
                 keys.sort()  # Java's natural order; MessageQueue orders as its compareTo
             else:
-                keys = _json.java_hash_order(keys, java_key_hash, self.table_size)
+                keys = java_hash_order(keys, java_key_hash, self.table_size)
         return {key(k, compat): val(value[k], compat) for k in keys}
 
 
 def java_key_hash(key: Any) -> int:
     """Java ``hashCode()`` of a map key or set element: String, Long/Integer or MessageQueue."""
     if isinstance(key, MessageQueue):
-        return _json.java_hash(_mq_items(key))
-    return _json.java_hash(key)
+        return java_hash(_mq_items(key))
+    return java_hash(key)
 
 
 class _BodyRef(_Codec):
@@ -610,7 +620,7 @@ class RemotingSerializable:
         the standard JSON of ``encode(BrowserCompatible, QuoteFieldNames, MapSortField)``, which
         the name server sends clients of 4.9.4 and later. See the module docstring."""
         tree = _codec_of(type(self)).encode(self, not standard)
-        return _json.dumps_browser_compatible(tree) if standard else _json.dumps_fastjson(tree)
+        return dumps_browser_compatible(tree) if standard else dumps_fastjson(tree)
 
     @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
@@ -622,8 +632,8 @@ class RemotingSerializable:
         if not data:
             raise BodyError(f"{cls.__name__}: body is empty")
         try:
-            tree = _json.loads_lenient(data)
-        except _json.JSONDecodeError as exc:
+            tree = loads_lenient(data)
+        except JSONDecodeError as exc:
             raise BodyError(f"{cls.__name__}: body is not JSON ({exc})") from exc
         return cls._from_tree(tree)
 
@@ -874,7 +884,7 @@ class RegisterBrokerBody(RemotingSerializable):
 
         parts = [chunk(wrapper.data_version.to_json()), _INT32.pack(len(wrapper.topic_config_table))]
         parts += [chunk(tc.encode().encode("utf-8")) for tc in wrapper.topic_config_table.values()]
-        parts.append(chunk(_json.dumps(list(self.filter_server_list))))
+        parts.append(chunk(dumps(list(self.filter_server_list))))
         return zlib.compress(b"".join(parts), 9)  # Java Deflater.BEST_COMPRESSION
 
     @classmethod
@@ -909,7 +919,7 @@ class RegisterBrokerBody(RemotingSerializable):
             text = take_chunk("topic config").decode("utf-8", errors="replace")
             topic_config = TopicConfig.decode(text)
             table[topic_config.topic_name] = topic_config
-        servers = _json.loads_lenient(take_chunk("filterServerList"))
+        servers = loads_lenient(take_chunk("filterServerList"))
         if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
             raise BodyError(
                 f"RegisterBrokerBody: filterServerList is not a list of strings: {_show(servers)}"
@@ -1076,7 +1086,7 @@ def _reset_offset_array_form(tree: dict[str, Any]) -> dict[str, Any]:
     for i, entry in enumerate(table):
         if not isinstance(entry, dict):
             raise _Invalid(f"offsetTable[{i}]: expected an object, got {_type_name(entry)} {_show(entry)}")
-        as_map[_json.ObjectKey(_mq_items(_mq_from(entry)).items())] = entry.get("offset")
+        as_map[ObjectKey(_mq_items(_mq_from(entry)).items())] = entry.get("offset")
     return {**tree, "offsetTable": as_map}
 
 
@@ -1096,7 +1106,7 @@ class ResetOffsetBody(RemotingSerializable):
     def to_cpp_json(self) -> bytes:
         """The array form the C++ client 1.2.4 parses (it cannot read fastjson's object keys)."""
         entries = [{**_mq_items(mq), "offset": offset} for mq, offset in self.offset_table.items()]
-        return _json.dumps({"offsetTable": entries})
+        return dumps({"offsetTable": entries})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

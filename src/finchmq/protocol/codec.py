@@ -19,7 +19,8 @@ import enum
 import struct
 from typing import Any, Final, Literal
 
-from . import _json
+from ._json import dumps as _dumps
+from ._json import loads_raw as _loads
 from .codes import LanguageCode, ResponseCode, SerializeType
 from .command import Body, RemotingCommand
 from .errors import LocalProtocolError, ProtocolError, RemoteProtocolError
@@ -110,7 +111,7 @@ def _ext_value_to_str(key: str, value: object) -> str:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, dict | list):
-        return _json.dumps(value).decode("utf-8")
+        return _dumps(value).decode("utf-8")
     raise _remote(f"malformed header: extFields[{key!r}] has unsupported value {value!r}")
 
 
@@ -131,10 +132,6 @@ def _normalize_ext_fields(raw: object) -> dict[str, str]:
             continue  # Java drops null entries when it builds the custom header
         fields[key] = value if type(value) is str else _ext_value_to_str(key, value)
     return fields
-
-
-_loads = _json.loads_raw
-_dumps = _json.dumps
 
 
 _JSON = SerializeType.JSON

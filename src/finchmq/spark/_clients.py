@@ -28,7 +28,7 @@ from finchmq.client import (
     SessionCredentials,
 )
 
-__all__ = ["READER_GROUP", "admin", "close_all", "producer", "pull_consumer"]
+__all__ = ["READER_GROUP", "close_shared_clients", "shared_admin", "shared_producer", "shared_pull_consumer"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,9 @@ def _shared(key: tuple[object, ...], make: Callable[[], _Client]) -> _Client:
         return client  # type: ignore[return-value]  # each key's kind is fixed by its first element
 
 
-def pull_consumer(name_server: str, credentials: SessionCredentials | None = None) -> BlockingPullConsumer:
+def shared_pull_consumer(
+    name_server: str, credentials: SessionCredentials | None = None
+) -> BlockingPullConsumer:
     """The process's started pull consumer for ``name_server`` (signing with ``credentials``)."""
     return _shared(
         ("pull", name_server, credentials),
@@ -81,7 +83,7 @@ def pull_consumer(name_server: str, credentials: SessionCredentials | None = Non
     )
 
 
-def admin(name_server: str, credentials: SessionCredentials | None = None) -> BlockingAdminClient:
+def shared_admin(name_server: str, credentials: SessionCredentials | None = None) -> BlockingAdminClient:
     """The process's started admin client for ``name_server`` (signing with ``credentials``)."""
     return _shared(
         ("admin", name_server, credentials),
@@ -93,7 +95,7 @@ def admin(name_server: str, credentials: SessionCredentials | None = None) -> Bl
     )
 
 
-def producer(
+def shared_producer(
     name_server: str, group: str, send_timeout_ms: int, credentials: SessionCredentials | None = None
 ) -> BlockingProducer:
     """The process's started producer of ``group`` for ``name_server`` (signing with ``credentials``)."""
@@ -109,7 +111,7 @@ def producer(
     )
 
 
-def close_all() -> None:
+def close_shared_clients() -> None:
     """Close every client of this process (at exit, and in tests)."""
     with _lock:
         clients = list(_clients.values()) if os.getpid() == _pid else []
@@ -121,4 +123,4 @@ def close_all() -> None:
             log.warning("closing %s failed: %s", type(client).__name__, exc)
 
 
-atexit.register(close_all)
+atexit.register(close_shared_clients)

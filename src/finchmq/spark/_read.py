@@ -48,7 +48,7 @@ from finchmq.client import (
 )
 from finchmq.client.records import PullResultExt
 
-from . import _clients
+from ._clients import shared_pull_consumer
 from ._columns import Columns
 from .options import EARLIEST, LATEST, OffsetSpec, OptionError, QueueKey, ReadOptions
 from .partitions import QueuePartition
@@ -115,7 +115,7 @@ class Planner:
 
     @property
     def consumer(self) -> BlockingPullConsumer:
-        return _clients.pull_consumer(self.opts.name_server, self.opts.credentials)
+        return shared_pull_consumer(self.opts.name_server, self.opts.credentials)
 
     def _unreachable(self, exc: MQClientError) -> OptionError:
         return OptionError(
@@ -221,7 +221,7 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
         DataLossError: offsets of the range are gone and ``failOnDataLoss`` is true.
         MQClientError: the broker cannot be reached or answers with an error.
     """
-    consumer = _clients.pull_consumer(opts.name_server, opts.credentials)
+    consumer = shared_pull_consumer(opts.name_server, opts.credentials)
     portal = Portal.default()
     key = partition.key
     mq = MessageQueue(*key)

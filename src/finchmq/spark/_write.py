@@ -59,7 +59,7 @@ from finchmq.client import (
     select_message_queue_by_hash,
 )
 
-from . import _clients
+from ._clients import shared_admin, shared_producer
 from .options import OptionError, WriteOptions
 
 __all__ = ["SinkError", "WriteIds", "check_input_schema", "write_batches"]
@@ -174,7 +174,7 @@ class _Sender:
         """The client's error as the sink's user should read it (naming the option or topic)."""
         if isinstance(exc, NoRouteError):
             try:  # the producer reports an unreachable name server as "no route" too
-                _clients.admin(self.opts.name_server, self.opts.credentials).cluster_info()
+                shared_admin(self.opts.name_server, self.opts.credentials).cluster_info()
             except (MQNetworkError, MQTimeoutError) as probe:
                 return OptionError(
                     "nameServer", self.opts.name_server, f"cannot reach the name server or broker: {probe}"
@@ -271,9 +271,7 @@ def write_batches(batches: Iterator[pa.RecordBatch], opts: WriteOptions, ids: Wr
         SinkError: a row cannot become a message (null body, no topic).
         MQClientError: a send failed (the task fails; Spark retries it).
     """
-    producer = _clients.producer(
-        opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.credentials
-    )
+    producer = shared_producer(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.credentials)
     sender = _Sender(producer, opts)
     row = 0
     uniq_name = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX

@@ -11,6 +11,8 @@ import os
 import sys
 from typing import Any
 
+from .source import RocketMQDataSource
+
 __all__ = ["local_session"]
 
 
@@ -26,8 +28,6 @@ def local_session(
     = ``cores``, UTC, ``rocketmq`` registered. ``conf`` adds Spark settings.
     """
     from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark is imported only when asked for
-
-    from .source import RocketMQDataSource  # noqa: PLC0415
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -42,7 +42,7 @@ from pyspark.sql.types import StructType
 
 from finchmq.client import MessageQueue, MQClientError
 
-from . import _clients
+from ._clients import close_shared_clients, shared_admin
 from ._read import SCHEMA, DataLossError, Planner, read_partition
 from ._write import SinkError, WriteIds, check_input_schema, write_batches
 from .options import OptionError, QueueKey, ReadOptions, WriteOptions
@@ -238,7 +238,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if group is None or offsets == self._committed:
             return
         try:
-            _clients.admin(self.opts.name_server, self.opts.credentials).update_consume_offsets(
+            shared_admin(self.opts.name_server, self.opts.credentials).update_consume_offsets(
                 group, {MessageQueue(*key): offset for key, offset in offsets.items()}
             )
         except (MQClientError, TimeoutError) as exc:  # monitoring only: the checkpoint is the truth
@@ -247,7 +247,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed = dict(offsets)
 
     def stop(self) -> None:
-        _clients.close_all()
+        close_shared_clients()
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -16,23 +16,31 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
+from finchmq.client.api import MQClientAPI
 from finchmq.client.errors import MQBrokerError, MQClientError
+from finchmq.client.route import FindBrokerResult
 from finchmq.common import read_config_file, write_atomically
 from finchmq.protocol.bodies import OffsetSerializeWrapper
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.message import MessageQueue
 
-if TYPE_CHECKING:
-    from finchmq.client.instance import MQClientInstance
-
-__all__ = ["LocalFileOffsetStore", "OffsetStore", "ReadOffsetType", "RemoteBrokerOffsetStore"]
+__all__ = [
+    "LocalFileOffsetStore",
+    "OffsetStore",
+    "OffsetStoreOwner",
+    "ReadOffsetType",
+    "RemoteBrokerOffsetStore",
+]
 
 log = logging.getLogger(__name__)
 
 _OFFSET_TIMEOUT_MS = 5_000  # Java: 1000 * 5
+
+_T = TypeVar("_T")
 
 
 class ReadOffsetType(enum.Enum):
@@ -78,6 +86,29 @@ class OffsetStore(Protocol):
         ...
 
 
+class OffsetStoreOwner(Protocol):
+    """What the offset stores need of the ``MQClientInstance`` they serve: its client id (the
+    local file's folder), its RPCs, and the address of a queue's broker."""
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instanceName``."""
+        ...
+
+    @property
+    def api(self) -> MQClientAPI:
+        """The typed RPCs (QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET)."""
+        ...
+
+    async def find_broker(self, mq: MessageQueue, find: Callable[[str], _T | None]) -> _T:
+        """``find(mq.broker_name)``, asked again after refreshing the route of ``mq.topic``."""
+        ...
+
+    def find_broker_address_in_admin(self, broker_name: str) -> FindBrokerResult | None:
+        """The master's address of ``broker_name``, else any slave's."""
+        ...
+
+
 class _MemoryTable(OffsetStore):
     def __init__(self) -> None:
         self.offset_table: dict[MessageQueue, int] = {}
@@ -109,7 +140,7 @@ class _MemoryTable(OffsetStore):
 class RemoteBrokerOffsetStore(_MemoryTable):
     """Offsets kept by the brokers (clustering)."""
 
-    def __init__(self, instance: MQClientInstance, group_name: str) -> None:
+    def __init__(self, instance: OffsetStoreOwner, group_name: str) -> None:
         super().__init__()
         self.instance = instance
         self.group_name = group_name
@@ -180,7 +211,7 @@ class RemoteBrokerOffsetStore(_MemoryTable):
 class LocalFileOffsetStore(_MemoryTable):
     """Offsets in a local file (broadcasting: every consumer has its own)."""
 
-    def __init__(self, instance: MQClientInstance, group_name: str, directory: Path) -> None:
+    def __init__(self, instance: OffsetStoreOwner, group_name: str, directory: Path) -> None:
         super().__init__()
         self.group_name = group_name
         self.store_path = Path(directory) / instance.client_id / group_name / "offsets.json"

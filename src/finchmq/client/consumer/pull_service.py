@@ -11,24 +11,35 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from finchmq.common.tasks import BackgroundTasks
 
 from .process_queue import PullRequest
 
-if TYPE_CHECKING:
-    from finchmq.client.instance import MQClientInstance
-
-__all__ = ["PullMessageService"]
+__all__ = ["ConsumerTable", "PullMessageService"]
 
 log = logging.getLogger(__name__)
+
+
+class ConsumerTable(Protocol):
+    """What the service needs of its owner, the ``MQClientInstance``: a name for its tasks and
+    each request's consumer (one with a ``pull_message(PullRequest)`` method takes the request)."""
+
+    @property
+    def client_id(self) -> str:
+        """The owner's client id, naming the service's task."""
+        ...
+
+    def select_consumer(self, group: str) -> object | None:
+        """The consumer registered for ``group``, if any."""
+        ...
 
 
 class PullMessageService:
     """See the module docstring; owned by the ``MQClientInstance``."""
 
-    def __init__(self, instance: MQClientInstance) -> None:
+    def __init__(self, instance: ConsumerTable) -> None:
         self.instance = instance
         self._queue: asyncio.Queue[PullRequest] = asyncio.Queue()
         self.tasks = BackgroundTasks(f"pull-service-{instance.client_id}")

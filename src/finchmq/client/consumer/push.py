@@ -28,6 +28,7 @@ from typing import Final
 from finchmq.client.config import PushConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError
 from finchmq.client.instance import MQClientInstance, ServiceState
+from finchmq.client.producer import Producer
 from finchmq.client.results import PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
 from finchmq.client.trace import ConsumeMessageTraceHook, TraceDispatcher
@@ -278,6 +279,7 @@ class PushConsumer(SubscribingConsumer):
                 config.namesrv_addr,
                 config.customized_trace_topic,
                 config.session_credentials,
+                producer_factory=Producer,
             )
             self.register_consume_message_hook(ConsumeMessageTraceHook(self._trace))
             await self._trace.start()

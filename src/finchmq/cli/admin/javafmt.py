@@ -1,13 +1,16 @@
 """Java's ``toString`` and mqadmin's formatters, for commands that print what mqadmin prints:
 ``MessageExt`` (printMsg, printMsgByQueue), ``ConsumerRunningInfo.formatString`` and its
-analysis (consumerStatus), and the value forms they are built from (``HashMap``, ``byte[]``,
-``UtilAll.timeMillisToHumanString``, ``String.format("%.2f")``)."""
+analysis (consumerStatus), configuration tables (getBrokerConfig, getNamesrvConfig), and the
+value forms they are built from (``HashMap``, ``byte[]``, ``UtilAll.timeMillisToHumanString``,
+``String.format("%.2f")``). Also finchmq's own ``#Header`` tables and times, for the commands
+whose output is finchmq's."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from finchmq.protocol._json import java_hash_order, java_string_hash
@@ -18,9 +21,13 @@ __all__ = [
     "PROP_CONSUMER_START_TIMESTAMP",
     "PROP_CONSUME_ORDERLY",
     "PROP_CONSUME_TYPE",
+    "TIME_FORMAT",
     "analyze_process_queue",
     "analyze_subscription",
+    "config_tables",
     "format_consumer_running_info",
+    "format_table",
+    "format_time",
     "human_time2",
     "java_bool",
     "java_fixed",
@@ -33,6 +40,33 @@ __all__ = [
 PROP_CONSUME_TYPE = "PROP_CONSUME_TYPE"
 PROP_CONSUME_ORDERLY = "PROP_CONSUMEORDERLY"
 PROP_CONSUMER_START_TIMESTAMP = "PROP_CONSUMER_START_TIMESTAMP"
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns, mqadmin style (``#Header``)."""
+    cells = [[f"#{h}" for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def format_time(ms: int) -> str:
+    """Epoch ms as local ``yyyy-MM-dd HH:mm:ss``; ``-`` for none (0 or less)."""
+    return datetime.fromtimestamp(ms / 1000).strftime(TIME_FORMAT) if ms > 0 else "-"
+
+
+def config_tables(configs: dict[str, dict[str, str]], *, blank_after: bool = False) -> str:
+    """mqadmin's ``============addr============`` then ``key  =  value`` per setting, in the order
+    Java's Properties map holds them (getBrokerConfig leaves a blank line after each table)."""
+    return "".join(
+        f"============{addr}============\n"
+        + "".join(f"{k:<50}=  {config[k]}\n" for k in java_properties_order(list(config)))
+        + ("\n" if blank_after else "")
+        for addr, config in configs.items()
+    ).removesuffix("\n")
 
 
 def java_bool(value: bool) -> str:

@@ -1,0 +1,172 @@
+"""mqadmin's consumer commands (``tools/command/consumer``): a group's progress and its consumers'
+running info, and creating or deleting a subscription group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from finchmq.client import BlockingAdminClient, MQClientError
+from finchmq.client.views import consume_progress_dict
+from finchmq.protocol.bodies import ConsumerRunningInfo, SubscriptionGroupConfig
+from finchmq.protocol.codes import version_desc
+
+from .command import BROKER_ADDR, CLUSTER, CommandFamily, Option, Result, parse_bool
+from .javafmt import (
+    analyze_process_queue,
+    analyze_subscription,
+    format_consumer_running_info,
+    format_table,
+    format_time,
+    java_bool,
+)
+
+__all__ = ["commands"]
+
+commands = CommandFamily()
+
+
+@commands.admin(
+    "consumerProgress",
+    "a group's offsets and lag per queue",
+    Option("-g", "--groupName", dest="group", required=True),
+    Option("-t", "--topic"),
+)
+def _consumer_progress(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    stats = admin.consume_stats(args.group, args.topic)
+    data = consume_progress_dict(args.group, stats)
+    rows = [
+        (q["topic"], q["brokerName"], q["queueId"], q["brokerOffset"], q["consumerOffset"], q["diff"],
+         format_time(q["lastTimestamp"]))
+        for q in data["queues"]
+    ]  # fmt: skip
+    text = format_table(
+        ["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"], rows
+    )
+    text += f"\n\nConsume TPS: {stats.consume_tps:.2f}\nDiff Total: {data['diffTotal']}"
+    return data, text
+
+
+@commands.admin(
+    "consumerStatus",
+    "a group's consumers as they see themselves (mqadmin consumerStatus)",
+    Option("-g", "--consumerGroup", dest="group", required=True),
+    Option("-i", "--clientId", dest="client_id", help="one consumer's full running info"),
+    Option("-b", "--brokerAddr", dest="broker", help="ask this broker for the group's clients"),
+    Option("-s", "--jstack", action="store_true", help="include the consumer's thread dump"),
+)
+def _consumer_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``consumerStatus``: each online consumer's running info (written to
+    ``<now>/<clientId>`` as mqadmin does) and whether the group agrees; with -i, one client's."""
+    now = int(time.time() * 1000)
+    if args.client_id:
+        info = admin.consumer_running_info(args.group, args.client_id, jstack=args.jstack)
+        return json.loads(info.to_json(standard=True)), format_consumer_running_info(info).rstrip("\n")
+    conn = admin.consumer_connection(args.group, broker_addr=args.broker)
+    lines = [f"{'#Index':<10} {'#ClientId':<40} {'#Version':<20} #ConsumerRunningInfoFile"]
+    by_client: dict[str, ConsumerRunningInfo] = {}
+    for c in conn.connection_set:
+        try:
+            info = admin.consumer_running_info(args.group, c.client_id, jstack=args.jstack)
+        except MQClientError as exc:
+            print(f"{c.client_id}: {exc}", file=sys.stderr)
+            continue
+        by_client[c.client_id] = info
+        path = Path(str(now)) / c.client_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(format_consumer_running_info(info))
+        lines.append(f"{len(by_client):<10d} {c.client_id:<40} {version_desc(c.version):<20} {path}")
+    text = "\n".join(lines) + "\n"
+    same = analyze_subscription(by_client, now) if by_client else True
+    if by_client:
+        if same:
+            text += "\n\nSame subscription in the same group of consumer"
+            text += "\n\nRebalance OK\n"
+            text += "".join(analyze_process_queue(cid, by_client[cid], now) for cid in sorted(by_client))
+        else:
+            text += "\n\nWARN: Different subscription in the same group of consumer!!!"
+    data = {
+        "group": args.group,
+        "sameSubscription": same,
+        "clients": {cid: json.loads(info.to_json(standard=True)) for cid, info in by_client.items()},
+    }
+    return data, text.rstrip("\n")
+
+
+def _sub_group_text(config: SubscriptionGroupConfig) -> str:
+    return (
+        f"SubscriptionGroupConfig [groupName={config.group_name}, "
+        f"consumeEnable={java_bool(config.consume_enable)}, "
+        f"consumeFromMinEnable={java_bool(config.consume_from_min_enable)}, "
+        f"consumeBroadcastEnable={java_bool(config.consume_broadcast_enable)}, "
+        f"retryQueueNums={config.retry_queue_nums}, "
+        f"retryMaxTimes={config.retry_max_times}, brokerId={config.broker_id}, "
+        f"whichBrokerWhenConsumeSlowly={config.which_broker_when_consume_slowly}, "
+        f"notifyConsumerIdsChangedEnable={java_bool(config.notify_consumer_ids_changed_enable)}]"
+    )
+
+
+@commands.admin(
+    "updateSubGroup",
+    "create or update a consumer group's settings (mqadmin updateSubGroup)",
+    Option("-g", "--groupName", dest="group", required=True),
+    CLUSTER,
+    BROKER_ADDR,
+    Option("-s", "--consumeEnable", dest="consume_enable", type=parse_bool, default=True),
+    Option("-m", "--consumeFromMinEnable", dest="consume_from_min_enable", type=parse_bool, default=False),
+    Option("-d", "--consumeBroadcastEnable", dest="consume_broadcast_enable", type=parse_bool, default=False),
+    Option("-q", "--retryQueueNums", dest="retry_queue_nums", type=int, default=1),
+    Option("-r", "--retryMaxTimes", dest="retry_max_times", type=int, default=16),
+    Option("-i", "--brokerId", dest="broker_id", type=int, default=0),
+    Option(
+        "-w", "--whichBrokerWhenConsumeSlowly", dest="which_broker_when_consume_slowly", type=int, default=1
+    ),
+    Option(
+        "-a", "--notifyConsumerIdsChanged", dest="notify_consumer_ids_changed", type=parse_bool, default=True
+    ),
+)
+def _update_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    if not args.cluster and not args.broker:
+        raise SystemExit("updateSubGroup: give -c CLUSTER or -b BROKER_ADDR")
+    config = SubscriptionGroupConfig(  # mqadmin's defaults differ from the broker's for two flags
+        group_name=args.group,
+        consume_enable=args.consume_enable,
+        consume_from_min_enable=args.consume_from_min_enable,
+        consume_broadcast_enable=args.consume_broadcast_enable,
+        retry_queue_nums=args.retry_queue_nums,
+        retry_max_times=args.retry_max_times,
+        broker_id=args.broker_id,
+        which_broker_when_consume_slowly=args.which_broker_when_consume_slowly,
+        notify_consumer_ids_changed_enable=args.notify_consumer_ids_changed,
+    )
+    addrs = admin.create_subscription_group(config, cluster=args.cluster, broker_addr=args.broker)
+    text = "".join(f"create subscription group to {a} success.\n" for a in addrs) + _sub_group_text(config)
+    return {"brokers": addrs, "config": json.loads(config.to_json(standard=True))}, text
+
+
+@commands.admin(
+    "deleteSubGroup",
+    "delete a consumer group (with -c also its retry and DLQ topics)",
+    Option("-g", "--groupName", dest="group", required=True),
+    CLUSTER,
+    BROKER_ADDR,
+)
+def _delete_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    if not args.cluster and not args.broker:
+        raise SystemExit("deleteSubGroup: give -c CLUSTER or -b BROKER_ADDR")
+    addrs = admin.delete_subscription_group(args.group, cluster=args.cluster, broker_addr=args.broker)
+    lines = [
+        f"delete subscription group [{args.group}] from broker [{a}]"
+        + (f" in cluster [{args.cluster}]" if args.cluster else "")
+        + " success."
+        for a in addrs
+    ]
+    if args.cluster:
+        for topic in (f"%RETRY%{args.group}", f"%DLQ%{args.group}"):
+            lines.append(f"delete topic [{topic}] from cluster [{args.cluster}] success.")
+            lines.append(f"delete topic [{topic}] from NameServer success.")
+    return {"group": args.group, "brokers": addrs}, "\n".join(lines)

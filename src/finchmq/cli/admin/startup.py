@@ -1,0 +1,127 @@
+"""``finchmq admin``'s parser and dispatch (Java ``MQAdminStartup``), built from the command
+families: each command's sub-parser, options and handler come from its one declaration.
+
+Strategy: every command runs on the default ``Portal`` with the credentials of
+``--access-key``/``--secret-key`` or ``$ROCKETMQ_HOME/conf/tools.yml``. Exit status: 0 on
+success, 1 when the cluster answers with an error, 2 for bad arguments (messages on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from finchmq.client import MQClientError, SessionCredentials
+from finchmq.client.sync import Portal
+
+from .acl import commands as acl
+from .broker import commands as broker
+from .cluster import commands as cluster
+from .command import Command
+from .connection import commands as connection
+from .consumer import commands as consumer
+from .message import commands as message
+from .namesrv import commands as namesrv
+from .offset import commands as offset
+from .stats import commands as stats
+from .topic import commands as topic
+
+__all__ = ["COMMANDS", "add_admin_parser"]
+
+COMMANDS: tuple[Command, ...] = (
+    *topic,
+    *consumer,
+    *connection,
+    *offset,
+    *message,
+    *cluster,
+    *broker,
+    *stats,
+    *namesrv,
+    *acl,
+)
+"""Every command, in the order ``finchmq admin --help`` lists them (by mqadmin's families)."""
+
+
+def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
+    """--access-key/--secret-key, else mqadmin's $ROCKETMQ_HOME/conf/tools.yml (accessKey, secretKey)."""
+    if args.access_key or args.secret_key:
+        if not (args.access_key and args.secret_key):
+            raise ValueError("--access-key and --secret-key go together (the broker's ACL account)")
+        return SessionCredentials(args.access_key, args.secret_key)
+    home = os.environ.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    tools = Path(home) / "conf" / "tools.yml"
+    try:
+        data = yaml.safe_load(tools.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {tools}: {exc}") from None
+    if not isinstance(data, dict):
+        return None
+    access_key, secret_key = (str(data.get(k) or "").strip() for k in ("accessKey", "secretKey"))
+    return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
+
+
+def _run(command: Command, args: argparse.Namespace) -> int:
+    name = command.name
+    portal = Portal.default()
+    try:
+        args.credentials = _session_credentials(args)
+        data, text = command.run(args, portal)
+    except (MQClientError, TimeoutError) as exc:
+        print(f"{name} failed: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    if command.streamed:
+        return 0  # printed as it went
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(text)
+    return 0
+
+
+def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``finchmq admin`` and its sub-commands."""
+    admin = commands.add_parser(
+        "admin",
+        help="mqadmin-style administration (topics, groups, offsets, messages)",
+        description="mqadmin's most used commands. Tables by default, --json for machines.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-n",
+        "--namesrvAddr",
+        dest="namesrv",
+        default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
+        help="name server address(es), host:port;host:port (default $NAMESRV_ADDR or 127.0.0.1:9876)",
+    )
+    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_argument(
+        "--access-key",
+        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+        help="ACL accessKey to sign requests with (default $ROCKETMQ_ACCESS_KEY, else accessKey of "
+        "$ROCKETMQ_HOME/conf/tools.yml as mqadmin reads it)",
+    )
+    common.add_argument(
+        "--secret-key",
+        default=os.environ.get("ROCKETMQ_SECRET_KEY"),
+        help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
+    )
+    sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        parser = sub.add_parser(command.name, parents=[common], help=command.help, description=command.help)
+        for option in command.options:
+            option.add_to(parser)
+        parser.set_defaults(handler=functools.partial(_run, command))

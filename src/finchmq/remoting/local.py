@@ -44,11 +44,12 @@ class LocalChannel:
         self._resumed.set()
         self._open = True
         self._peer_tasks: set[asyncio.Task[RemotingCommand | None]] = set()
+        self._calls = 0
         self.remote_addr = remote_addr
 
     def __repr__(self) -> str:
         state = "open" if self._open else "closed"
-        return f"<LocalChannel {self.remote_addr} {state} pending={len(self._pending)}>"
+        return f"<LocalChannel {self.remote_addr} {state} calls={self._calls}>"
 
     @property
     def is_open(self) -> bool:
@@ -64,30 +65,41 @@ class LocalChannel:
             RemotingTimeoutError: no answer in time.
             RemotingConnectError: the channel was closed first.
         """
-        self._check_open()
-        loop = asyncio.get_running_loop()
-        opaque = next_opaque()
-        future: asyncio.Future[RemotingCommand] = loop.create_future()
-        self._pending[opaque] = future
+        self._calls += 1
         try:
             async with asyncio.timeout(timeout):
-                if not self._resumed.is_set():
-                    await self._resumed.wait()
-                self._check_open()
-                self._dispatcher.dispatch(self._ctx, request.with_opaque(opaque))
-                return await future
+                await self._wait_resumed()
+                opaque = next_opaque()
+                future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+                self._pending[opaque] = future
+                try:
+                    self._dispatcher.dispatch(self._ctx, request.with_opaque(opaque))
+                    return await future
+                finally:
+                    self._pending.pop(opaque, None)
         except TimeoutError:
             raise RemotingTimeoutError(
                 f"no answer to code {request.code} on {self.remote_addr} within {int(timeout * 1000)} ms",
                 self.remote_addr,
             ) from None
         finally:
-            self._pending.pop(opaque, None)
+            self._calls -= 1
 
-    def call_oneway(self, request: RemotingCommand) -> None:
-        """Dispatch ``request`` with the ONEWAY flag: nothing is answered."""
-        self._check_open()
+    @property
+    def calls_in_flight(self) -> int:
+        """Our calls not answered yet, those waiting out a pause included."""
+        return self._calls
+
+    async def call_oneway(self, request: RemotingCommand) -> None:
+        """Dispatch ``request`` with the ONEWAY flag (after any pause): nothing is answered."""
+        await self._wait_resumed()
         self._dispatcher.dispatch(self._ctx, request.with_opaque(next_opaque(), oneway=True))
+
+    async def _wait_resumed(self) -> None:
+        self._check_open()
+        if not self._resumed.is_set():
+            await self._resumed.wait()
+            self._check_open()
 
     # -- Channel: what the server's side does ------------------------------------------------
 
@@ -100,26 +112,34 @@ class LocalChannel:
             if future is not None and not future.done():
                 future.set_result(cmd)
             return
-        if self._on_request is not None:
-            task = asyncio.get_running_loop().create_task(self._on_request(cmd))
-            self._peer_tasks.add(task)
-            task.add_done_callback(self._peer_tasks.discard)
+        self._to_peer(cmd)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """The server calls the peer: ``on_request``'s answer, within ``timeout`` s."""
-        self._check_open()
-        if self._on_request is None:
+        """The server calls the peer: ``on_request``'s answer, within ``timeout`` s.
+
+        Raises:
+            RemotingTimeoutError: no answer in time.
+            RemotingConnectError: the channel closed first.
+            RemotingSendRequestError: the peer takes no requests, or gave no answer.
+        """
+        task = self._to_peer(request)
+        if task is None:
             raise RemotingSendRequestError(
                 f"local channel {self.remote_addr} takes no requests (code {request.code})", self.remote_addr
             )
         try:
             async with asyncio.timeout(timeout):
-                response = await self._on_request(request)
+                response = await asyncio.shield(task)
         except TimeoutError:
+            task.cancel()
             raise RemotingTimeoutError(
                 f"wait response on the channel <{self.remote_addr}> timeout, {int(timeout * 1000)}(ms)",
                 self.remote_addr,
             ) from None
+        except asyncio.CancelledError:
+            if task.cancelled() and not self._open:  # closed under the call, as a socket dropped
+                raise self._closed_error() from None
+            raise
         if response is None:
             raise RemotingSendRequestError(
                 f"local channel {self.remote_addr} did not answer code {request.code}", self.remote_addr
@@ -127,9 +147,17 @@ class LocalChannel:
         return response
 
     async def send_oneway(self, request: RemotingCommand) -> None:
+        """Hand ``request`` to the peer (ONEWAY); returns without waiting for the peer."""
+        self._to_peer(request.with_opaque(next_opaque(), oneway=True))
+
+    def _to_peer(self, request: RemotingCommand) -> asyncio.Task[RemotingCommand | None] | None:
         self._check_open()
-        if self._on_request is not None:
-            await self._on_request(request.with_opaque(next_opaque(), oneway=True))
+        if self._on_request is None:
+            return None
+        task = asyncio.get_running_loop().create_task(self._on_request(request))
+        self._peer_tasks.add(task)
+        task.add_done_callback(self._peer_tasks.discard)
+        return task
 
     def pause_requests(self) -> None:
         self._resumed.clear()
@@ -138,18 +166,21 @@ class LocalChannel:
         self._resumed.set()
 
     def close(self) -> None:
-        """Close (idempotent): calls still waiting fail with ``RemotingConnectError``."""
+        """Close (idempotent): our calls still waiting fail with ``RemotingConnectError``, and
+        the server's calls to the peer still running are cancelled (and fail the same way)."""
         if not self._open:
             return
         self._open = False
         self._resumed.set()
-        error = RemotingConnectError(f"local channel {self.remote_addr} closed", self.remote_addr)
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
-                future.set_exception(error)
-        for task in self._peer_tasks:
+                future.set_exception(self._closed_error())
+        for task in list(self._peer_tasks):
             task.cancel()
+
+    def _closed_error(self) -> RemotingConnectError:
+        return RemotingConnectError(f"local channel {self.remote_addr} closed", self.remote_addr)
 
     def _check_open(self) -> None:
         if not self._open:

@@ -168,6 +168,9 @@ class RequestExecutor:
     def __len__(self) -> int:
         return len(self._queue)
 
+    def __bool__(self) -> bool:  # an executor with an empty queue is still an executor
+        return True
+
     def start(self) -> None:
         if self._tasks or self._closed:
             return
@@ -415,18 +418,26 @@ class RequestDispatcher:
         """Route every code of ``processor``'s ``@handles`` table to it, run by the executor the
         table names (``executors``: by name; shared between processors as Java's pools are),
         except the codes of executors in ``skip`` (the broker's VIP channel has no pull)."""
+        routes: dict[int, RequestExecutor] = {}
         for code, name in processor.executors_by_code().items():
             if name in skip:
                 continue
             executor = executors.get(name)
             if executor is None:
                 raise ValueError(f"{type(processor).__name__} runs code {code} on {name}, which is not given")
+            if executor.name != name:
+                raise ValueError(f"the executor given as {name} is named {executor.name}")
             if code in self._routes:
                 raise ValueError(
                     f"request code {code} is registered to both {type(self._routes[code][0]).__name__} "
                     f"and {type(processor).__name__}"
                 )
-            self._add_executor(executor)
+            known = self._executors.get(name)
+            if known is not None and known is not executor:
+                raise ValueError(f"two executors named {name}")
+            routes[code] = executor
+        for code, executor in routes.items():  # all or nothing
+            self._executors[executor.name] = executor
             self._routes[code] = (processor, executor)
 
     def register_default(self, processor: RequestProcessor, executor: RequestExecutor) -> None:

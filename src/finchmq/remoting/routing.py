@@ -128,14 +128,20 @@ class RequestProcessor:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # Walk the classes base first: a subclass may re-declare a method's codes, and a method it
+        # overrides without ``@handles`` keeps the codes its base declared for it.
+        by_method: dict[str, _Mark] = {}
+        for klass in reversed(cls.__mro__):
+            for name, member in vars(klass).items():
+                if not callable(member):
+                    continue
+                marked = _marked(member)
+                if marked is not None:
+                    by_method[name] = marked
         table: dict[int, tuple[str, ExecutorName | None]] = {}
-        for name, member in inspect.getmembers(cls, inspect.isroutine):  # compiled methods too
-            marked = _marked(member)
-            if marked is None:
-                continue
-            codes, executor = marked
+        for name, (codes, executor) in by_method.items():
             for code in codes:
-                if code in table and table[code][0] != name:
+                if code in table:
                     raise TypeError(
                         f"{cls.__name__}: request code {code} handled by {table[code][0]} and {name}"
                     )

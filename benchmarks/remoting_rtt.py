@@ -18,29 +18,33 @@ from multiprocessing.connection import Connection
 from finchmq.protocol import RemotingCommand, ResponseCode
 from finchmq.remoting import (
     HAVE_UVLOOP,
+    ExecutorName,
     RemotingClient,
     RemotingContext,
     RemotingServer,
     RemotingServerConfig,
     RequestExecutor,
+    RequestProcessor,
+    handles,
     run,
 )
 
 ECHO_CODE = 9999
 
 
-class _Empty:
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ResponseCode.SUCCESS)
+class _Empty(RequestProcessor):
+    executor = ExecutorName.SEND
 
-    def reject_request(self) -> bool:
-        return False
+    @handles(ECHO_CODE)
+    def echo(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS)
 
 
 def _serve(pipe: Connection) -> None:
     async def main() -> None:
         server = RemotingServer(RemotingServerConfig(bind_address="127.0.0.1", listen_port=0))
-        server.register_processor(ECHO_CODE, _Empty(), RequestExecutor("echo", workers=1, capacity=100_000))
+        executor = RequestExecutor(ExecutorName.SEND, workers=1, capacity=100_000)
+        server.register_processor(_Empty(), {ExecutorName.SEND: executor})
         await server.start()
         pipe.send(server.port)
         await asyncio.get_running_loop().run_in_executor(None, pipe.recv)

@@ -94,12 +94,6 @@ def _imports_of(module: str) -> list[tuple[int, str]]:
 
 GRAPH = {module: {target for _, target in _imports_of(module)} for module in MODULES}
 
-# Circles that another branch is breaking; each entry is removed when that branch lands.
-KNOWN_CIRCLES = {
-    # removed when remoting's routing lands
-    frozenset({"finchmq.remoting.connection", "finchmq.remoting.processor"}),
-}
-
 
 def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
@@ -161,13 +155,10 @@ def _one_circle(graph: dict[str, set[str]], members: set[str]) -> list[str]:
 def test_the_import_graph_has_no_circles() -> None:
     """The whole of src/finchmq, across packages, every kind of import: no module reaches itself."""
     circles = _circles(GRAPH)
-    unexpected = [c for c in circles if frozenset(c) not in KNOWN_CIRCLES]
-    assert unexpected == [], "import circles:\n" + "\n".join(
+    assert circles == [], "import circles:\n" + "\n".join(
         f"{' -> '.join(_one_circle(GRAPH, c))}\n    (all {len(c)} modules: {', '.join(sorted(c))})"
-        for c in unexpected
+        for c in circles
     )
-    gone = KNOWN_CIRCLES - {frozenset(c) for c in circles}
-    assert not gone, f"no longer circles, remove them from KNOWN_CIRCLES: {[sorted(c) for c in gone]}"
 
 
 def test_the_circle_check_sees_every_kind_of_import() -> None:
@@ -218,6 +209,7 @@ def test_no_module_imports_its_own_package_face() -> None:
 BARE_TASKS_ALLOWED = {
     "remoting/client.py": "async invoke: the task's outcome is handed to the caller's callback",
     "remoting/processor.py": "request executor workers: each request's failure is answered and logged",
+    "remoting/local.py": "the peer's answers to the server: an invoke's outcome goes to its caller, others' failures are logged",
     "client/consumer/executor.py": "consume executor workers: each job's failure goes to its future",
     "client/producer.py": "async send: the outcome is delivered to the caller's callbacks",
     "cli/bench.py": "a command-line tool's own tasks, gathered before it exits",

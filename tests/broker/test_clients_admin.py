@@ -20,21 +20,39 @@ from finchmq.protocol.bodies import (
     TopicStatsTable,
 )
 from finchmq.protocol.message import MessageQueue
-from finchmq.remoting import RemotingClient, RemotingContext, RequestExecutor
+from finchmq.remoting import (
+    ExecutorName,
+    RemotingClient,
+    RemotingContext,
+    RequestExecutor,
+    RequestProcessor,
+    handles,
+)
 from tests.waiting import eventually
 
 from .conftest import Broker
 
 
-class Recorder:
-    """A client-side processor that records what the broker sends it."""
+class Recorder(RequestProcessor):
+    """A client-side processor that records the requests of ``code`` a broker sends a client
+    (and answers the others too, as a client does)."""
 
-    def __init__(self, answer: bytes = b"") -> None:
+    executor = ExecutorName.CLIENT
+
+    def __init__(self, code: int, answer: bytes = b"") -> None:
+        super().__init__()
+        self.code = code
         self.seen: list[RemotingCommand] = []
         self.answer = answer
 
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        self.seen.append(request)
+    @handles(
+        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+        RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+        RequestCode.GET_CONSUMER_RUNNING_INFO,
+    )
+    def record(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        if request.code == self.code:
+            self.seen.append(request)
         return request.make_response(ResponseCode.SUCCESS, body=self.answer)
 
     async def received(self, count: int, what: str) -> RemotingCommand:
@@ -43,20 +61,18 @@ class Recorder:
         await eventually(lambda: len(self.seen) >= count, what=what)
         return self.seen[count - 1]
 
-    def reject_request(self) -> bool:
-        return False
 
-
-def recording_client(codes: list[int], recorder: Recorder) -> RemotingClient:
+def recording_client(recorder: Recorder) -> RemotingClient:
     client = RemotingClient()
-    client.register_processor(codes, recorder, RequestExecutor("client", workers=1, capacity=100))
+    executor = RequestExecutor(ExecutorName.CLIENT, workers=1, capacity=100)
+    client.register_processor(recorder, {ExecutorName.CLIENT: executor})
     return client
 
 
 async def test_heartbeat_registers_consumers_and_notifies_the_group(broker: Broker) -> None:
     await broker.send("T_grp", b"x")
-    recorder = Recorder()
-    first = recording_client([RequestCode.NOTIFY_CONSUMER_IDS_CHANGED], recorder)
+    recorder = Recorder(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED)
+    first = recording_client(recorder)
     second = RemotingClient()
     try:
         assert (
@@ -112,8 +128,8 @@ async def test_reset_offset_is_computed_committed_and_sent_to_clients(broker: Br
         await broker.send("T_reset", f"m{i}".encode(), queue_id=0)
     q = {"consumerGroup": "G_reset", "topic": "T_reset", "queueId": "0", "commitOffset": "6"}
     await broker.call(RequestCode.UPDATE_CONSUMER_OFFSET, q)
-    recorder = Recorder()
-    client = recording_client([RequestCode.RESET_CONSUMER_CLIENT_OFFSET], recorder)
+    recorder = Recorder(RequestCode.RESET_CONSUMER_CLIENT_OFFSET)
+    client = recording_client(recorder)
     try:
         await broker.heartbeat("c@host", "G_reset", {"T_reset": "*"}, client=client)
         response = await broker.call(
@@ -136,8 +152,8 @@ async def test_reset_offset_is_computed_committed_and_sent_to_clients(broker: Br
 
 async def test_consumer_running_info_is_forwarded_to_the_client(broker: Broker) -> None:
     answer = ConsumerRunningInfo(properties={"consumeThreadMin": "20"}).to_json()
-    recorder = Recorder(answer=answer)
-    client = recording_client([RequestCode.GET_CONSUMER_RUNNING_INFO], recorder)
+    recorder = Recorder(RequestCode.GET_CONSUMER_RUNNING_INFO, answer=answer)
+    client = recording_client(recorder)
     try:
         await broker.heartbeat("ci@host", "G_info", {"T_info": "*"}, client=client)
         response = await broker.call(

@@ -286,14 +286,14 @@ async def test_a_refused_sender_is_paused_and_the_pause_is_configurable(broker: 
             for i in range(20)
         ]
         # the flood's connection is paused once the queue is full
-        await eventually(lambda: executor.paused_connections == 1, what="the flood's connection paused")
+        await eventually(lambda: executor.paused_channels == 1, what="the flood's connection paused")
     responses = list(await asyncio.gather(*sends))
     seen = kinds(responses)
     # Read again only when the queue is half empty: far fewer refusals than the 15 a full
     # queue of 4 would answer to a flood of 20 read at once; every send is answered.
     assert seen["ok"] >= 10 and set(seen) <= {"ok", OVERLOAD}, seen
     await acknowledged_are_stored(broker, responses, "T_pause")
-    assert executor.paused_connections == 0
+    assert executor.paused_channels == 0
     # At run time, 0 turns the pause off: the flood is decoded and refused at once, as in Java.
     await broker.call(RequestCode.UPDATE_BROKER_CONFIG, body=b"overloadPauseReadMills=0\n")
     async with put_lock_held(broker):  # the queue stays full: every send past it is refused now
@@ -306,7 +306,7 @@ async def test_a_refused_sender_is_paused_and_the_pause_is_configurable(broker: 
             lambda: len(done := [s for s in sends if s.done()]) >= 10 and done,
             what="the sends past the full queue refused at once",
         )
-        assert executor.paused_connections == 0
+        assert executor.paused_channels == 0
     assert {r.remark for r in await asyncio.gather(*refused)} == {OVERLOAD}
     assert kinds(list(await asyncio.gather(*sends)))[OVERLOAD] >= 10
 
@@ -333,7 +333,7 @@ async def test_fast_failure_outlives_a_client_that_left_while_its_sends_waited(b
 
         def client_gone() -> bool:  # the broker's view of the queued sends' connection
             try:
-                return not any(item.ctx.connection.is_open for item in executor.pending())
+                return not any(item.ctx.channel.is_open for item in executor.pending())
             except RuntimeError:  # the broker's thread changed the queue meanwhile: look again
                 return False
 

@@ -23,7 +23,6 @@ from finchmq.broker.processor import (
     PullMessageProcessor,
     QueryMessageProcessor,
     SendMessageProcessor,
-    handles,
 )
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import TopicConfig
@@ -38,13 +37,15 @@ from finchmq.protocol.headers import (
 )
 from finchmq.protocol.message import decode_stored_all
 from finchmq.remoting import (
-    RemotingConnection,
+    ExecutorName,
+    LocalChannel,
     RemotingContext,
     RemotingServer,
     RemotingServerConfig,
+    RequestDispatcher,
     RequestExecutor,
+    handles,
 )
-from finchmq.remoting.processor import RequestDispatcher
 from finchmq.store import MessageStoreConfig
 
 PROCESSORS: tuple[type[BrokerProcessor], ...] = (
@@ -85,10 +86,8 @@ async def context(tmp_path: Path) -> AsyncIterator[BrokerContext]:
 
 
 def _peer() -> RemotingContext:
-    """A request's origin: a connection object that never saw a socket."""
-    conn = RemotingConnection(dispatcher=RequestDispatcher(), max_frame_size=1 << 20)
-    conn.remote_addr = "127.0.0.1:40001"
-    return RemotingContext(conn)
+    """A request's origin: a channel that never saw a socket."""
+    return RemotingContext(LocalChannel(RequestDispatcher(), "127.0.0.1:40001"))
 
 
 def _send_request(topic: str, body: bytes, queue_id: int = 0) -> RemotingCommand:
@@ -108,7 +107,7 @@ def test_every_claimed_code_has_exactly_one_handler() -> None:
             assert code not in owners, f"code {code}: {owners.get(code)} and {processor.__name__}.{method}"
             owners[code] = f"{processor.__name__}.{method}"
             assert callable(getattr(processor, method))
-            assert executor is None or isinstance(executor, str)
+            assert executor is None or isinstance(executor, ExecutorName)
     for code in (
         RequestCode.SEND_MESSAGE_V2,
         RequestCode.PULL_MESSAGE,
@@ -124,7 +123,7 @@ def test_a_code_handled_twice_is_refused_at_class_creation() -> None:
     with pytest.raises(TypeError, match="handled by"):
 
         class Twice(BrokerProcessor):
-            executor = "admin"
+            executor = ExecutorName.ADMIN
 
             @handles(RequestCode.GET_MAX_OFFSET)
             def one(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
@@ -139,14 +138,17 @@ async def test_the_controller_registers_every_code_from_the_tables(tmp_path: Pat
     controller = BrokerController(BrokerConfig(listen_port=0), _store_config(tmp_path))
     dispatcher = controller.server.dispatcher
     for processor in PROCESSORS:
-        for code, executor in processor.routes().items():
-            registered, registered_executor = dispatcher._table[code]
+        for code, executor in processor.executors_by_code().items():
+            registered, registered_executor = dispatcher._routes[code]
             assert type(registered) is processor
             assert registered_executor.name == executor
-    assert dispatcher._table[RequestCode.HEART_BEAT][1].name == "heartbeat"
-    assert dispatcher._table[RequestCode.UNREGISTER_CLIENT][1].name == "client-manage"
+    assert dispatcher._routes[RequestCode.HEART_BEAT][1].name is ExecutorName.HEARTBEAT
+    assert dispatcher._routes[RequestCode.UNREGISTER_CLIENT][1].name is ExecutorName.CLIENT_MANAGE
     claimed = {code for processor in PROCESSORS for code in processor.handlers}
-    assert set(dispatcher._table) == claimed
+    assert dispatcher.codes == claimed
+    # the VIP channel: everything but the pull executor's codes (Java's fast remoting server)
+    pull_codes = {c for c, e in PullMessageProcessor.executors_by_code().items() if e is ExecutorName.PULL}
+    assert pull_codes and controller.fast_server.dispatcher.codes == claimed - pull_codes
 
 
 async def test_unknown_code_is_answered_not_supported(context: BrokerContext) -> None:
@@ -179,7 +181,7 @@ async def test_send_then_pull_then_offsets_on_a_store_in_tmp_path(context: Broke
         long_polling_enable=False,
         short_polling_time_mills=0,
     )
-    pull = PullMessageProcessor(context, hold, RequestExecutor("pull", workers=1, capacity=10))
+    pull = PullMessageProcessor(context, hold, RequestExecutor(ExecutorName.PULL, workers=1, capacity=10))
     header = PullMessageRequestHeader(
         consumer_group="cg", topic="unit_t", queue_id=0, queue_offset=0, max_msg_nums=32, sys_flag=int(PullSysFlag.SUBSCRIPTION),
         commit_offset=0, suspend_timeout_millis=0, subscription="*", sub_version=0,

@@ -16,7 +16,15 @@ from finchmq.protocol.headers import (
     SendMessageResponseHeader,
 )
 from finchmq.protocol.message import create_offset_msg_id
-from finchmq.remoting import RemotingContext, RemotingServer, RemotingServerConfig, RequestExecutor
+from finchmq.remoting import (
+    ExecutorName,
+    RemotingContext,
+    RemotingServer,
+    RemotingServerConfig,
+    RequestExecutor,
+    RequestProcessor,
+    handles,
+)
 
 _STORED = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT)
 
@@ -26,6 +34,35 @@ class Answer:
     code: int = ResponseCode.SUCCESS
     remark: str | None = None
     delay: float = 0.0
+
+
+class _FakeBrokerProcessor(RequestProcessor):
+    executor = ExecutorName.SEND
+
+    def __init__(self, broker: FakeBroker) -> None:
+        super().__init__()
+        self.broker = broker
+
+    @handles(
+        RequestCode.SEND_MESSAGE_V2,
+        RequestCode.SEND_BATCH_MESSAGE,
+        RequestCode.HEART_BEAT,
+        RequestCode.UNREGISTER_CLIENT,
+    )
+    async def answer(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        return await self.broker.process_request(ctx, request)
+
+
+class _FakeNamesrvProcessor(RequestProcessor):
+    executor = ExecutorName.NAMESRV
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        super().__init__()
+        self.cluster = cluster
+
+    @handles(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+    async def answer(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        return await self.cluster.process_request(ctx, request)
 
 
 @dataclass
@@ -40,9 +77,6 @@ class FakeBroker:
     def addr(self) -> str:
         assert self.server is not None
         return f"127.0.0.1:{self.server.port}"
-
-    def reject_request(self) -> bool:
-        return False
 
     async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         if request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -81,9 +115,6 @@ class FakeCluster:
         assert self.namesrv is not None
         return f"127.0.0.1:{self.namesrv.port}"
 
-    def reject_request(self) -> bool:
-        return False
-
     async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             self.route_requests += 1
@@ -106,23 +137,12 @@ class FakeCluster:
     async def __aenter__(self) -> FakeCluster:
         for broker in self.brokers.values():
             broker.server = RemotingServer(RemotingServerConfig(bind_address="127.0.0.1", listen_port=0))
-            broker.server.register_processor(
-                [
-                    RequestCode.SEND_MESSAGE_V2,
-                    RequestCode.SEND_BATCH_MESSAGE,
-                    RequestCode.HEART_BEAT,
-                    RequestCode.UNREGISTER_CLIENT,
-                ],
-                broker,
-                RequestExecutor(f"fake-{broker.name}", workers=8, capacity=1000),
-            )
+            executor = RequestExecutor(ExecutorName.SEND, workers=8, capacity=1000)
+            broker.server.register_processor(_FakeBrokerProcessor(broker), {ExecutorName.SEND: executor})
             await broker.server.start()
         self.namesrv = RemotingServer(RemotingServerConfig(bind_address="127.0.0.1", listen_port=0))
-        self.namesrv.register_processor(
-            [RequestCode.GET_ROUTEINFO_BY_TOPIC],
-            self,
-            RequestExecutor("fake-namesrv", workers=2, capacity=100),
-        )
+        executor = RequestExecutor(ExecutorName.NAMESRV, workers=2, capacity=100)
+        self.namesrv.register_processor(_FakeNamesrvProcessor(self), {ExecutorName.NAMESRV: executor})
         await self.namesrv.start()
         return self
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Hashable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from finchmq.protocol import RemotingCommand, RequestCode
@@ -15,7 +15,7 @@ from finchmq.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 from finchmq.protocol.message import MessageQueue
-from finchmq.remoting import RemotingConnection, RemotingError, RemotingServer
+from finchmq.remoting import Channel, RemotingError, RemotingServer
 
 from .client_manager import ConsumerGroupInfo
 
@@ -33,10 +33,10 @@ class Broker2Client:
         self.server = server
         self.spawn = spawn
 
-    def notify_consumer_ids_changed(self, group: str, channels: list[Hashable]) -> None:
+    def notify_consumer_ids_changed(self, group: str, channels: list[Channel]) -> None:
         header = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
         for channel in channels:
-            if isinstance(channel, RemotingConnection) and channel.is_open:
+            if channel.is_open:
                 request = RemotingCommand.request(
                     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                     dict(header),
@@ -51,7 +51,7 @@ class Broker2Client:
         body = ResetOffsetBody(offset_table=dict(offsets))
         for info in group.channels.values():
             channel = info.channel
-            if not isinstance(channel, RemotingConnection) or not channel.is_open:
+            if not channel.is_open:
                 continue
             payload = body.to_cpp_json() if info.language is LanguageCode.CPP else body.to_json()
             request = RemotingCommand.request(
@@ -64,11 +64,11 @@ class Broker2Client:
             self.spawn(self._oneway(channel, request), f"reset-offset-{header.group}")
 
     def check_producer_transaction_state(
-        self, group: str, channel: Hashable, header: CheckTransactionStateRequestHeader, message: bytes
+        self, group: str, channel: Channel, header: CheckTransactionStateRequestHeader, message: bytes
     ) -> None:
         """CHECK_TRANSACTION_STATE (oneway) to a producer: the half message, as its real topic's
         (Java ``checkProducerTransactionState``)."""
-        if not isinstance(channel, RemotingConnection) or not channel.is_open:
+        if not channel.is_open:
             return
         request = RemotingCommand.request(
             RequestCode.CHECK_TRANSACTION_STATE,
@@ -80,14 +80,12 @@ class Broker2Client:
         self.spawn(self._oneway(channel, request), f"check-transaction-{group}")
 
     async def call_client(
-        self, channel: Hashable, request: RemotingCommand, timeout_millis: int
+        self, channel: Channel, request: RemotingCommand, timeout_millis: int
     ) -> RemotingCommand:
         """Send ``request`` to a client's connection and wait for its answer (Java ``callClient``)."""
-        if not isinstance(channel, RemotingConnection):
-            raise RemotingError(f"not a connection: {channel!r}")
         return await self.server.invoke(channel, request, timeout_millis)
 
-    async def _oneway(self, channel: RemotingConnection, request: RemotingCommand) -> None:
+    async def _oneway(self, channel: Channel, request: RemotingCommand) -> None:
         try:
             await self.server.invoke_oneway(channel, request, 3000)
         except (RemotingError, RuntimeError) as exc:

@@ -11,11 +11,12 @@ the connection object is opaque here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from finchmq.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from finchmq.protocol.codes import LanguageCode
+from finchmq.remoting import Channel
 
 __all__ = ["ClientChannelInfo", "ConsumerGroupInfo", "ConsumerManager", "ProducerManager"]
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ClientChannelInfo:
-    channel: Hashable
+    channel: Channel
     client_id: str
     language: LanguageCode
     version: int
@@ -38,7 +39,7 @@ class ConsumerGroupInfo:
     consume_type: ConsumeType
     message_model: MessageModel
     consume_from_where: ConsumeFromWhere
-    channels: dict[Hashable, ClientChannelInfo] = field(default_factory=dict)
+    channels: dict[Channel, ClientChannelInfo] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
     last_update_timestamp: int = 0
 
@@ -75,7 +76,7 @@ class ConsumerGroupInfo:
 class ConsumerManager:
     """Consumer groups, their members and subscriptions."""
 
-    def __init__(self, on_consumer_ids_changed: Callable[[str, list[Hashable]], None] | None = None) -> None:
+    def __init__(self, on_consumer_ids_changed: Callable[[str, list[Channel]], None] | None = None) -> None:
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self.on_consumer_ids_changed = on_consumer_ids_changed
 
@@ -109,7 +110,7 @@ class ConsumerManager:
             self._notify(group_info)
         return changed
 
-    def unregister_consumer(self, group: str, channel: Hashable, *, notify: bool) -> None:
+    def unregister_consumer(self, group: str, channel: Channel, *, notify: bool) -> None:
         group_info = self.groups.get(group)
         if group_info is None or group_info.channels.pop(channel, None) is None:
             return
@@ -119,7 +120,7 @@ class ConsumerManager:
         elif notify:
             self._notify(group_info)
 
-    def do_channel_close_event(self, channel: Hashable) -> list[str]:
+    def do_channel_close_event(self, channel: Channel) -> list[str]:
         """Drop ``channel`` from every group; returns the groups it left."""
         left: list[str] = []
         for group, group_info in list(self.groups.items()):
@@ -132,9 +133,9 @@ class ConsumerManager:
                     self._notify(group_info)
         return left
 
-    def scan_not_active_channel(self, now_ms: int, expired_ms: int) -> list[Hashable]:
+    def scan_not_active_channel(self, now_ms: int, expired_ms: int) -> list[Channel]:
         """Drop members without a heartbeat for ``expired_ms``; returns their channels."""
-        dropped: list[Hashable] = []
+        dropped: list[Channel] = []
         for group, group_info in list(self.groups.items()):
             for channel, info in list(group_info.channels.items()):
                 if now_ms - info.last_update_timestamp > expired_ms:
@@ -161,10 +162,10 @@ class ProducerManager:
     """Producer groups and their members (for GET_PRODUCER_CONNECTION_LIST and transactions)."""
 
     def __init__(self) -> None:
-        self.groups: dict[str, dict[Hashable, ClientChannelInfo]] = {}
+        self.groups: dict[str, dict[Channel, ClientChannelInfo]] = {}
         self._next = 0
 
-    def find_channel(self, client_id: str) -> Hashable | None:
+    def find_channel(self, client_id: str) -> Channel | None:
         """The connection of the producer with ``client_id`` (Java ``findChannel``): where a
         reply to its request goes."""
         for members in self.groups.values():
@@ -173,7 +174,7 @@ class ProducerManager:
                     return channel
         return None
 
-    def available_channel(self, group: str) -> Hashable | None:
+    def available_channel(self, group: str) -> Channel | None:
         """A live connection of ``group``, round robin (Java ``getAvailableChannel``): where a
         transaction check goes."""
         members = list(self.groups.get(group, {}))
@@ -189,18 +190,18 @@ class ProducerManager:
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
         self.groups.setdefault(group, {})[info.channel] = info
 
-    def unregister_producer(self, group: str, channel: Hashable) -> None:
+    def unregister_producer(self, group: str, channel: Channel) -> None:
         members = self.groups.get(group)
         if members is not None and members.pop(channel, None) is not None and not members:
             del self.groups[group]
 
-    def do_channel_close_event(self, channel: Hashable) -> None:
+    def do_channel_close_event(self, channel: Channel) -> None:
         for group, members in list(self.groups.items()):
             if members.pop(channel, None) is not None and not members:
                 del self.groups[group]
 
-    def scan_not_active_channel(self, now_ms: int, expired_ms: int) -> list[Hashable]:
-        dropped: list[Hashable] = []
+    def scan_not_active_channel(self, now_ms: int, expired_ms: int) -> list[Channel]:
+        dropped: list[Channel] = []
         for group, members in list(self.groups.items()):
             for channel, info in list(members.items()):
                 if now_ms - info.last_update_timestamp > expired_ms:

@@ -26,13 +26,14 @@ from finchmq.common.metrics import CONTENT_TYPE, Exposition, MetricsExporterType
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
-from finchmq.protocol.codes import MQVersion, RequestCode
+from finchmq.protocol.codes import MQVersion
 from finchmq.protocol.message import pack_host
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.remoting import (
+    Channel,
     ChannelGoneListener,
+    ExecutorName,
     RemotingClient,
-    RemotingConnection,
     RemotingServer,
     RemotingServerConfig,
     RequestExecutor,
@@ -45,7 +46,7 @@ from .acl import WATCH_INTERVAL_MS, PlainAccessValidator
 from .broker2client import Broker2Client
 from .config import BrokerConfig
 from .context import build_broker_context
-from .flow_control import BrokerFastFailure
+from .flow_control import BrokerFastFailure, overload_kind
 from .ha import HAService
 from .long_polling import PullRequestHoldService
 from .metrics import BrokerMetrics
@@ -69,7 +70,6 @@ log = logging.getLogger(__name__)
 
 VERSION_DESC = "V4_9_8"
 _CLIENT_SCAN_INTERVAL = 10.0  # s, Java ClientHousekeepingService
-_NOT_ON_FAST_CHANNEL = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})
 
 
 class BrokerController(AsyncService):
@@ -128,7 +128,7 @@ class BrokerController(AsyncService):
         self.outer_api = BrokerOuterAPI(self.namesrv_client)
 
         self.send_executor = RequestExecutor(
-            "send",
+            ExecutorName.SEND,
             workers=config.send_message_thread_pool_nums,
             capacity=config.send_thread_pool_queue_capacity,
             # Under sustained overload the queue fills to waitTimeMillsInSendQueue, every send
@@ -138,35 +138,35 @@ class BrokerController(AsyncService):
             pause_reading_ms=lambda: self.config.overload_pause_read_mills,
         )
         self.pull_executor = RequestExecutor(
-            "pull",
+            ExecutorName.PULL,
             workers=config.pull_message_thread_pool_nums,
             capacity=config.pull_thread_pool_queue_capacity,
         )
         self.query_executor = RequestExecutor(
-            "query",
+            ExecutorName.QUERY,
             workers=config.query_message_thread_pool_nums,
             capacity=config.query_thread_pool_queue_capacity,
         )
         self.admin_executor = RequestExecutor(
-            "admin", workers=config.admin_broker_thread_pool_nums, capacity=10_000
+            ExecutorName.ADMIN, workers=config.admin_broker_thread_pool_nums, capacity=10_000
         )
         self.heartbeat_executor = RequestExecutor(
-            "heartbeat",
+            ExecutorName.HEARTBEAT,
             workers=config.heartbeat_thread_pool_nums,
             capacity=config.heartbeat_thread_pool_queue_capacity,
         )
         self.client_manage_executor = RequestExecutor(
-            "client-manage",
+            ExecutorName.CLIENT_MANAGE,
             workers=config.client_manage_thread_pool_nums,
             capacity=config.client_manager_thread_pool_queue_capacity,
         )
         self.consumer_manage_executor = RequestExecutor(
-            "consumer-manage",
+            ExecutorName.CONSUMER_MANAGE,
             workers=config.consumer_manage_thread_pool_nums,
             capacity=config.consumer_manager_thread_pool_queue_capacity,
         )
         self.end_transaction_executor = RequestExecutor(
-            "end-transaction",
+            ExecutorName.END_TRANSACTION,
             workers=config.end_transaction_thread_pool_nums,
             capacity=config.end_transaction_pool_queue_capacity,
         )
@@ -212,17 +212,16 @@ class BrokerController(AsyncService):
             self.admin_processor,
             self.end_transaction_processor,
         ):
-            for code, executor_name in processor.routes().items():
-                self.server.register_processor(code, processor, executors[executor_name])
-                if code not in _NOT_ON_FAST_CHANNEL:
-                    self.fast_server.register_processor(code, processor, executors[executor_name])
+            self.server.dispatcher.register_processor(processor, executors)
+            # Java's VIP channel serves every processor but the pull processor's
+            self.fast_server.dispatcher.register_processor(processor, executors, skip={ExecutorName.PULL})
         # Java initialAcl: the ACL check is an RPC hook run before every request, on both servers
         self.acl = context.acl = PlainAccessValidator.from_config(config) if config.acl_enable else None
         for server in (self.server, self.fast_server):
             # Java: codes without a processor go to the admin processor, which answers "not supported".
             server.dispatcher.register_default(self.admin_processor, self.admin_executor)
             server.dispatcher.on_overload = lambda executor, request: self.flow_control.record(
-                f"OVERLOAD:{executor.name}"
+                overload_kind(executor.name)
             )
             server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
             if self.acl is not None:
@@ -234,18 +233,10 @@ class BrokerController(AsyncService):
             enabled=lambda: self.config.broker_fast_failure_enable,
             send_executor=self.send_executor,
             watched=[
-                ("send", self.send_executor, lambda: self.config.wait_time_mills_in_send_queue),
-                ("pull", self.pull_executor, lambda: self.config.wait_time_mills_in_pull_queue),
-                (
-                    "heartbeat",
-                    self.heartbeat_executor,
-                    lambda: self.config.wait_time_mills_in_heartbeat_queue,
-                ),
-                (
-                    "transaction",
-                    self.end_transaction_executor,
-                    lambda: self.config.wait_time_mills_in_transaction_queue,
-                ),
+                (self.send_executor, lambda: self.config.wait_time_mills_in_send_queue),
+                (self.pull_executor, lambda: self.config.wait_time_mills_in_pull_queue),
+                (self.heartbeat_executor, lambda: self.config.wait_time_mills_in_heartbeat_queue),
+                (self.end_transaction_executor, lambda: self.config.wait_time_mills_in_transaction_queue),
             ],
         )
 
@@ -455,18 +446,18 @@ class BrokerController(AsyncService):
         for channel in self.consumer_manager.scan_not_active_channel(
             now, expired
         ) + self.producer_manager.scan_not_active_channel(now, expired):
-            if isinstance(channel, RemotingConnection) and channel.is_open:
+            if channel.is_open:
                 log.info("closing %s: no heartbeat for %d ms", channel.remote_addr, expired)
                 channel.close()
 
     def _sample_stats(self) -> None:
         self.stats.sample()
 
-    def forget_channel(self, conn: RemotingConnection) -> None:
+    def forget_channel(self, conn: Channel) -> None:
         """A client's connection is gone: drop it from groups and its held pulls."""
         groups = self.consumer_manager.do_channel_close_event(conn)
         self.producer_manager.do_channel_close_event(conn)
-        held = self.pull_hold_service.drop_connection(conn)
+        held = self.pull_hold_service.drop_channel(conn)
         if groups or held:
             log.info("client %s left (groups %s, %d held pulls dropped)", conn.remote_addr, groups, held)
 

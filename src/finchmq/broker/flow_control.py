@@ -18,9 +18,15 @@ from dataclasses import dataclass, field
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import ResponseCode
-from finchmq.remoting import RequestExecutor
+from finchmq.remoting import ExecutorName, RequestExecutor
 
-__all__ = ["BrokerFastFailure", "FlowControlCounters"]
+__all__ = [
+    "WATCHED_EXECUTORS",
+    "BrokerFastFailure",
+    "FlowControlCounters",
+    "overload_kind",
+    "timeout_clean_kind",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +56,27 @@ class FlowControlCounters:
         return dict(self.counts)
 
 
+def overload_kind(executor: ExecutorName) -> str:
+    """The counter of requests refused at arrival by ``executor``'s full queue ([OVERLOAD])."""
+    return f"OVERLOAD:{executor}"
+
+
+def timeout_clean_kind(executor: ExecutorName) -> str:
+    """The counter of requests fast failure took out of ``executor``'s queue ([TIMEOUT_CLEAN_QUEUE])."""
+    return f"TIMEOUT_CLEAN_QUEUE:{executor}"
+
+
+# The queues fast failure watches (Java BrokerFastFailure.cleanExpiredRequest's four queues).
+WATCHED_EXECUTORS = (
+    ExecutorName.SEND,
+    ExecutorName.PULL,
+    ExecutorName.HEARTBEAT,
+    ExecutorName.END_TRANSACTION,
+)
+
+
 @dataclass(slots=True)
 class _WatchedQueue:
-    name: str
     executor: RequestExecutor
     max_wait_ms: Callable[[], int]
 
@@ -65,13 +89,13 @@ class BrokerFastFailure:
         is_page_cache_busy: Callable[[], bool],
         enabled: Callable[[], bool],
         send_executor: RequestExecutor,
-        watched: list[tuple[str, RequestExecutor, Callable[[], int]]],
+        watched: list[tuple[RequestExecutor, Callable[[], int]]],
     ) -> None:
         self.counters = counters
         self.is_page_cache_busy = is_page_cache_busy
         self.enabled = enabled
         self.send_executor = send_executor
-        self.watched = [_WatchedQueue(name, executor, wait) for name, executor, wait in watched]
+        self.watched = [_WatchedQueue(executor, wait) for executor, wait in watched]
         self._tasks = BackgroundTasks("fast-failure")
 
     def start(self) -> None:
@@ -105,4 +129,4 @@ class BrokerFastFailure:
                     break
                 queue.executor.poll_oldest()
                 item.answer(ResponseCode.SYSTEM_BUSY, TIMEOUT_REMARK.format(waited, len(queue.executor)))
-                self.counters.record(f"TIMEOUT_CLEAN_QUEUE:{queue.name}")
+                self.counters.record(timeout_clean_kind(queue.executor.name))

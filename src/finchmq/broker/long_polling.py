@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import RemotingCommand
-from finchmq.remoting import RemotingConnection, RemotingContext
+from finchmq.remoting import Channel, RemotingContext
 from finchmq.store.message_filter import MessageFilter
 
 __all__ = ["PullRequest", "PullRequestHoldService"]
@@ -134,7 +134,7 @@ class PullRequestHoldService:
         now = int(time.time() * 1000)
         keep: list[PullRequest] = []
         for pull in requests:
-            if not pull.ctx.connection.is_open:
+            if not pull.ctx.channel.is_open:
                 continue  # the consumer is gone: nothing to answer
             newest = max_offset
             if newest <= pull.pull_from_this_offset:
@@ -163,12 +163,12 @@ class PullRequestHoldService:
         except Exception:
             log.exception("execute held pull from %s failed", pull.ctx.remote_addr)
 
-    def drop_connection(self, connection: RemotingConnection) -> int:
-        """Forget the held pulls of a closed connection; returns how many."""
+    def drop_channel(self, channel: Channel) -> int:
+        """Forget the held pulls of a closed channel; returns how many."""
         dropped = 0
         for key in list(self._table):
             requests = self._table[key]
-            kept = [p for p in requests if p.ctx.connection is not connection]
+            kept = [p for p in requests if p.ctx.channel is not channel]
             dropped += len(requests) - len(kept)
             if kept:
                 self._table[key] = kept

@@ -34,7 +34,7 @@ from finchmq.protocol.topics import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     is_system_topic,
 )
-from finchmq.remoting import RemotingServer
+from finchmq.remoting import ExecutorName, RemotingServer
 from finchmq.remoting.metrics import RpcMetrics
 from finchmq.store import SCHEDULE_TOPIC, DefaultMessageStore
 from finchmq.store.config import BrokerRole
@@ -42,7 +42,7 @@ from finchmq.store.config import BrokerRole
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .context import BrokerContext
-from .flow_control import FlowControlCounters
+from .flow_control import WATCHED_EXECUTORS, FlowControlCounters, overload_kind, timeout_clean_kind
 from .ha import HAService
 from .long_polling import PullRequestHoldService
 from .offset import ConsumerOffsetManager
@@ -56,16 +56,16 @@ __all__ = ["CONTENT_TYPE", "MESSAGE_SIZE_BUCKETS", "BrokerMetrics", "is_system_g
 # bytes: Java 5.x BrokerMetricsManager's view of rocketmq_message_size (1 KiB ... 4 MiB)
 MESSAGE_SIZE_BUCKETS = (1024.0, 4096.0, 512 * 1024.0, 1024 * 1024.0, 2 * 1024 * 1024.0, 4 * 1024 * 1024.0)
 
-# Java 5.x processor label values by finchmq executor name
+# Java 5.x processor label values by executor
 _PROCESSORS = {
-    "send": "send",
-    "pull": "pull",
-    "query": "query_message",
-    "client-manage": "client_manager",
-    "heartbeat": "heartbeat",
-    "end-transaction": "transaction",
-    "consumer-manage": "consumer_manager",
-    "admin": "admin",
+    ExecutorName.SEND: "send",
+    ExecutorName.PULL: "pull",
+    ExecutorName.QUERY: "query_message",
+    ExecutorName.CLIENT_MANAGE: "client_manager",
+    ExecutorName.HEARTBEAT: "heartbeat",
+    ExecutorName.END_TRANSACTION: "transaction",
+    ExecutorName.CONSUMER_MANAGE: "consumer_manager",
+    ExecutorName.ADMIN: "admin",
 }
 # Java StoreStatsService putMessageDistributeTime ranges as rocketmq-exporter names them (seconds)
 _PMDT = (
@@ -115,14 +115,11 @@ _RUNTIME_GAUGES = (
 )
 # flow-control kinds shown (as 0) before they first happen, so dashboards can find them
 _FLOW_CONTROL_KINDS = (
-    "OVERLOAD:send",
+    overload_kind(ExecutorName.SEND),
     "REJECTREQUEST",
     "PCBUSY_CLEAN_QUEUE",
     "PC_SYNCHRONIZED",
-    "TIMEOUT_CLEAN_QUEUE:send",
-    "TIMEOUT_CLEAN_QUEUE:pull",
-    "TIMEOUT_CLEAN_QUEUE:heartbeat",
-    "TIMEOUT_CLEAN_QUEUE:transaction",
+    *(timeout_clean_kind(executor) for executor in WATCHED_EXECUTORS),
 )
 
 

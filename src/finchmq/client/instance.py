@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import io
 import logging
-import os
 import time
 import warnings
 import weakref
@@ -43,43 +41,28 @@ from finchmq.protocol.bodies import (
     ConsumerData,
     ConsumerRunningInfo,
     ConsumeType,
-    GetConsumerStatusBody,
     HeartbeatData,
     MessageModel,
     ProducerData,
-    ResetOffsetBody,
     SubscriptionData,
     TopicRouteData,
 )
-from finchmq.protocol.codes import RequestCode, ResponseCode
-from finchmq.protocol.command import RemotingCommand
-from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
-    ConsumeMessageDirectlyResultRequestHeader,
-    GetConsumerRunningInfoRequestHeader,
-    GetConsumerStatusRequestHeader,
-    ReplyMessageRequestHeader,
-    ResetOffsetRequestHeader,
 )
 from finchmq.protocol.message import (
-    HostAddress,
     Message,
-    MessageConst,
     MessageExt,
     MessageQueue,
-    MessageSysFlag,
-    decode_stored,
-    decompress_body,
-    string_to_properties,
 )
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
-from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingContext, RequestExecutor
+from finchmq.remoting import ExecutorName, RemotingClient, RemotingClientConfig, RequestExecutor
 
-from .api import MAX_DECOMPRESSED_BODY, MQClientAPI
+from .api import MQClientAPI
 from .config import ClientConfig, ProducerConfig
 from .consumer.pull_service import PullMessageService
 from .errors import ClientStateError, MQClientError, NoRouteError
+from .remoting_processor import ClientRemotingProcessor
 from .results import SendResult
 from .route import (
     FindBrokerResult,
@@ -391,19 +374,8 @@ class MQClientInstance:
                     f"{self.client_id}: no name server address; set namesrv_addr ('host:port;host:port')"
                 )
             self.state = ServiceState.START_FAILED
-            self.remoting.register_processor(
-                [
-                    RequestCode.CHECK_TRANSACTION_STATE,
-                    RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
-                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                    RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
-                    RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
-                    RequestCode.GET_CONSUMER_RUNNING_INFO,
-                    RequestCode.CONSUME_MESSAGE_DIRECTLY,
-                ],
-                ClientRemotingProcessor(self),
-                RequestExecutor(f"client-remoting-{self.client_id}", workers=4, capacity=1024),
-            )
+            executor = RequestExecutor(ExecutorName.CLIENT, workers=4, capacity=1024)
+            self.remoting.register_processor(ClientRemotingProcessor(self), {ExecutorName.CLIENT: executor})
             await self.remoting.start()
             cfg = self.config
             self.tasks.every(cfg.poll_name_server_interval, self.update_all_topic_route_info, "route", 10)
@@ -762,154 +734,3 @@ def _with_queue_nums(route: TopicRouteData, nums: int) -> TopicRouteData:
         for qd in route.queue_datas
     )
     return replace(route, queue_datas=queues)
-
-
-class ClientRemotingProcessor:
-    """Requests a broker sends to this client (Java ``ClientRemotingProcessor``)."""
-
-    def __init__(self, instance: MQClientInstance) -> None:
-        self.instance = instance
-
-    def reject_request(self) -> bool:
-        return False
-
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        code = request.code
-        if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-            log.info(
-                "receive broker's notification[%s], the consumer group changed, rebalance immediately",
-                ctx.remote_addr,
-            )
-            self.instance.rebalance_immediately()
-            return None
-        if code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
-            return await self._reset_offset(ctx, request)
-        if code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
-            return self._get_consume_status(request)
-        if code == RequestCode.GET_CONSUMER_RUNNING_INFO:
-            return self._get_consumer_running_info(request)
-        if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
-            return await self._consume_message_directly(request)
-        if code == RequestCode.CHECK_TRANSACTION_STATE:
-            self._check_transaction_state(ctx, request)
-            return None
-        if code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
-            return self._receive_reply_message(request)
-        return request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code} not supported"
-        )
-
-    def _receive_reply_message(self, request: RemotingCommand) -> RemotingCommand:
-        """Java ``receiveReplyMessage``: the reply to one of this client's requests; one that
-        nobody waits for any more (timed out) is dropped."""
-        received = int(time.time() * 1000)
-        try:
-            header = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
-            body = bytes(request.body)
-            if header.sys_flag & MessageSysFlag.COMPRESSED_FLAG:
-                body = decompress_body(body, MAX_DECOMPRESSED_BODY)
-            properties = string_to_properties(header.properties or "")
-            properties[MessageConst.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(received)
-            reply = MessageExt(
-                topic=header.topic,
-                body=body,
-                flag=header.flag,
-                properties=properties,
-                queue_id=header.queue_id,
-                born_timestamp=header.born_timestamp,
-                store_timestamp=header.store_timestamp,
-                reconsume_times=header.reconsume_times or 0,
-            )
-            if header.born_host:
-                reply = replace(reply, born_host=HostAddress.parse(header.born_host))
-            if header.store_host:
-                reply = replace(reply, store_host=HostAddress.parse(header.store_host))
-        except (ProtocolError, ValueError) as exc:
-            log.warning("bad reply message: %s", exc)
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
-        correlation_id = properties.get(MessageConst.PROPERTY_CORRELATION_ID, "")
-        future = self.instance.reply_futures.pop(correlation_id, None)
-        if future is None or future.done():
-            log.warning(
-                "receive reply message, but not matched any request, CorrelationId: %s , reply from host: %s",
-                correlation_id,
-                header.born_host,
-            )
-        else:
-            future.set_result(reply)
-        return request.make_response(ResponseCode.SUCCESS)
-
-    def _check_transaction_state(self, ctx: RemotingContext, request: RemotingCommand) -> None:
-        """Java ``ClientRemotingProcessor.checkTransactionState``: hand the half message to the
-        producer of its group (oneway: nothing is answered here)."""
-        header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
-        if not request.body:
-            return
-        msg = decode_stored(bytes(request.body))
-        group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
-        producer = self.instance.producer_table.get(group) if group else None
-        if producer is None:
-            log.debug("transaction check for group %s, which has no producer here", group)
-            return
-        producer.check_transaction_state(ctx.remote_addr, msg, header)
-
-    async def _reset_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        offsets: dict[MessageQueue, int] = {}
-        if request.body:
-            offsets = dict(ResetOffsetBody.from_json(request.body).offset_table)
-        log.info(
-            "invoke reset offset operation from broker. brokerAddr=%s, topic=%s, group=%s, timestamp=%s",
-            ctx.remote_addr,
-            header.topic,
-            header.group,
-            header.timestamp,
-        )
-        # Answer at once (it may be a two-way call): the reset drains consumption first.
-        self.instance.tasks.spawn(
-            self.instance.reset_offset(header.topic, header.group, offsets), f"reset-offset-{header.group}"
-        )
-        return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
-
-    def _get_consume_status(self, request: RemotingCommand) -> RemotingCommand:
-        header = GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
-        consumer = self.instance.select_consumer(header.group)
-        table = consumer.offset_table(header.topic) if consumer is not None else {}
-        body = GetConsumerStatusBody(message_queue_table=table)
-        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
-
-    def _get_consumer_running_info(self, request: RemotingCommand) -> RemotingCommand:
-        header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
-        info = self.instance.consumer_running_info(header.consumer_group)
-        if info is None:
-            return _no_such_group(request, header.consumer_group)
-        if header.jstack_enable:
-            info = _with_jstack(info)
-        return request.make_response(ResponseCode.SUCCESS, body=info.to_json())
-
-    async def _consume_message_directly(self, request: RemotingCommand) -> RemotingCommand:
-        header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
-        consumer = self.instance.select_consumer(header.consumer_group)
-        if consumer is None:
-            return _no_such_group(request, header.consumer_group)
-        try:
-            msg = decode_stored(request.body, decompress_max_size=MAX_DECOMPRESSED_BODY)
-        except ProtocolError as exc:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad message body: {exc}")
-        result = await consumer.consume_message_directly(msg, header.broker_name)
-        return request.make_response(ResponseCode.SUCCESS, body=result.to_json())
-
-
-def _no_such_group(request: RemotingCommand, group: str) -> RemotingCommand:
-    return request.make_response(
-        ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
-    )
-
-
-def _with_jstack(info: ConsumerRunningInfo) -> ConsumerRunningInfo:
-    """Java puts a thread dump in ``jstack``; here, the asyncio tasks' stacks."""
-    out = io.StringIO()
-    for task in asyncio.all_tasks():
-        print(f"--- {task.get_name()} (pid {os.getpid()})", file=out)
-        task.print_stack(limit=8, file=out)
-    return replace(info, jstack=out.getvalue())

@@ -15,9 +15,9 @@ from finchmq.common.lifecycle import AsyncService
 from finchmq.common.metrics import CONTENT_TYPE, Exposition, MetricsExporterType
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.remoting import (
+    Channel,
     ChannelGoneListener,
-    CloseReason,
-    RemotingConnection,
+    ExecutorName,
     RemotingServer,
     RemotingServerConfig,
     RequestExecutor,
@@ -52,11 +52,10 @@ class NamesrvController(AsyncService):
             listener=ChannelGoneListener(self._broker_channel_gone),  # Java BrokerHousekeepingService
             name="namesrv",
         )
-        self.server.register_processor(
-            self.processor.codes,
-            self.processor,
-            RequestExecutor("namesrv", workers=self.config.server_worker_threads, capacity=10_000),
+        executor = RequestExecutor(
+            ExecutorName.NAMESRV, workers=self.config.server_worker_threads, capacity=10_000
         )
+        self.server.register_processor(self.processor, {ExecutorName.NAMESRV: executor})
         self._tasks = BackgroundTasks("namesrv")
         self.metrics: NamesrvMetrics | None = None
         self.metrics_server: MetricsHttpServer | None = None
@@ -115,11 +114,11 @@ class NamesrvController(AsyncService):
         for addr, channel in self.routes.scan_not_active_broker(
             int(time.time() * 1000), self.config.broker_channel_expired_time
         ):
-            if isinstance(channel, RemotingConnection):
-                channel.close(CloseReason.IDLE)
+            if channel is not None:
+                channel.close()
             log.info("scan removed inactive broker %s", addr)
 
-    def _broker_channel_gone(self, conn: RemotingConnection) -> None:
+    def _broker_channel_gone(self, conn: Channel) -> None:
         addr = self.routes.on_channel_destroy(conn)
         if addr is not None:
             log.info("broker %s removed: its connection %s closed", addr, conn.remote_addr)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from collections.abc import Callable
 from dataclasses import replace
 
 from finchmq.common import config_from_properties, config_to_properties, format_properties, parse_properties
@@ -37,7 +36,7 @@ from finchmq.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from finchmq.remoting import RemotingContext
+from finchmq.remoting import ExecutorName, RemotingContext, RequestProcessor, handles
 
 from .config import NamesrvConfig
 from .kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
@@ -55,66 +54,39 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class DefaultRequestProcessor:
+class DefaultRequestProcessor(RequestProcessor):
     """Answers name-server requests; all state lives in the two managers."""
 
+    executor = ExecutorName.NAMESRV
+
     def __init__(self, config: NamesrvConfig, routes: RouteInfoManager, kv: KVConfigManager) -> None:
+        super().__init__()
         self.config = config
         self.routes = routes
         self.kv = kv
-        self._handlers: dict[int, Callable[[RemotingContext, RemotingCommand], RemotingCommand]] = {
-            RequestCode.PUT_KV_CONFIG: self._put_kv_config,
-            RequestCode.GET_KV_CONFIG: self._get_kv_config,
-            RequestCode.DELETE_KV_CONFIG: self._delete_kv_config,
-            RequestCode.QUERY_DATA_VERSION: self._query_data_version,
-            RequestCode.REGISTER_BROKER: self._register_broker,
-            RequestCode.UNREGISTER_BROKER: self._unregister_broker,
-            RequestCode.GET_ROUTEINFO_BY_TOPIC: self._get_route_info,
-            RequestCode.GET_BROKER_CLUSTER_INFO: self._get_cluster_info,
-            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self._get_all_topic_list,
-            RequestCode.DELETE_TOPIC_IN_NAMESRV: self._delete_topic,
-            RequestCode.GET_KVLIST_BY_NAMESPACE: self._get_kv_list,
-            RequestCode.GET_TOPICS_BY_CLUSTER: self._get_topics_by_cluster,
-            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self._get_system_topics,
-            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self._wipe_write_perm,
-            RequestCode.ADD_WRITE_PERM_OF_BROKER: self._add_write_perm,
-            RequestCode.GET_NAMESRV_CONFIG: self._get_namesrv_config,
-            RequestCode.UPDATE_NAMESRV_CONFIG: self._update_namesrv_config,
-        }
-
-    @property
-    def codes(self) -> list[int]:
-        return list(self._handlers)
-
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
-        handler = self._handlers.get(request.code)
-        if handler is None:
-            return request.make_response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-            )
-        return handler(ctx, request)
-
-    def reject_request(self) -> bool:
-        return False
 
     # -- broker permission and the name server's settings ----------------------------------
 
+    @handles(RequestCode.WIPE_WRITE_PERM_OF_BROKER)
     def _wipe_write_perm(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
         count = self.routes.change_write_perm(header.broker_name, writable=False)
         answer = WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count)
         return request.make_response(_SUCCESS, ext_fields=answer.to_ext_fields())
 
+    @handles(RequestCode.ADD_WRITE_PERM_OF_BROKER)
     def _add_write_perm(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
         count = self.routes.change_write_perm(header.broker_name, writable=True)
         answer = AddWritePermOfBrokerResponseHeader(add_topic_count=count)
         return request.make_response(_SUCCESS, ext_fields=answer.to_ext_fields())
 
+    @handles(RequestCode.GET_NAMESRV_CONFIG)
     def _get_namesrv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         body = format_properties(config_to_properties(self.config)).encode("utf-8")
         return request.make_response(_SUCCESS, body=body)
 
+    @handles(RequestCode.UPDATE_NAMESRV_CONFIG)
     def _update_namesrv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         """UPDATE_NAMESRV_CONFIG: settings read per request change at once (e.g. orderMessageEnable);
         listening ones take effect at the next start. A bad or unknown key changes nothing."""
@@ -133,11 +105,13 @@ class DefaultRequestProcessor:
 
     # -- KV config --------------------------------------------------------------------------
 
+    @handles(RequestCode.PUT_KV_CONFIG)
     def _put_kv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
         self.kv.put(header.namespace, header.key, header.value)
         return request.make_response(_SUCCESS)
 
+    @handles(RequestCode.GET_KV_CONFIG)
     def _get_kv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
         value = self.kv.get(header.namespace, header.key)
@@ -150,11 +124,13 @@ class DefaultRequestProcessor:
             _SUCCESS, ext_fields=GetKVConfigResponseHeader(value=value).to_ext_fields()
         )
 
+    @handles(RequestCode.DELETE_KV_CONFIG)
     def _delete_kv_config(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
         self.kv.delete(header.namespace, header.key)
         return request.make_response(_SUCCESS)
 
+    @handles(RequestCode.GET_KVLIST_BY_NAMESPACE)
     def _get_kv_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields)
         table = self.kv.namespace(header.namespace)
@@ -166,6 +142,7 @@ class DefaultRequestProcessor:
 
     # -- brokers ----------------------------------------------------------------------------
 
+    @handles(RequestCode.REGISTER_BROKER)
     def _register_broker(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
         body = request.body
@@ -189,7 +166,7 @@ class DefaultRequestProcessor:
             ha_server_addr=header.ha_server_addr,
             topic_config_wrapper=wrapper,
             filter_server_list=filter_servers,
-            channel=ctx.connection,
+            channel=ctx.channel,
             now_ms=_now_ms(),
         )
         order_conf = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
@@ -201,6 +178,7 @@ class DefaultRequestProcessor:
             body=KVTable(table=order_conf).to_json() if order_conf else b"",
         )
 
+    @handles(RequestCode.UNREGISTER_BROKER)
     def _unregister_broker(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
         self.routes.unregister_broker(
@@ -211,6 +189,7 @@ class DefaultRequestProcessor:
         )
         return request.make_response(_SUCCESS)
 
+    @handles(RequestCode.QUERY_DATA_VERSION)
     def _query_data_version(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
         data_version = DataVersion.from_json(request.body) if request.body else DataVersion()
@@ -226,6 +205,7 @@ class DefaultRequestProcessor:
 
     # -- routes -----------------------------------------------------------------------------
 
+    @handles(RequestCode.GET_ROUTEINFO_BY_TOPIC)
     def _get_route_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
         route = self.routes.pickup_topic_route_data(header.topic)
@@ -243,21 +223,26 @@ class DefaultRequestProcessor:
         standard = request.version >= MQVersion.V4_9_4 or bool(header.accept_standard_json_only)
         return request.make_response(_SUCCESS, body=route.to_json(standard=standard))
 
+    @handles(RequestCode.GET_BROKER_CLUSTER_INFO)
     def _get_cluster_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(_SUCCESS, body=self.routes.get_all_cluster_info().to_json())
 
+    @handles(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
     def _get_all_topic_list(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(_SUCCESS, body=self.routes.get_all_topic_list().to_json())
 
+    @handles(RequestCode.GET_TOPICS_BY_CLUSTER)
     def _get_topics_by_cluster(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields)
         return request.make_response(
             _SUCCESS, body=self.routes.get_topics_by_cluster(header.cluster).to_json()
         )
 
+    @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS)
     def _get_system_topics(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(_SUCCESS, body=self.routes.get_system_topic_list().to_json())
 
+    @handles(RequestCode.DELETE_TOPIC_IN_NAMESRV)
     def _delete_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields)
         self.routes.delete_topic(header.topic)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from finchmq.protocol.bodies import (
     BrokerData,
@@ -28,6 +29,9 @@ from finchmq.protocol.bodies import (
     TopicRouteData,
 )
 
+if TYPE_CHECKING:
+    from finchmq.remoting import Channel
+
 __all__ = ["MASTER_ID", "BrokerLiveInfo", "RegisterBrokerResult", "RouteInfoManager"]
 
 log = logging.getLogger(__name__)
@@ -39,7 +43,7 @@ MASTER_ID = 0
 class BrokerLiveInfo:
     last_update_timestamp: int  # ms
     data_version: DataVersion
-    channel: Hashable | None
+    channel: Channel | None
     ha_server_addr: str
 
 
@@ -83,7 +87,7 @@ class RouteInfoManager:
         ha_server_addr: str,
         topic_config_wrapper: TopicConfigSerializeWrapper | None,
         filter_server_list: Iterable[str],
-        channel: Hashable | None,
+        channel: Channel | None,
         now_ms: int,
     ) -> RegisterBrokerResult:
         """Record a broker's (re-)registration; masters also publish their topics' queues."""
@@ -211,7 +215,7 @@ class RouteInfoManager:
                 del self.topic_queue_table[topic]
                 log.debug("topic %s removed: its last broker %s is gone", topic, broker_name)
 
-    def on_channel_destroy(self, channel: Hashable) -> str | None:
+    def on_channel_destroy(self, channel: Channel) -> str | None:
         """Forget the broker whose connection closed; returns its address if there was one."""
         for addr, live in self.broker_live_table.items():
             if live.channel is channel:
@@ -219,9 +223,9 @@ class RouteInfoManager:
                 return addr
         return None
 
-    def scan_not_active_broker(self, now_ms: int, expired_ms: int) -> list[tuple[str, Hashable | None]]:
+    def scan_not_active_broker(self, now_ms: int, expired_ms: int) -> list[tuple[str, Channel | None]]:
         """Remove brokers silent for more than ``expired_ms``; returns (addr, channel) of each."""
-        removed: list[tuple[str, Hashable | None]] = []
+        removed: list[tuple[str, Channel | None]] = []
         for addr, live in list(self.broker_live_table.items()):
             if live.last_update_timestamp + expired_ms < now_ms:
                 log.warning(

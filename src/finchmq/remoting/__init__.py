@@ -1,13 +1,16 @@
-"""finchmq.remoting: the asyncio transport of the RocketMQ remoting protocol.
+"""finchmq.remoting: the asyncio transport of the RocketMQ remoting protocol, and the routing of
+requests to processors that every server and client of finchmq shares.
 
-Imports: ``finchmq.protocol`` only. Owns sockets, framing I/O, deadlines and in-flight bounds.
+Imports: ``finchmq.protocol`` and ``finchmq.common`` only. Owns sockets, framing I/O, deadlines,
+in-flight bounds, the ``@handles`` routing contract, the executors and the dispatcher.
 """
 
 from __future__ import annotations
 
+from .channel import Channel, ChannelEventListener, ChannelGoneListener, RemotingContext
 from .client import InvokeCallback, RemotingClient, RpcHook, parse_addr
 from .config import RemotingClientConfig, RemotingServerConfig
-from .connection import ChannelEventListener, ChannelGoneListener, CloseReason, RemotingConnection
+from .connection import CloseReason, RemotingConnection
 from .errors import (
     RemotingConnectError,
     RemotingError,
@@ -15,31 +18,31 @@ from .errors import (
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
+from .local import LocalChannel
 from .loop import HAVE_UVLOOP, loop_factory, run
 from .processor import (
-    LATER,
     REMARK_OVERLOAD,
     REMARK_REJECT_REQUEST,
-    Later,
     QueuedRequest,
-    RemotingContext,
     RequestDispatcher,
     RequestExecutor,
-    RequestProcessor,
-    RequestRefused,
 )
+from .routing import Answer, ExecutorName, Later, RequestProcessor, RequestRefused, handles
 from .server import RemotingServer
 
 __all__ = [
     "HAVE_UVLOOP",
-    "LATER",
     "REMARK_OVERLOAD",
     "REMARK_REJECT_REQUEST",
+    "Answer",
+    "Channel",
     "ChannelEventListener",
     "ChannelGoneListener",
     "CloseReason",
+    "ExecutorName",
     "InvokeCallback",
     "Later",
+    "LocalChannel",
     "QueuedRequest",
     "RemotingClient",
     "RemotingClientConfig",
@@ -57,6 +60,7 @@ __all__ = [
     "RequestProcessor",
     "RequestRefused",
     "RpcHook",
+    "handles",
     "loop_factory",
     "parse_addr",
     "run",

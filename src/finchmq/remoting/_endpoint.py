@@ -4,14 +4,16 @@ the channel event listener, and the scan that closes idle connections."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from finchmq.common.lifecycle import AsyncService
 from finchmq.common.tasks import BackgroundTasks
 
 from ._idle import close_idle_connections, idle_scan_interval_ms
-from .connection import ChannelEventListener, RemotingConnection
-from .processor import RequestDispatcher, RequestExecutor, RequestProcessor
+from .channel import ChannelEventListener
+from .connection import RemotingConnection
+from .processor import RequestDispatcher, RequestExecutor
+from .routing import ExecutorName, RequestProcessor
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +29,10 @@ class RemotingEndpoint(AsyncService):
         self._closed = False
 
     def register_processor(
-        self, codes: int | list[int], processor: RequestProcessor, executor: RequestExecutor
+        self, processor: RequestProcessor, executors: Mapping[ExecutorName, RequestExecutor]
     ) -> None:
-        """Handle the peer's requests of ``codes`` with ``processor`` on ``executor``."""
-        self.dispatcher.register(codes, processor, executor)
+        """Answer the peer's requests of every code in ``processor``'s ``@handles`` table."""
+        self.dispatcher.register_processor(processor, executors)
 
     def _start_idle_scan(
         self, connections: Callable[[], Iterable[RemotingConnection]], max_idle_seconds: float

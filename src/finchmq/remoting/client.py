@@ -24,8 +24,9 @@ from finchmq.protocol.command import RemotingCommand
 from ._endpoint import RemotingEndpoint
 from ._idle import close_all
 from ._permits import acquire_permit
+from .channel import ChannelEventListener
 from .config import RemotingClientConfig
-from .connection import ChannelEventListener, CloseReason, RemotingConnection
+from .connection import CloseReason, RemotingConnection
 from .errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 __all__ = ["InvokeCallback", "RemotingClient", "RpcHook", "parse_addr"]

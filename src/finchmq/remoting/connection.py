@@ -4,8 +4,8 @@ Strategy:
     An ``asyncio.Protocol`` (no streams: one callback per chunk, no reader task) around a
     ``RemotingCodec``. Incoming responses complete the future registered under their opaque
     (RocketMQ's ``responseTable``: answers may come in any order); incoming requests go to the
-    owner's ``RequestDispatcher``. Outgoing frames are gathered and written once per loop
-    iteration with ``writelines``. When the peer stops reading, the transport's high-water mark
+    owner's ``RequestDispatcher`` (a ``RequestSink``). Outgoing frames are gathered and written
+    once per loop iteration with ``writelines``. When the peer stops reading, the transport's high-water mark
     pauses our reading (servers stop taking requests from a client that does not take answers)
     and ``drain()`` waits. An executor whose queue is full may also pause the requests of a
     connection (``pause_requests``): frames already read wait undecoded in the codec and TCP
@@ -23,31 +23,22 @@ import logging
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import Protocol
 
 from finchmq.protocol.codec import RemotingCodec, encode_parts
 from finchmq.protocol.command import FLAG_RESPONSE, Body, RemotingCommand
 from finchmq.protocol.errors import RemoteProtocolError
 
+from .channel import ChannelEventListener, RemotingContext, next_opaque
 from .errors import RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError
-from .processor import RemotingContext, RequestDispatcher
 
-__all__ = ["ChannelEventListener", "CloseReason", "RemotingConnection", "next_opaque"]
+__all__ = ["CloseReason", "RemotingConnection", "RequestSink"]
 
 log = logging.getLogger(__name__)
 
-_opaque = 0
 # Frames gathered before a write even within one loop iteration: large enough to save syscalls,
 # small enough that the peer starts on the first answers while later ones are still produced.
 _FLUSH_FRAMES = 16
-
-
-def next_opaque() -> int:
-    """Process-wide request ids (Java's static ``requestId``), kept within a Java int."""
-    global _opaque  # noqa: PLW0603 - one counter per process, like RocketMQ's
-    _opaque = (_opaque + 1) & 0x7FFFFFFF
-    return _opaque
 
 
 class CloseReason(enum.Enum):
@@ -58,33 +49,10 @@ class CloseReason(enum.Enum):
     SHUTDOWN = "shutdown"
 
 
-class ChannelEventListener(Protocol):
-    """Connection events (Java ``ChannelEventListener``); called on the loop, must not block."""
+class RequestSink(Protocol):
+    """Where a connection hands the peer's requests: a ``RequestDispatcher``."""
 
-    def on_channel_connect(self, conn: RemotingConnection) -> None: ...
-    def on_channel_close(self, conn: RemotingConnection) -> None: ...
-    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None: ...
-    def on_channel_idle(self, conn: RemotingConnection) -> None: ...
-
-
-class ChannelGoneListener:
-    """A ``ChannelEventListener`` for who only needs to know that a channel is gone: closed,
-    failed or idle (Java's housekeeping services of the name server and the broker)."""
-
-    def __init__(self, on_gone: Callable[[RemotingConnection], None]) -> None:
-        self._on_gone = on_gone
-
-    def on_channel_connect(self, conn: RemotingConnection) -> None:
-        pass
-
-    def on_channel_close(self, conn: RemotingConnection) -> None:
-        self._on_gone(conn)
-
-    def on_channel_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
-        self._on_gone(conn)
-
-    def on_channel_idle(self, conn: RemotingConnection) -> None:
-        self._on_gone(conn)
+    def dispatch(self, ctx: RemotingContext, request: RemotingCommand) -> None: ...
 
 
 def _format_addr(peer: object) -> str:
@@ -97,12 +65,12 @@ def _format_addr(peer: object) -> str:
 
 
 class RemotingConnection(asyncio.Protocol):
-    """Both ends of the protocol on one transport; see the module docstring."""
+    """Both ends of the protocol on one transport, a ``Channel``; see the module docstring."""
 
     def __init__(
         self,
         *,
-        dispatcher: RequestDispatcher,
+        dispatcher: RequestSink,
         listener: ChannelEventListener | None = None,
         max_frame_size: int,
         on_lost: _LostCallback | None = None,

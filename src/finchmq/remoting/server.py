@@ -20,8 +20,9 @@ from finchmq.protocol.command import RemotingCommand
 from ._endpoint import RemotingEndpoint
 from ._idle import close_all
 from ._permits import acquire_permit
+from .channel import Channel, ChannelEventListener
 from .config import RemotingServerConfig
-from .connection import ChannelEventListener, RemotingConnection
+from .connection import RemotingConnection
 
 __all__ = ["RemotingServer"]
 
@@ -81,10 +82,8 @@ class RemotingServer(RemotingEndpoint):
         self._connections.add(conn)
         return conn
 
-    async def invoke(
-        self, conn: RemotingConnection, request: RemotingCommand, timeout_millis: int
-    ) -> RemotingCommand:
-        """Call a connected client and wait for its answer."""
+    async def invoke(self, conn: Channel, request: RemotingCommand, timeout_millis: int) -> RemotingCommand:
+        """Call a client (any ``Channel`` of this server's) and wait for its answer."""
         assert self._async_semaphore is not None, "server not started"
         await acquire_permit(
             self._async_semaphore, timeout_millis, "server_async_semaphore_value", conn.remote_addr
@@ -94,9 +93,7 @@ class RemotingServer(RemotingEndpoint):
         finally:
             self._async_semaphore.release()
 
-    async def invoke_oneway(
-        self, conn: RemotingConnection, request: RemotingCommand, timeout_millis: int
-    ) -> None:
+    async def invoke_oneway(self, conn: Channel, request: RemotingCommand, timeout_millis: int) -> None:
         """Send a oneway request to a connected client (e.g. NOTIFY_CONSUMER_IDS_CHANGED)."""
         assert self._oneway_semaphore is not None, "server not started"
         await acquire_permit(

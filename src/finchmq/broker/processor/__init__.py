@@ -4,7 +4,7 @@ answers with ``@handles``; ``PROCESSORS`` lists them for registration."""
 
 from __future__ import annotations
 
-from ._base import BrokerProcessor, handles
+from ._base import BrokerProcessor
 from .admin import AdminBrokerProcessor
 from .client_manage import ClientManageProcessor
 from .consumer_manage import ConsumerManageProcessor
@@ -22,5 +22,4 @@ __all__ = [
     "PullMessageProcessor",
     "QueryMessageProcessor",
     "SendMessageProcessor",
-    "handles",
 ]

@@ -64,9 +64,9 @@ from finchmq.protocol.headers import (
 )
 from finchmq.protocol.message import MessageQueue, decode_offset_msg_id
 from finchmq.protocol.topics import is_system_topic, validate_topic
-from finchmq.remoting import RemotingContext, RemotingError
+from finchmq.remoting import ExecutorName, RemotingContext, RemotingError, handles
 
-from ._base import BrokerProcessor, handles
+from ._base import BrokerProcessor
 
 __all__ = ["AdminBrokerProcessor"]
 
@@ -76,7 +76,7 @@ log = logging.getLogger(__name__)
 class AdminBrokerProcessor(BrokerProcessor):
     """The broker's default processor: every code not routed elsewhere lands here."""
 
-    executor = "admin"
+    executor = ExecutorName.ADMIN
 
     # -- topics -----------------------------------------------------------------------------
 

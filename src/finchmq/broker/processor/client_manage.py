@@ -12,9 +12,9 @@ from finchmq.protocol.filter import EXPRESSION_TYPE_TAG, build_subscription_data
 from finchmq.protocol.headers import UnregisterClientRequestHeader
 from finchmq.protocol.sql92 import SQLSyntaxError
 from finchmq.protocol.topics import retry_topic
-from finchmq.remoting import RemotingContext
+from finchmq.remoting import ExecutorName, RemotingContext, handles
 
-from ._base import BrokerProcessor, handles, now_ms
+from ._base import BrokerProcessor, now_ms
 
 __all__ = ["ClientManageProcessor"]
 
@@ -31,14 +31,14 @@ def _normalised(sub: SubscriptionData) -> SubscriptionData:
 
 
 class ClientManageProcessor(BrokerProcessor):
-    executor = "client-manage"
+    executor = ExecutorName.CLIENT_MANAGE
 
-    @handles(RequestCode.HEART_BEAT, executor="heartbeat")
+    @handles(RequestCode.HEART_BEAT, executor=ExecutorName.HEARTBEAT)
     async def heart_beat(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         c = self.context
         data = HeartbeatData.from_json(request.body)
         info = ClientChannelInfo(
-            channel=ctx.connection,
+            channel=ctx.channel,
             client_id=data.client_id,
             language=request.language,
             version=request.version,
@@ -83,13 +83,13 @@ class ClientManageProcessor(BrokerProcessor):
         c = self.context
         header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
         if header.producer_group:
-            c.producer_manager.unregister_producer(header.producer_group, ctx.connection)
+            c.producer_manager.unregister_producer(header.producer_group, ctx.channel)
         if header.consumer_group:
             group_config = c.subscription_group_manager.find_subscription_group_config(header.consumer_group)
             notify = group_config.notify_consumer_ids_changed_enable if group_config is not None else True
             c.consumer_manager.unregister_consumer(
                 header.consumer_group,
-                ctx.connection,
+                ctx.channel,
                 notify=notify and c.config.notify_consumer_ids_changed_enable,
             )
         return request.make_response(ResponseCode.SUCCESS)

@@ -11,15 +11,15 @@ from finchmq.protocol.headers import (
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from finchmq.remoting import RemotingContext
+from finchmq.remoting import ExecutorName, RemotingContext, handles
 
-from ._base import BrokerProcessor, handles
+from ._base import BrokerProcessor
 
 __all__ = ["ConsumerManageProcessor"]
 
 
 class ConsumerManageProcessor(BrokerProcessor):
-    executor = "consumer-manage"
+    executor = ExecutorName.CONSUMER_MANAGE
 
     @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP)
     def get_consumer_list_by_group(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

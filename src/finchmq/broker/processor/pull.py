@@ -20,11 +20,11 @@ from finchmq.protocol.bodies import MessageModel, PermName, SubscriptionData
 from finchmq.protocol.filter import build_subscription_data, is_tag_type
 from finchmq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from finchmq.protocol.sql92 import SQLSyntaxError
-from finchmq.remoting import QueuedRequest, RemotingContext, RequestExecutor
+from finchmq.remoting import ExecutorName, Later, QueuedRequest, RemotingContext, RequestExecutor, handles
 from finchmq.store import GetMessageStatus
 from finchmq.store.config import BrokerRole
 
-from ._base import BrokerProcessor, handles, now_ms
+from ._base import BrokerProcessor, now_ms
 
 __all__ = ["PullMessageProcessor"]
 
@@ -44,7 +44,7 @@ _STATUS_TO_CODE = {
 
 
 class PullMessageProcessor(BrokerProcessor):
-    executor = "pull"
+    executor = ExecutorName.PULL
 
     def __init__(
         self, context: BrokerContext, hold_service: PullRequestHoldService, pull_executor: RequestExecutor
@@ -55,7 +55,7 @@ class PullMessageProcessor(BrokerProcessor):
 
     @handles(RequestCode.PULL_MESSAGE)
     def pull_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        return self.process(ctx, request, broker_allow_suspend=True)
+        return self.pull(ctx, request, broker_allow_suspend=True)
 
     def execute_request_when_wakeup(
         self, ctx: RemotingContext, request: RemotingCommand, held_ms: int
@@ -64,11 +64,24 @@ class PullMessageProcessor(BrokerProcessor):
         ``held_ms`` is how long it was held (metrics time it from its arrival)."""
         executor = self.pull_executor
         now = time.monotonic()
-        item = QueuedRequest(ctx, request, _Wakeup(self), now, held_since=now - held_ms / 1000)
+        item = QueuedRequest(
+            ctx,
+            request,
+            self,
+            now,
+            held_since=now - held_ms / 1000,
+            later=Later(lambda: self._woken(ctx, request)),
+        )
         if not executor.submit(item) and not request.is_oneway:
             ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy"))
 
-    def process(
+    async def _woken(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        """A held pull, run again from the pull executor (Java ``executeRequestWhenWakeup``)."""
+        if not ctx.channel.is_open:
+            return None
+        return self.pull(ctx, request, broker_allow_suspend=False)
+
+    def pull(
         self, ctx: RemotingContext, request: RemotingCommand, *, broker_allow_suspend: bool
     ) -> RemotingCommand | None:
         c = self.context
@@ -246,18 +259,3 @@ class PullMessageProcessor(BrokerProcessor):
                 ctx.remote_addr, header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )
         return response
-
-
-class _Wakeup:
-    """Runs a held pull again from the pull executor (Java ``executeRequestWhenWakeup``)."""
-
-    def __init__(self, processor: PullMessageProcessor) -> None:
-        self.processor = processor
-
-    async def process_request(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        if not ctx.connection.is_open:
-            return None
-        return self.processor.process(ctx, request, broker_allow_suspend=False)
-
-    def reject_request(self) -> bool:
-        return False

@@ -9,15 +9,15 @@ from finchmq.protocol.headers import (
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
 )
-from finchmq.remoting import RemotingContext
+from finchmq.remoting import ExecutorName, RemotingContext, handles
 
-from ._base import BrokerProcessor, handles
+from ._base import BrokerProcessor
 
 __all__ = ["QueryMessageProcessor"]
 
 
 class QueryMessageProcessor(BrokerProcessor):
-    executor = "query"
+    executor = ExecutorName.QUERY
 
     @handles(RequestCode.QUERY_MESSAGE)
     def query_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -11,10 +11,10 @@ from finchmq.broker.transaction import TransactionalMessageService
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import EndTransactionRequestHeader
 from finchmq.protocol.message import MessageSysFlag
-from finchmq.remoting import RemotingContext
+from finchmq.remoting import ExecutorName, RemotingContext, handles
 from finchmq.store.config import BrokerRole
 
-from ._base import BrokerProcessor, handles
+from ._base import BrokerProcessor
 
 __all__ = ["EndTransactionProcessor"]
 
@@ -27,7 +27,7 @@ _ENDINGS = {
 
 
 class EndTransactionProcessor(BrokerProcessor):
-    executor = "end-transaction"
+    executor = ExecutorName.END_TRANSACTION
 
     def __init__(self, context: BrokerContext, service: TransactionalMessageService) -> None:
         super().__init__(context)

@@ -2,7 +2,7 @@
 
     python -m benchmarks.send_path [--seconds 10] [--warmup 3] [--conns 32] [--repeat 1]
                                    [--cases single128,single1k,batch32] [--keys]
-                                   [--profile DIR] [--save LABEL]
+                                   [--baseline REV] [--profile DIR] [--save LABEL]
 
 Compiles ``send_gen.c`` (a closed-loop generator of raw SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE
 frames, one thread and one request in flight per connection) into ``benchmarks/.build/``,
@@ -15,12 +15,15 @@ ratio finchmq/floor, not the absolute figures, is what counts on a shared machin
 Cases: single sends of 128 B and 1 KiB, and batches of 32 x 1 KiB (per message). ``--keys``
 gives every message a UNIQ_KEY (the Java client's habit; finchmq indexes it). ``--profile DIR``
 records py-spy on the broker during each of its cases (slows it down: figures of such a run
-are not comparable). ``--save LABEL`` appends the output to ``benchmarks/results/send_path.txt``.
+are not comparable). ``--baseline REV`` also drives a ``finchmq server`` run from git revision
+REV's ``src`` (exported into ``benchmarks/.build/``) in the same run: before and after a change,
+side by side, case by case. ``--save LABEL`` appends the output to ``benchmarks/results/send_path.txt``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -130,6 +133,19 @@ def drive(generator: Path, pid: int, port: int, case: Case, load: Load) -> Figur
     )
 
 
+def export_revision(rev: str) -> tuple[str, Path]:
+    """``rev``'s ``src`` tree, exported once into ``benchmarks/.build/src-<sha>``: (short sha, path)."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    target = BUILD / f"src-{sha}"
+    if not (target / "src" / "finchmq").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", sha, "src"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return sha, target / "src"
+
+
 def _row(case: Case, server: str, f: Figures) -> str:
     return (
         f"{case.name:<18} {server:<8} {f.requests / f.seconds:>9,.0f} {f.messages / f.seconds:>10,.0f} "
@@ -156,6 +172,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="run the cases this many times")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--keys", action="store_true", help="give every message a UNIQ_KEY")
+    parser.add_argument("--baseline", metavar="REV", help="also drive finchmq as of git revision REV")
     parser.add_argument("--profile", type=Path, help="record py-spy on the broker into this directory")
     parser.add_argument("--save", metavar="LABEL", help=f"append the output to {RESULTS.relative_to(ROOT)}")
     args = parser.parse_args()
@@ -168,17 +185,25 @@ def main() -> None:
         print(line, flush=True)
         out.append(line)
 
-    with ServerProcess(metrics=False) as finchmq, FloorServer() as floor:
+    baseline_sha, baseline_src = export_revision(args.baseline) if args.baseline else ("", None)
+    with contextlib.ExitStack() as servers:
+        finchmq = servers.enter_context(ServerProcess(metrics=False))
+        floor = servers.enter_context(FloorServer())
+        before = None
+        if baseline_src is not None:
+            before = servers.enter_context(ServerProcess(metrics=False, source=baseline_src))
         emit(
             f"send_path: finchmq {_revision()}, {os.cpu_count()} cores, {args.conns} connections, "
             f"{args.seconds:g} s per case after {args.warmup:g} s of warm-up"
             + (", every message with a UNIQ_KEY" if args.keys else "")
+            + (f"; 'before' is finchmq at {baseline_sha}" if before is not None else "")
         )
         emit(
             f"{'case':<18} {'server':<8} {'sends/s':>9} {'msgs/s':>10} {'CPU us/msg':>10} {'srv CPU':>9} "
             f"{'errors':>7}"
         )
         ratios: list[str] = []
+        changes: list[str] = []
         for _ in range(args.repeat):
             for case in cases:
                 if args.profile is not None:
@@ -192,11 +217,18 @@ def main() -> None:
                 emit(_row(case, "finchmq", ours))
                 if ours.errors:
                     emit(f"{'':<18} first error: {ours.first_error[:300]}")
+                if before is not None:
+                    then = drive(generator, before.pid, before.broker_port, case, load)
+                    emit(_row(case, "before", then))
+                    change = ours.cpu_us_per_message / max(then.cpu_us_per_message, 1e-9)
+                    changes.append(f"{case.name}: {change:.2f}x")
                 base = drive(generator, floor.pid, floor.port, case, load)
                 emit(_row(case, "floor", base))
                 ratio = ours.cpu_us_per_message / max(base.cpu_us_per_message, 1e-9)
                 ratios.append(f"{case.name}: {ratio:.2f}x")
         emit("ratio finchmq/floor (CPU per message): " + ", ".join(ratios))
+        if changes:
+            emit(f"ratio finchmq/before ({baseline_sha}) (CPU per message): " + ", ".join(changes))
     if args.save:
         RESULTS.parent.mkdir(exist_ok=True)
         with RESULTS.open("a") as f:

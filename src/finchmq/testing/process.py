@@ -62,11 +62,20 @@ class ChildServer:
     def start(self) -> Self:
         raise NotImplementedError
 
-    def _spawn(self, args: list[str], cwd: Path | None, ready: Callable[[], bool], becoming: str) -> None:
-        """Start ``args`` and wait until ``ready()``; raises with the log's tail."""
+    def _spawn(
+        self,
+        args: list[str],
+        cwd: Path | None,
+        ready: Callable[[], bool],
+        becoming: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Start ``args`` (with ``env`` added to the environment) and wait until ``ready()``;
+        raises with the log's tail."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        environment = {**os.environ, **env} if env else None
         with open(self.log_path, "wb") as log:  # a file, not a pipe nobody drains
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=environment)
         deadline = time.monotonic() + self.ready_timeout_seconds
         while time.monotonic() < deadline:
             if ready():
@@ -116,7 +125,9 @@ class ChildServer:
 class ServerProcess(ChildServer):
     """``finchmq server`` (name server + broker) on free loopback ports; ``conf`` becomes its
     ``broker.conf``. Metrics are served on a free port too (``metrics_port``), or off with
-    ``metrics=False``; ``console_port`` is its web console's port (0, the default: no console)."""
+    ``metrics=False``; ``console_port`` is its web console's port (0, the default: no console).
+    ``source`` runs finchmq from another source tree (its ``src``), e.g. an older revision that a
+    benchmark compares with this one in the same run."""
 
     name = "finchmq server"
     stop_grace_seconds = 60.0
@@ -131,8 +142,10 @@ class ServerProcess(ChildServer):
         cwd: Path | None = None,
         metrics: bool = True,
         console_port: int = 0,
+        source: Path | None = None,
     ) -> None:
         super().__init__(data_dir, "finchmq-server-", log_path)
+        self.source = source
         self.namesrv_port = free_port()
         self.broker_port = free_port()
         self.metrics_port = free_port() if metrics else 0
@@ -160,7 +173,8 @@ class ServerProcess(ChildServer):
             conf_file = self.data_dir / "broker.conf"
             conf_file.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
             args += ["-c", str(conf_file)]
+        env = {"PYTHONPATH": str(self.source)} if self.source is not None else None
         self._spawn(
-            args, self.cwd, lambda: "ready in" in self.log_path.read_text(errors="replace"), "get ready"
+            args, self.cwd, lambda: "ready in" in self.log_path.read_text(errors="replace"), "get ready", env
         )
         return self

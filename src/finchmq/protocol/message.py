@@ -8,9 +8,12 @@ Strategy:
     Values are frozen, slotted dataclasses (h11 events); ``with_*`` helpers return copies, so a
     message handed to a producer or the store cannot change under it. Layout code works on
     plain ``bytes``/buffers with precompiled big-endian structs, as Java's ``ByteBuffer`` does.
-    The store's hot path never builds a ``MessageExt``: ``encode_stored_into`` takes pre-encoded
-    topic, properties and packed hosts (``pack_host``) and writes one record straight into a
-    segment buffer; ``fill_stored_offsets`` patches a pre-encoded record under the put lock.
+    The store's hot path never builds a ``MessageExt``. A record is packed by one pair of
+    functions, whoever writes it: ``prepare_stored`` (checks, TOTALSIZE, BODYCRC, the bytes after
+    the body) and ``pack_stored_head`` (the fixed part, once offsets and store time are known).
+    ``encode_stored_into`` joins them into a buffer; the commit log calls them around its put
+    lock and writes the parts into the segment itself (tests/store/test_commit_log_layout.py
+    pins its bytes to ``encode_stored``'s).
     Decoders check every length against the record and the buffer before reading, so any input
     yields a value or a ``MessageDecodeError`` naming the offset, the field and the value.
     Encoders refuse what the layout cannot hold (topic > 127 bytes, properties > 32767 bytes,
@@ -75,10 +78,14 @@ __all__ = [
     "iter_stored",
     "offset_msg_id_from_packed",
     "pack_host",
+    "pack_stored_head",
     "parse_unique_key_timestamp",
     "peek_stored",
+    "prepare_stored",
     "properties_to_string",
+    "stored_body_crc",
     "stored_size",
+    "stored_sys_flag",
     "string_to_properties",
     "tags_hash_code",
     "unpack_host",
@@ -303,10 +310,6 @@ BLANK_RECORD_MIN_SIZE: Final = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH: TOTALSI
 _V6_EXTRA: Final = 12  # an IPv6 host takes 16 + 4 bytes instead of 4 + 4
 _HOST_V4_SIZE: Final = 8
 _HOST_V6_SIZE: Final = 20
-_SYSFLAG_POS: Final = 36
-_QUEUE_OFFSET_POS: Final = 20
-_STORE_TIMESTAMP_POS: Final = 56  # with an IPv4 born host; 68 with IPv6
-
 # The fixed part of a stored record up to and including BODYLENGTH, one struct per host-size
 # combination, indexed by the sysflag bits (born_v6 | store_v6 << 1) == (sys_flag >> 4) & 3.
 _STORED_FIELDS: Final = (
@@ -329,16 +332,20 @@ _STORED_FIELDS: Final = (
 _HOST_KINDS: Final = ((8, 8), (20, 8), (8, 20), (20, 20))  # (born, store) sizes by host index
 
 
-def _head_structs(first: str = "TOTALSIZE", keep: frozenset[str] | None = None) -> tuple[struct.Struct, ...]:
-    """The structs of ``_STORED_FIELDS`` from ``first`` on, by host index; fields not in ``keep``
-    (when given) are padding, so unpacking makes no object for them."""
-    names = [name for name, _ in _STORED_FIELDS]
-    fields = _STORED_FIELDS[names.index(first) :]
+def _field_sizes(host_index: int) -> list[tuple[str, str, int]]:
+    """(name, struct code, size) of each field of ``_STORED_FIELDS`` with these host sizes."""
+    born, store = _HOST_KINDS[host_index]
+    sizes = {"i": 4, "q": 8, "born": born, "store": store}
+    return [(name, code, sizes[code]) for name, code in _STORED_FIELDS]
+
+
+def _head_structs(keep: frozenset[str] | None = None) -> tuple[struct.Struct, ...]:
+    """The structs of ``_STORED_FIELDS``, by host index; fields not in ``keep`` (when given) are
+    padding, so unpacking makes no object for them."""
     out = []
-    for born, store in _HOST_KINDS:
+    for index in range(len(_HOST_KINDS)):
         fmt = ">"
-        for name, code in fields:
-            size = {"i": 4, "q": 8, "born": born, "store": store}[code]
+        for name, code, size in _field_sizes(index):
             if keep is not None and name not in keep:
                 fmt += f"{size}x"
             else:
@@ -347,10 +354,30 @@ def _head_structs(first: str = "TOTALSIZE", keep: frozenset[str] | None = None) 
     return tuple(out)
 
 
+def _span_struct(first: str, last: str) -> struct.Struct:
+    """The fields ``first`` through ``last`` of a record with IPv4 hosts, as one struct."""
+    fields = _field_sizes(0)
+    names = [name for name, _, _ in fields]
+    span = fields[names.index(first) : names.index(last) + 1]
+    return struct.Struct(">" + "".join(code if code in ("i", "q") else f"{size}s" for _, code, size in span))
+
+
+def _position(field: str) -> int:
+    """Where ``field`` starts in a record with IPv4 hosts."""
+    pos = 0
+    for name, _, size in _field_sizes(0):
+        if name == field:
+            return pos
+        pos += size
+    raise KeyError(field)
+
+
+_SYSFLAG_POS: Final = _position("SYSFLAG")  # 36
+_QUEUE_OFFSET_POS: Final = _position("QUEUEOFFSET")  # 20
+_STORE_TIMESTAMP_POS: Final = _position("STORETIMESTAMP")  # 56; 68 with an IPv6 born host
+
+
 _STORED_HEADERS: Final = _head_structs()
-# The same without TOTALSIZE MAGICCODE (BODYCRC .. BODYLENGTH): writers that put the 8-byte head
-# in last, so a reader never sees a head before the rest of its record.
-_STORED_HEADS_AFTER_MAGIC: Final = _head_structs("BODYCRC")
 # The fields recovery's scan checks (TOPICLENGTH follows the body; PROPERTIESLENGTH the topic).
 _SCAN_HEADERS: Final = _head_structs(
     keep=frozenset(
@@ -368,18 +395,16 @@ _BYTE: Final = tuple(bytes((i,)) for i in range(256))
 
 
 class StoredLayout:
-    """Where the fields of a stored record sit (spec §4.1), defined once for the encoder and
-    decoder here and for the commit log, which writes records in place. Positions after BORNHOST
-    move by ``V6_EXTRA`` when the born host is IPv6 (``MessageSysFlag.BORNHOST_V6_FLAG``)."""
+    """Where the fields of a stored record sit (spec §4.1), all derived from one field table, for
+    the encoder and decoder here and for the commit log (which patches batch records in place and
+    scans the log on recovery). Positions after BORNHOST move by ``V6_EXTRA`` when the born host
+    is IPv6 (``MessageSysFlag.BORNHOST_V6_FLAG``)."""
 
     SIZE_MAGIC: Final = _SIZE_MAGIC  # TOTALSIZE MAGICCODE
     HEAD_V4: Final = _STORED_HEADERS[0]  # the fixed part up to BODYLENGTH, IPv4 hosts
     # The fixed part as recovery checks it, by host sizes (born_v6 | store_v6 << 1): TOTALSIZE
     # MAGICCODE BODYCRC PHYSICALOFFSET SYSFLAG STORETIMESTAMP BODYLENGTH; TOPICLENGTH follows the body.
     SCAN_HEADS: Final = _SCAN_HEADERS
-    # BODYCRC .. BODYLENGTH by host sizes (born_v6 | store_v6 << 1), written at offset 8
-    HEADS_AFTER_MAGIC: Final = _STORED_HEADS_AFTER_MAGIC
-    TOPIC_LENGTH_BYTES: Final = _BYTE  # TOPICLENGTH, one byte, by value
     BATCH_ITEM_HEAD: Final = (
         _BATCH_HEAD  # one message of a batch body: TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH
     )
@@ -390,7 +415,7 @@ class StoredLayout:
     V6_EXTRA: Final = _V6_EXTRA
     OFFSETS: Final = _TWO_I64  # QUEUEOFFSET PHYSICALOFFSET, written at QUEUE_OFFSET
     # QUEUEOFFSET PHYSICALOFFSET SYSFLAG BORNTIMESTAMP BORNHOST(v4) STORETIMESTAMP, at QUEUE_OFFSET
-    PATCH_V4: Final = struct.Struct(">qqiq8sq")
+    PATCH_V4: Final = _span_struct("QUEUEOFFSET", "STORETIMESTAMP")
     TIMESTAMP: Final = _I64
 
     @staticmethod
@@ -819,8 +844,44 @@ def stored_size(
     return MIN_STORED_SIZE + body_len + topic_len + props_len + (born_v6 + store_v6) * _V6_EXTRA
 
 
-def _check_stored_lengths(topic_len: int, props_len: int, born_host: bytes, store_host: bytes) -> int:
-    """Slow path of the encoders: raise for what the layout cannot hold, else the host index."""
+def prepare_stored(
+    topic: bytes, properties: bytes, body: bytes | bytearray | memoryview, born_host: bytes, store_host: bytes
+) -> tuple[int, int, int, bytes]:
+    """What a record holds apart from its place and time: ``(host_index, TOTALSIZE, BODYCRC,
+    tail)``, for ``pack_stored_head`` (the fixed part) and the bytes after the body (TOPICLENGTH,
+    topic, PROPERTIESLENGTH, properties). One half of the one packer every writer uses
+    (``encode_stored_into``, the commit log's in-place append and its batch encoder); the commit
+    log calls it before the put lock and ``pack_stored_head`` under it.
+
+    ``topic``/``properties`` are UTF-8, the hosts from ``pack_host``; ``host_index`` is
+    ``born_v6 | store_v6 << 1`` (the SYSFLAG IPv6 bits shifted down by 4). Raises
+    ``MessageEncodeError`` (``field`` TOPIC, PROPERTIES, BORNHOST or STOREHOST) for a topic over
+    127 bytes, properties over 32767 bytes or a host field that is not 8 or 20 bytes.
+    """
+    topic_len = len(topic)
+    props_len = len(properties)
+    born = len(born_host)
+    store = len(store_host)
+    if (
+        topic_len > MAX_TOPIC_LENGTH
+        or props_len > MAX_PROPERTIES_LENGTH
+        or born != _HOST_V4_SIZE
+        or store != _HOST_V4_SIZE
+    ):
+        index = _check_stored_lengths(topic_len, props_len, born, store)
+        extra = ((index & 1) + (index >> 1)) * _V6_EXTRA
+    else:
+        index = extra = 0
+    return (
+        index,
+        MIN_STORED_SIZE + len(body) + topic_len + props_len + extra,
+        zlib.crc32(body) & 0x7FFFFFFF,  # stored_body_crc
+        _BYTE[topic_len] + topic + _I16.pack(props_len) + properties,
+    )
+
+
+def _check_stored_lengths(topic_len: int, props_len: int, born: int, store: int) -> int:
+    """Slow path of ``prepare_stored``: raise for what the layout cannot hold, else the host index."""
     if topic_len > MAX_TOPIC_LENGTH:
         raise MessageEncodeError(
             f"topic is {topic_len} bytes in UTF-8; the stored layout allows at most {MAX_TOPIC_LENGTH}",
@@ -832,13 +893,69 @@ def _check_stored_lengths(topic_len: int, props_len: int, born_host: bytes, stor
             f"{MAX_PROPERTIES_LENGTH}",
             field="PROPERTIES",
         )
-    born = len(born_host)
-    store = len(store_host)
     if born not in (_HOST_V4_SIZE, _HOST_V6_SIZE):
         raise MessageEncodeError(f"born_host must be 8 or 20 packed bytes, got {born}", field="BORNHOST")
     if store not in (_HOST_V4_SIZE, _HOST_V6_SIZE):
         raise MessageEncodeError(f"store_host must be 8 or 20 packed bytes, got {store}", field="STOREHOST")
     return (born == _HOST_V6_SIZE) | (store == _HOST_V6_SIZE) << 1
+
+
+def stored_sys_flag(sys_flag: int, host_index: int) -> int:
+    """SYSFLAG as stored: the IPv6 host bits set from the host sizes (``prepare_stored``'s
+    ``host_index``), whatever the caller's 0x10/0x20 bits said, or the record would not parse back."""
+    return (sys_flag & ~0x30) | (host_index << 4)
+
+
+def stored_body_crc(body: bytes | bytearray | memoryview) -> int:
+    """BODYCRC: CRC32 of the body as stored, as a non-negative int32 (Java ``UtilAll.crc32``)."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def pack_stored_head(
+    host_index: int,
+    total_size: int,
+    body_crc: int,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    commit_log_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body_len: int,
+) -> bytes:
+    """The fixed part of a record, TOTALSIZE through BODYLENGTH (spec §4.1); the body and
+    ``prepare_stored``'s tail follow. Positional, in layout order: it runs under the put lock.
+
+    ``host_index``, ``total_size`` and ``body_crc`` come from ``prepare_stored`` (the hosts are
+    not checked again); ``host_index`` sets the IPv6 bits of ``sys_flag`` (``stored_sys_flag``).
+    Raises ``MessageEncodeError`` naming a value that does not fit its Java type.
+    """
+    try:
+        return _STORED_HEADERS[host_index].pack(
+            total_size, MESSAGE_MAGIC_CODE, body_crc, queue_id, flag, queue_offset, commit_log_offset,
+            stored_sys_flag(sys_flag, host_index), born_timestamp, born_host, store_timestamp,
+            store_host, reconsume_times, prepared_transaction_offset, body_len,
+        )  # fmt: skip
+    except struct.error as exc:
+        raise _range_error(
+            exc,
+            total_size=total_size,
+            body_crc=body_crc,
+            queue_id=queue_id,
+            flag=flag,
+            queue_offset=queue_offset,
+            commit_log_offset=commit_log_offset,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            store_timestamp=store_timestamp,
+            reconsume_times=reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
+        ) from exc
 
 
 def _range_error(exc: Exception, **fields: object) -> MessageEncodeError:
@@ -880,75 +997,27 @@ def encode_stored_into(
     assigns bytearray slices on a slower path). ``topic`` and ``properties`` are UTF-8 bytes
     (``properties_to_string(...).encode()``); ``born_host``/``store_host`` come from ``pack_host``
     and set the sysflag's IPv6 bits (the caller's 0x10/0x20 bits are ignored). ``body_crc``
-    defaults to CRC32(body) & 0x7FFFFFFF. Check free space first with ``stored_size``.
+    defaults to ``stored_body_crc(body)``. Check free space first with ``stored_size``.
     Raises ``MessageEncodeError`` for a topic > 127 or properties > 32767 bytes, a bad host size,
     an int that does not fit its Java type, or a record that does not fit ``buf`` at ``pos``; the
     bytes at ``buf[pos:]`` are then unspecified, so do not advance the write position.
     """
-    topic_len = len(topic)
-    props_len = len(properties)
-    if (
-        topic_len <= MAX_TOPIC_LENGTH
-        and props_len <= MAX_PROPERTIES_LENGTH
-        and len(born_host) == _HOST_V4_SIZE
-        and len(store_host) == _HOST_V4_SIZE
-    ):
-        index = 0
-        size = MIN_STORED_SIZE + topic_len + props_len
-    else:
-        index = _check_stored_lengths(topic_len, props_len, born_host, store_host)
-        size = MIN_STORED_SIZE + topic_len + props_len + ((index & 1) + (index >> 1)) * _V6_EXTRA
-    body_len = len(body)
-    size += body_len
+    index, size, crc, tail = prepare_stored(topic, properties, body, born_host, store_host)
     end = pos + size
     if pos < 0 or end > len(buf):
         raise MessageEncodeError(
             f"a {size}-byte record does not fit at position {pos} of a {len(buf)}-byte buffer",
             field="TOTALSIZE",
         )
-    if body_crc is None:
-        body_crc = zlib.crc32(body) & 0x7FFFFFFF  # UtilAll.crc32
-    header = _STORED_HEADERS[index]
-    try:
-        header.pack_into(
-            buf,
-            pos,
-            size,
-            MESSAGE_MAGIC_CODE,
-            body_crc,
-            queue_id,
-            flag,
-            queue_offset,
-            commit_log_offset,
-            # The v6 bits must agree with the host sizes, or the record would not parse back.
-            (sys_flag & ~0x30) | (index << 4),
-            born_timestamp,
-            born_host,
-            store_timestamp,
-            store_host,
-            reconsume_times,
-            prepared_transaction_offset,
-            body_len,
-        )
-    except struct.error as exc:
-        raise _range_error(
-            exc,
-            total_size=size,
-            body_crc=body_crc,
-            queue_id=queue_id,
-            flag=flag,
-            queue_offset=queue_offset,
-            commit_log_offset=commit_log_offset,
-            sys_flag=sys_flag,
-            born_timestamp=born_timestamp,
-            store_timestamp=store_timestamp,
-            reconsume_times=reconsume_times,
-            prepared_transaction_offset=prepared_transaction_offset,
-        ) from exc
-    body_start = pos + header.size
-    body_end = body_start + body_len
-    buf[body_start:body_end] = body
-    buf[body_end:end] = _BYTE[topic_len] + topic + _I16.pack(props_len) + properties
+    head = pack_stored_head(
+        index, size, crc if body_crc is None else body_crc, queue_id, flag, queue_offset,
+        commit_log_offset, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+        reconsume_times, prepared_transaction_offset, len(body),
+    )  # fmt: skip
+    body_start = pos + len(head)
+    buf[pos:body_start] = head
+    buf[body_start : end - len(tail)] = body
+    buf[end - len(tail) : end] = tail
     return size
 
 
@@ -1200,7 +1269,7 @@ def decode_stored(
     except MessageDecodeError as exc:
         raise _bad(offset, "STOREHOST", str(exc)) from None
     if verify_crc:
-        crc = zlib.crc32(body) & 0x7FFFFFFF
+        crc = stored_body_crc(body)
         if crc != body_crc:
             raise _bad(offset, "BODYCRC", f"BODYCRC {body_crc} != CRC32 of the body {crc}")
     if decompress_max_size is not None and sys_flag & MessageSysFlag.COMPRESSED_FLAG:

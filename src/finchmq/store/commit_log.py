@@ -36,7 +36,6 @@ from typing import Final
 
 from finchmq.protocol.message import (
     BLANK_MAGIC_CODE,
-    MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC_CODE,
     MIN_STORED_SIZE,
@@ -45,9 +44,11 @@ from finchmq.protocol.message import (
     MessageSysFlag,
     StoredLayout,
     encode_blank_into,
-    encode_stored,
+    pack_stored_head,
+    prepare_stored,
     properties_to_string,
-    stored_size,
+    stored_body_crc,
+    stored_sys_flag,
     tags_hash_code,
 )
 
@@ -75,12 +76,8 @@ _SYS_FLAG: Final = StoredLayout.SYS_FLAG
 # The record layout is StoredLayout's (protocol/message.py), here under short names.
 _HEAD: Final = StoredLayout.SIZE_MAGIC
 _BATCH_HEAD: Final = StoredLayout.BATCH_ITEM_HEAD
-_STORED_HEAD_V4: Final = StoredLayout.HEAD_V4
 _QUEUE_OFFSET: Final = StoredLayout.QUEUE_OFFSET
 _STORE_TIMESTAMP_V6: Final = StoredLayout.STORE_TIMESTAMP_V4 + StoredLayout.V6_EXTRA
-_HEADS_AFTER_MAGIC: Final = StoredLayout.HEADS_AFTER_MAGIC
-_TOPIC_LENGTH: Final = StoredLayout.TOPIC_LENGTH_BYTES
-_V6_EXTRA: Final = StoredLayout.V6_EXTRA
 _FIRST: Final = (0,)  # rel_offsets of a single message
 _TAGS: Final = MessageConst.PROPERTY_TAGS
 _KEYS: Final = MessageConst.PROPERTY_KEYS
@@ -318,10 +315,6 @@ class CommitLog:
         topic_b = self._topic_cache.get(topic)
         if topic_b is None:
             topic_b = self._topic_bytes(topic)
-        topic_len = len(topic_b)
-        if topic_len > MAX_TOPIC_LENGTH:
-            log.warning("putMessage message topic length too long %d", topic_len)
-            return PutMessageStatus.MESSAGE_ILLEGAL, None
         props_text = msg.properties_string
         if props_text is None:
             try:
@@ -329,27 +322,17 @@ class CommitLog:
             except MessageEncodeError as exc:
                 log.warning("putMessage bad properties: %s", exc)
                 return PutMessageStatus.MESSAGE_ILLEGAL, None
-        props_b = props_text.encode("utf-8")
-        props_len = len(props_b)
-        if props_len > MAX_PROPERTIES_LENGTH:
-            log.warning("putMessage message properties length too long %d", props_len)
-            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
         body = msg.body
-        body_len = len(body)
         born_host, store_host = msg.born_host, msg.store_host
-        size = MIN_STORED_SIZE + body_len + topic_len + props_len
-        if len(born_host) == 8 and len(store_host) == 8:
-            hosts = 0
-        else:
-            if len(born_host) not in (8, 20) or len(store_host) not in (8, 20):
-                log.warning(
-                    "putMessage cannot encode the message: hosts of %d and %d bytes",
-                    len(born_host),
-                    len(store_host),
-                )
-                return PutMessageStatus.MESSAGE_ILLEGAL, None
-            hosts = (len(born_host) == 20) | (len(store_host) == 20) << 1
-            size += ((hosts & 1) + (hosts >> 1)) * _V6_EXTRA
+        try:
+            hosts, size, crc, tail = prepare_stored(
+                topic_b, props_text.encode("utf-8"), body, born_host, store_host
+            )
+        except MessageEncodeError as exc:  # a topic, properties or host the layout cannot hold
+            log.warning("putMessage cannot store the message: %s", exc)
+            if exc.field == "PROPERTIES":
+                return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, None
+            return PutMessageStatus.MESSAGE_ILLEGAL, None
         if size > self._max_message_size:
             log.warning(
                 "message size exceeded, msg total size: %d, maxMessageSize: %d", size, self._max_message_size
@@ -358,10 +341,6 @@ class CommitLog:
                 status=AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
             )
         sys_flag = msg.sys_flag
-        stored_flag = (sys_flag & ~0x30) | (hosts << 4)
-        tail = _TOPIC_LENGTH[topic_len] + topic_b + _I16.pack(props_len) + props_b
-        crc = _crc32(body) & 0x7FFFFFFF
-        fixed = _HEADS_AFTER_MAGIC[hosts]
         tags = properties.get(_TAGS)
         delay = properties.get(_DELAY) if topic == SCHEDULE_TOPIC else None
         keys = properties.get(_KEYS)
@@ -384,16 +363,17 @@ class CommitLog:
                 phy = mf.file_from_offset + pos
                 queue_offset = table.get(key, 0) if counted else 0
                 try:
-                    head = fixed.pack(
-                        crc, queue_id, msg.flag, queue_offset, phy, stored_flag, msg.born_timestamp,
-                        born_host, now, store_host, msg.reconsume_times, prepared_offset, body_len,
+                    head = pack_stored_head(
+                        hosts, size, crc, queue_id, msg.flag, queue_offset, phy, sys_flag,
+                        msg.born_timestamp, born_host, now, store_host, msg.reconsume_times,
+                        prepared_offset, len(body),
                     )  # fmt: skip
-                except struct.error as exc:
+                except MessageEncodeError as exc:
                     log.warning("putMessage cannot encode the message: %s", exc)
                     return PutMessageStatus.MESSAGE_ILLEGAL, None
                 if counted:
                     table[key] = queue_offset + 1
-                mf.append_record_parts(_HEAD.pack(size, MESSAGE_MAGIC_CODE), head, body, tail, now)
+                mf.append_record_parts(head, body, tail, now)
                 if tags_code is None or delay:
                     tags_code = compute_tags_code(topic, tags, delay, now, self._delay_levels)
                 self.reput.pending.append(
@@ -417,7 +397,7 @@ class CommitLog:
             finally:
                 self.begin_time_in_lock = 0
         if elapsed > 500:
-            log.warning("[NOTIFYME]putMessage in lock cost time(ms)=%d, bodyLength=%d", elapsed, body_len)
+            log.warning("[NOTIFYME]putMessage in lock cost time(ms)=%d, bodyLength=%d", elapsed, len(body))
         return _PUT_OK, AppendMessageResult(
             _APPEND_OK, phy, size, queue_offset, now, 1, elapsed, store_host, (phy,)
         )
@@ -427,18 +407,10 @@ class CommitLog:
         topic, queue_id, properties, sys_flag = batch.topic, batch.queue_id, batch.properties, batch.sys_flag
         born_timestamp, born_host, store_host = batch.born_timestamp, batch.born_host, batch.store_host
         topic_b = self._topic_bytes(topic)
-        topic_len = len(topic_b)
-        if topic_len > MAX_TOPIC_LENGTH:
-            return PutMessageStatus.MESSAGE_ILLEGAL
         try:
             batch_props = properties_to_string(properties).encode("utf-8") if properties else b""
         except MessageEncodeError:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        v4 = len(born_host) == 8 and len(store_host) == 8
-        if not v4 and (len(born_host) not in (8, 20) or len(store_host) not in (8, 20)):
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        topic_tail = bytes((topic_len,)) + topic_b
-        fixed = stored_size(0, topic_len, 0, len(born_host) == 20, len(store_host) == 20)
         src = memoryview(batch.body)
         size_all = len(src)
         out = EncodedBatch()
@@ -453,13 +425,6 @@ class CommitLog:
         rel = 0
         pos = 0
         max_size = self._max_message_size
-        crc32 = zlib.crc32
-        head_pack = _STORED_HEAD_V4.pack
-        sys_flag_stored = (
-            (sys_flag & ~0x30)
-            | (0x10 if len(born_host) == 20 else 0)
-            | (0x20 if len(store_host) == 20 else 0)
-        )
         try:
             while pos < size_all:
                 if size_all - pos < StoredLayout.BATCH_ITEM_MIN_SIZE:
@@ -484,59 +449,33 @@ class CommitLog:
                         item_props = item_props + b"\x02" + batch_props
                     else:
                         item_props = item_props + batch_props
-                plen = len(item_props)
-                if plen > MAX_PROPERTIES_LENGTH:
-                    return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-                size = fixed + body_len + plen
+                item_body = src[body_start:body_end]
+                try:
+                    hosts, size, crc, tail = prepare_stored(
+                        topic_b, item_props, item_body, born_host, store_host
+                    )
+                except MessageEncodeError as exc:
+                    if exc.field == "PROPERTIES":
+                        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+                    return PutMessageStatus.MESSAGE_ILLEGAL
                 if size > max_size:
                     log.warning(
                         "message size exceeded, msg total size: %d, maxMessageSize: %d", size, max_size
                     )
                     return PutMessageStatus.MESSAGE_ILLEGAL
-                item_body = src[body_start:body_end]
-                crc = crc32(item_body) & 0x7FFFFFFF
-                if v4:
-                    parts.append(
-                        head_pack(
-                            size,
-                            MESSAGE_MAGIC_CODE,
-                            crc,
-                            queue_id,
-                            flag,
-                            0,
-                            0,
-                            sys_flag_stored,
-                            born_timestamp,
-                            born_host,
-                            0,
-                            store_host,
-                            0,
-                            0,
-                            body_len,
-                        )
-                    )
-                    parts.append(item_body)
-                    parts.append(topic_tail + _I16.pack(plen) + item_props)
-                else:
-                    parts.append(
-                        encode_stored(
-                            topic=topic_b,
-                            body=item_body,
-                            properties=item_props,
-                            born_host=born_host,
-                            store_host=store_host,
-                            queue_id=queue_id,
-                            flag=flag,
-                            sys_flag=sys_flag,
-                            born_timestamp=born_timestamp,
-                            body_crc=crc,
-                        )
-                    )
+                # offsets and the store time stay 0 here: put_messages fills them under the lock
+                head = pack_stored_head(
+                    hosts, size, crc, queue_id, flag, 0, 0, sys_flag, born_timestamp, born_host, 0,
+                    store_host, 0, 0, body_len,
+                )  # fmt: skip
+                parts.append(head)
+                parts.append(item_body)
+                parts.append(tail)
                 rel_offsets.append(rel)
                 sizes.append(size)
                 props_list.append(item_props)
                 tags = keys = uniq = None
-                if plen:
+                if item_props:
                     # one pass over the property string; Java keeps the last of repeated names
                     for seg in item_props.split(b"\x02"):
                         name, _, value = seg.partition(b"\x01")
@@ -552,14 +491,14 @@ class CommitLog:
                 uniq_list.append(uniq)
                 rel += size
                 pos = item_end
-        except struct.error:
+        except (struct.error, MessageEncodeError):
             return PutMessageStatus.MESSAGE_ILLEGAL
         if not out.sizes:
             return PutMessageStatus.MESSAGE_ILLEGAL
         out.data = b"".join(parts)
         out.total = rel
         out.has_keys = any(keys_list) or any(uniq_list)
-        out.sys_flag = sys_flag_stored
+        out.sys_flag = stored_sys_flag(sys_flag, hosts)  # the PATCH_V4 write rewrites it
         out.born_timestamp = born_timestamp
         out.born_host = born_host
         return out
@@ -716,7 +655,7 @@ class CommitLog:
                 f"TOTALSIZE {total} (BODYLENGTH {body_len}, TOPICLENGTH {topic_len})"
             )
         if check_crc:
-            crc = _crc32(view[pos + head.size : topic_at]) & 0x7FFFFFFF
+            crc = stored_body_crc(view[pos + head.size : topic_at])
             if crc != body_crc:
                 return -1, f"bad BODYCRC: {body_crc} != CRC32 of the body {crc}"
         if phy != mf.file_from_offset + pos:

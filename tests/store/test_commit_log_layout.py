@@ -29,6 +29,7 @@ from finchmq.store import (
     MessageExtBrokerInner,
     stored_properties_string,
 )
+from finchmq.store.recovery import scan
 
 from .conftest import batch, msg, small_config
 
@@ -284,7 +285,7 @@ def test_every_writer_writes_what_the_reference_encoder_writes(
                 assert _segment_bytes(store, ar.wrote_offset, len(expected)) == expected
         # and the recovery scan accepts all of it, to the end of the log
         end = store.get_max_phy_offset()
-        found = store.commit_log.scan(0, True)
+        found = scan(store.commit_log.mapped_file_queue, 0, True)
         assert (found.end, found.corrupt, found.records) == (
             end,
             None,

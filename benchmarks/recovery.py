@@ -30,7 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from finchmq.protocol.message import Message, encode_batch, properties_to_string, stored_size
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message, properties_to_string
+from finchmq.protocol.stored import stored_size
 from finchmq.store import DefaultMessageStore, MessageExtBatch, MessageStoreConfig
 from finchmq.store.commit_log import CommitLog
 from finchmq.store.dispatch import ReputMessageService

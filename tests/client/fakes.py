@@ -15,7 +15,7 @@ from finchmq.protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
-from finchmq.protocol.message import create_offset_msg_id
+from finchmq.protocol.msg_id import create_offset_msg_id
 from finchmq.remoting import RemotingContext, RemotingServer, RemotingServerConfig, RequestExecutor
 
 _STORED = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT)

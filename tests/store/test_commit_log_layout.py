@@ -12,17 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol.message import (
-    Message,
-    MessageConst,
-    MessageSysFlag,
-    StoredLayout,
-    decode_stored,
-    encode_batch,
-    encode_stored,
-    pack_host,
-    properties_to_string,
-)
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import Message, properties_to_string
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.stored import StoredLayout, decode_stored, encode_stored
 from finchmq.store import (
     DefaultMessageStore,
     MessageExtBatch,

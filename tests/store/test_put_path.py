@@ -1,5 +1,5 @@
 """The put path's seams on their own, without a network: the stored-record layout (one owner,
-``protocol.message.StoredLayout``), ``MappedFile`` owning its positions (``append_record`` with
+``protocol.stored.StoredLayout``), ``MappedFile`` owning its positions (``append_record`` with
 its in-place patch callback, ``fill_to_end``, the transient pool buffer), the commit log's batch
 encoder taking the batch object, and ``DefaultMessageStore.put`` as the one put path."""
 
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from finchmq.protocol.message import (
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.stored import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
-    MessageSysFlag,
     StoredLayout,
     decode_stored,
     decode_stored_all,
     encode_blank_into,
     encode_stored,
-    pack_host,
     stored_size,
 )
 from finchmq.store import (

@@ -19,14 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol.message import (
-    MESSAGE_MAGIC_CODE,
-    MessageDecodeError,
-    MessageSysFlag,
-    StoredLayout,
-    decode_stored,
-    pack_host,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.stored import MESSAGE_MAGIC_CODE, StoredLayout, decode_stored
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
 from finchmq.store.commit_log import CommitLog
 from finchmq.store.inner import LOCAL_HOST

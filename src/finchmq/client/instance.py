@@ -53,6 +53,7 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
+from finchmq.protocol.compression import decompress_body
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -62,17 +63,10 @@ from finchmq.protocol.headers import (
     ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
 )
-from finchmq.protocol.message import (
-    HostAddress,
-    Message,
-    MessageConst,
-    MessageExt,
-    MessageQueue,
-    MessageSysFlag,
-    decode_stored,
-    decompress_body,
-    string_to_properties,
-)
+from finchmq.protocol.hosts import HostAddress
+from finchmq.protocol.message import Message, MessageExt, MessageQueue, string_to_properties
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.stored import decode_stored
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
 from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingContext, RequestExecutor
 

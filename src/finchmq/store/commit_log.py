@@ -1,7 +1,7 @@
 """The commit log (RocketMQ ``CommitLog``): appends, the BLANK filler, queue offsets, reads.
 
 Owns ``<root>/commitlog`` segments, the put lock and the topic-queue offset table. Its recovery
-after a restart is in ``recovery.py``. Imports: ``finchmq.protocol.message`` (the record packer
+after a restart is in ``recovery.py``. Imports: ``finchmq.protocol.stored`` (the record packer
 and layout), the store's segments and dispatch.
 
 Strategy:
@@ -28,19 +28,18 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
-from finchmq.protocol.message import (
+from finchmq.protocol.batch import BATCH_ITEM_HEAD, BATCH_ITEM_MIN_SIZE
+from finchmq.protocol.errors import MessageEncodeError
+from finchmq.protocol.message import properties_to_string, tags_hash_code
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.stored import (
     MESSAGE_MAGIC_CODE,
     MIN_STORED_SIZE,
-    MessageConst,
-    MessageEncodeError,
-    MessageSysFlag,
     StoredLayout,
     encode_blank_into,
     pack_stored_head,
     prepare_stored,
-    properties_to_string,
     stored_sys_flag,
-    tags_hash_code,
 )
 
 from .config import SCHEDULE_TOPIC, MessageStoreConfig
@@ -59,9 +58,8 @@ _TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _PREPARED: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _I16: Final = struct.Struct(">h")
-# The record layout is StoredLayout's (protocol/message.py), here under short names.
+# The record layout is StoredLayout's (protocol/stored.py), here under short names.
 _HEAD: Final = StoredLayout.SIZE_MAGIC
-_BATCH_HEAD: Final = StoredLayout.BATCH_ITEM_HEAD
 _QUEUE_OFFSET: Final = StoredLayout.QUEUE_OFFSET
 _STORE_TIMESTAMP_V6: Final = StoredLayout.STORE_TIMESTAMP_V4 + StoredLayout.V6_EXTRA
 _FIRST: Final = (0,)  # rel_offsets of a single message
@@ -337,15 +335,15 @@ class CommitLog:
         max_size = self._max_message_size
         try:
             while pos < size_all:
-                if size_all - pos < StoredLayout.BATCH_ITEM_MIN_SIZE:
+                if size_all - pos < BATCH_ITEM_MIN_SIZE:
                     return PutMessageStatus.MESSAGE_ILLEGAL
-                item_total, _, _, flag, body_len = _BATCH_HEAD.unpack_from(src, pos)
-                body_start = pos + _BATCH_HEAD.size
+                item_total, _, _, flag, body_len = BATCH_ITEM_HEAD.unpack_from(src, pos)
+                body_start = pos + BATCH_ITEM_HEAD.size
                 body_end = body_start + body_len
                 item_end = pos + item_total
                 if (
                     body_len < 0
-                    or item_total < StoredLayout.BATCH_ITEM_MIN_SIZE
+                    or item_total < BATCH_ITEM_MIN_SIZE
                     or item_end > size_all
                     or body_end + 2 > item_end
                 ):

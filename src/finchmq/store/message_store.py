@@ -1,8 +1,10 @@
 """``DefaultMessageStore``: the store façade the broker calls (RocketMQ ``DefaultMessageStore``).
 
-Owns the store's lifecycle (load, recovery, start, shutdown), the put and get paths, lookups,
-the flow-control probes and the disk-full flag. Imports: ``finchmq.protocol.message`` and the
-store's modules; never the network (import-linter) nor asyncio (tests/test_architecture.py).
+Owns the store's lifecycle (load and which recovery runs, start, shutdown), the put and get
+paths, lookups, the flow-control probes and the disk-full flag; the recovery itself is
+``recovery.py``'s, replication's commit-log bytes ``replication.py``'s. Imports:
+``finchmq.protocol`` (messages, stored layout) and the store's modules; never the network
+(import-linter) nor asyncio (tests/test_architecture.py).
 
 Threading:
     Every public method is synchronous and thread-safe. Puts serialise on the commit log's put
@@ -33,14 +35,10 @@ from typing import Final
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.metrics import Histogram
-from finchmq.protocol.message import (
-    KEY_SEPARATOR,
-    MessageConst,
-    MessageDecodeError,
-    MessageExt,
-    decode_stored,
-    string_to_properties,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.message import MessageExt, string_to_properties
+from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
+from finchmq.protocol.stored import decode_stored
 
 from .checkpoint import StoreCheckpoint, create_abort_file, delete_abort_file
 from .commit_log import CommitLog, EncodedBatch

@@ -5,7 +5,7 @@ follows it, and re-dispatching what the consume queues and the index may lack. S
 ``commit_log.py``, which keeps the append path; ``DefaultMessageStore`` chooses which recovery
 runs (the abort file, the checkpoint), recovers the consume queues before it and the
 topic-queue table after, as Java's ``DefaultMessageStore.recover`` does. Imports: the layout
-(``finchmq.protocol.message``) and the store's files, queues, index and dispatch.
+(``finchmq.protocol.stored``) and the store's files, queues, index and dispatch.
 
 Strategy:
     With finchmq's clean-shutdown record in the checkpoint, the end of the log is taken from it
@@ -29,12 +29,12 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from finchmq.protocol.message import (
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.stored import (
     BLANK_MAGIC_CODE,
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC_CODE,
     MIN_STORED_SIZE,
-    MessageSysFlag,
     StoredLayout,
     stored_body_crc,
 )

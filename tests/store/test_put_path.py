@@ -75,7 +75,7 @@ def test_the_layout_positions_are_where_the_encoder_writes(born: bytes, store: b
 
 def test_the_v4_patch_struct_rewrites_offsets_and_store_time_in_place() -> None:
     record = _record()
-    head = StoredLayout.HEAD_V4.unpack_from(record, 0)
+    head = StoredLayout.HEADS[0].unpack_from(record, 0)
     StoredLayout.PATCH_V4.pack_into(record, StoredLayout.QUEUE_OFFSET, 7, 4096, head[7], head[8], V4, 99)
     decoded = decode_stored(record, verify_crc=True)
     assert (decoded.queue_offset, decoded.commit_log_offset, decoded.store_timestamp) == (7, 4096, 99)

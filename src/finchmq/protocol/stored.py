@@ -59,7 +59,6 @@ __all__ = [
     "prepare_stored",
     "stored_body_crc",
     "stored_size",
-    "stored_sys_flag",
 ]
 
 _ReadBuffer: TypeAlias = "bytes | bytearray | memoryview | mmap.mmap"
@@ -167,7 +166,7 @@ class StoredLayout:
     is IPv6 (``MessageSysFlag.BORNHOST_V6_FLAG``)."""
 
     SIZE_MAGIC: Final = _SIZE_MAGIC  # TOTALSIZE MAGICCODE
-    HEAD_V4: Final = _STORED_HEADERS[0]  # the fixed part up to BODYLENGTH, IPv4 hosts
+    HEADS: Final = _STORED_HEADERS  # the fixed part up to BODYLENGTH, by host index (born_v6 | store_v6 << 1)
     # The fixed part as recovery checks it, by host sizes (born_v6 | store_v6 << 1): TOTALSIZE
     # MAGICCODE BODYCRC PHYSICALOFFSET SYSFLAG STORETIMESTAMP BODYLENGTH; TOPICLENGTH follows the body.
     SCAN_HEADS: Final = _SCAN_HEADERS
@@ -216,18 +215,25 @@ def stored_size(
 
 
 def prepare_stored(
-    topic: bytes, properties: bytes, body: bytes | bytearray | memoryview, born_host: bytes, store_host: bytes
-) -> tuple[int, int, int, bytes]:
+    topic: bytes,
+    properties: bytes,
+    body: bytes | bytearray | memoryview,
+    born_host: bytes,
+    store_host: bytes,
+    sys_flag: int,
+) -> tuple[int, int, int, bytes, int]:
     """What a record holds apart from its place and time: ``(host_index, TOTALSIZE, BODYCRC,
-    tail)``, for ``pack_stored_head`` (the fixed part) and the bytes after the body (TOPICLENGTH,
-    topic, PROPERTIESLENGTH, properties). One half of the one packer every writer uses
-    (``encode_stored_into``, the commit log's in-place append and its batch encoder); the commit
-    log calls it before the put lock and ``pack_stored_head`` under it.
+    tail, SYSFLAG)``, for ``pack_stored_head`` (the fixed part) and the bytes after the body
+    (TOPICLENGTH, topic, PROPERTIESLENGTH, properties). One half of the one packer every writer
+    uses (``encode_stored_into``, the commit log's in-place append and its batch encoder); the
+    commit log calls it before the put lock and ``pack_stored_head`` under it.
 
     ``topic``/``properties`` are UTF-8, the hosts from ``pack_host``; ``host_index`` is
-    ``born_v6 | store_v6 << 1`` (the SYSFLAG IPv6 bits shifted down by 4). Raises
-    ``MessageEncodeError`` (``field`` TOPIC, PROPERTIES, BORNHOST or STOREHOST) for a topic over
-    127 bytes, properties over 32767 bytes or a host field that is not 8 or 20 bytes.
+    ``born_v6 | store_v6 << 1``, and the SYSFLAG returned is ``sys_flag`` with its IPv6 host bits
+    (0x10, 0x20) set from the host sizes, whatever the caller's said: else the record would not
+    parse back. Raises ``MessageEncodeError`` (``field`` TOPIC, PROPERTIES, BORNHOST or
+    STOREHOST) for a topic over 127 bytes, properties over 32767 bytes or a host field that is
+    not 8 or 20 bytes.
     """
     topic_len = len(topic)
     props_len = len(properties)
@@ -248,6 +254,7 @@ def prepare_stored(
         MIN_STORED_SIZE + len(body) + topic_len + props_len + extra,
         zlib.crc32(body) & 0x7FFFFFFF,  # stored_body_crc
         _BYTE[topic_len] + topic + _I16.pack(props_len) + properties,
+        (sys_flag & ~0x30) | (index << 4),
     )
 
 
@@ -269,12 +276,6 @@ def _check_stored_lengths(topic_len: int, props_len: int, born: int, store: int)
     if store not in (HOST_V4_SIZE, HOST_V6_SIZE):
         raise MessageEncodeError(f"store_host must be 8 or 20 packed bytes, got {store}", field="STOREHOST")
     return (born == HOST_V6_SIZE) | (store == HOST_V6_SIZE) << 1
-
-
-def stored_sys_flag(sys_flag: int, host_index: int) -> int:
-    """SYSFLAG as stored: the IPv6 host bits set from the host sizes (``prepare_stored``'s
-    ``host_index``), whatever the caller's 0x10/0x20 bits said, or the record would not parse back."""
-    return (sys_flag & ~0x30) | (host_index << 4)
 
 
 def stored_body_crc(body: bytes | bytearray | memoryview) -> int:
@@ -302,15 +303,15 @@ def pack_stored_head(
     """The fixed part of a record, TOTALSIZE through BODYLENGTH (spec §4.1); the body and
     ``prepare_stored``'s tail follow. Positional, in layout order: it runs under the put lock.
 
-    ``host_index``, ``total_size`` and ``body_crc`` come from ``prepare_stored`` (the hosts are
-    not checked again); ``host_index`` sets the IPv6 bits of ``sys_flag`` (``stored_sys_flag``).
-    Raises ``MessageEncodeError`` naming a value that does not fit its Java type.
+    ``host_index``, ``total_size``, ``body_crc`` and ``sys_flag`` come from ``prepare_stored``
+    (the hosts are not checked again). Raises ``MessageEncodeError`` naming a value that does not
+    fit its Java type.
     """
     try:
         return _STORED_HEADERS[host_index].pack(
             total_size, MESSAGE_MAGIC_CODE, body_crc, queue_id, flag, queue_offset, commit_log_offset,
-            stored_sys_flag(sys_flag, host_index), born_timestamp, born_host, store_timestamp,
-            store_host, reconsume_times, prepared_transaction_offset, body_len,
+            sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+            prepared_transaction_offset, body_len,
         )  # fmt: skip
     except struct.error as exc:
         raise MessageEncodeError.out_of_range(
@@ -360,7 +361,9 @@ def encode_stored_into(
     an int that does not fit its Java type, or a record that does not fit ``buf`` at ``pos``; the
     bytes at ``buf[pos:]`` are then unspecified, so do not advance the write position.
     """
-    index, size, crc, tail = prepare_stored(topic, properties, body, born_host, store_host)
+    index, size, crc, tail, stored_flag = prepare_stored(
+        topic, properties, body, born_host, store_host, sys_flag
+    )
     end = pos + size
     if pos < 0 or end > len(buf):
         raise MessageEncodeError(
@@ -369,7 +372,7 @@ def encode_stored_into(
         )
     head = pack_stored_head(
         index, size, crc if body_crc is None else body_crc, queue_id, flag, queue_offset,
-        commit_log_offset, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+        commit_log_offset, stored_flag, born_timestamp, born_host, store_timestamp, store_host,
         reconsume_times, prepared_transaction_offset, len(body),
     )  # fmt: skip
     body_start = pos + len(head)

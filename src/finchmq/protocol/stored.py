@@ -9,11 +9,12 @@ Strategy:
     Layout code works on plain ``bytes``/buffers with precompiled big-endian structs, as Java's
     ``ByteBuffer`` does, all derived from one field table (``StoredLayout``).
     The store's hot path never builds a ``MessageExt``. A record is packed by one pair of
-    functions, whoever writes it: ``prepare_stored`` (checks, TOTALSIZE, BODYCRC, the bytes after
-    the body) and ``pack_stored_head`` (the fixed part, once offsets and store time are known).
+    functions: ``prepare_stored`` (checks, TOTALSIZE, BODYCRC, SYSFLAG, the bytes after the body)
+    and ``pack_stored_head`` (the fixed part, once offsets and store time are known).
     ``encode_stored_into`` joins them into a buffer; the commit log calls them around its put
-    lock and writes the parts into the segment itself (tests/store/test_commit_log_layout.py
-    pins its bytes to ``encode_stored``'s).
+    lock and writes the parts into the segment itself; its batch encoder calls
+    ``prepare_stored`` once per batch and packs each item with ``StoredLayout.HEADS`` directly.
+    tests/store/test_commit_log_layout.py pins the commit log's bytes to ``encode_stored``'s.
     Decoders check every length against the record and the buffer before reading, so any input
     yields a value or a ``MessageDecodeError`` naming the offset, the field and the value.
     Encoders refuse what the layout cannot hold (topic > 127 bytes, properties > 32767 bytes,
@@ -224,9 +225,9 @@ def prepare_stored(
 ) -> tuple[int, int, int, bytes, int]:
     """What a record holds apart from its place and time: ``(host_index, TOTALSIZE, BODYCRC,
     tail, SYSFLAG)``, for ``pack_stored_head`` (the fixed part) and the bytes after the body
-    (TOPICLENGTH, topic, PROPERTIESLENGTH, properties). One half of the one packer every writer
-    uses (``encode_stored_into``, the commit log's in-place append and its batch encoder); the
-    commit log calls it before the put lock and ``pack_stored_head`` under it.
+    (TOPICLENGTH, topic, PROPERTIESLENGTH, properties). One half of the packer every writer uses
+    (``encode_stored_into``, the commit log's in-place append and its batch encoder); the commit
+    log calls it before the put lock and ``pack_stored_head`` under it.
 
     ``topic``/``properties`` are UTF-8, the hosts from ``pack_host``; ``host_index`` is
     ``born_v6 | store_v6 << 1``, and the SYSFLAG returned is ``sys_flag`` with its IPv6 host bits

@@ -7,10 +7,11 @@ and layout), the store's segments and dispatch.
 Strategy:
     A batch is encoded before the put lock (Java 4.9's pre-encode), item by item into one
     buffer; a single message is written in place under it, in parts (no buffer to copy from:
-    it is the per-send path). Both pack with the protocol's ``prepare_stored`` and
-    ``pack_stored_head``. Under the lock the commit log picks the segment (writing the
-    BLANK record and rolling when the record plus 8 bytes does not fit, as Java's
-    END_OF_FILE), assigns queue and physical offsets and the store
+    it is the per-send path). Both pack with the protocol's ``prepare_stored``; the single
+    message with ``pack_stored_head`` too, the batch its items with ``StoredLayout.HEADS``
+    directly (tests/store/test_commit_log_layout.py pins both). Under the lock the commit log
+    picks the segment (writing the BLANK record and rolling when the record plus 8 bytes does
+    not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
     timestamp, copies the bytes in, and queues a ``DispatchRequest``. Every record's 8-byte
     head (TOTALSIZE + MAGICCODE) is written after the rest of it, and the first record of a
     batch last of all, so a process killed mid-copy leaves a zero head that recovery reads as

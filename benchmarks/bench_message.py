@@ -1,4 +1,4 @@
-"""Micro-benchmark of the stored-record layout in ``finchmq.protocol.message``.
+"""Micro-benchmark of the stored-record layout in ``finchmq.protocol.stored``.
 
 Run from the repository root: ``python -m benchmarks.bench_message --records 200000``.
 Prints one line per case with records/s and MB/s. The default message is the store's target
@@ -11,16 +11,15 @@ import argparse
 import time
 from collections.abc import Callable
 
-from finchmq.protocol.message import (
-    Message,
-    MessageConst,
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import Message, properties_to_string
+from finchmq.protocol.message_const import MessageConst
+from finchmq.protocol.stored import (
     decode_stored,
     decode_stored_all,
     encode_stored,
     encode_stored_into,
     fill_stored_offsets,
-    pack_host,
-    properties_to_string,
     stored_size,
 )
 

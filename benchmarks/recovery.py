@@ -30,9 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from finchmq.protocol.message import Message, encode_batch, properties_to_string, stored_size
-from finchmq.store import DefaultMessageStore, MessageExtBatch, MessageStoreConfig
-from finchmq.store.commit_log import CommitLog
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message, properties_to_string
+from finchmq.protocol.stored import stored_size
+from finchmq.store import DefaultMessageStore, MessageExtBatch, MessageStoreConfig, recovery
 from finchmq.store.dispatch import ReputMessageService
 
 TOPIC = "BenchTopic"
@@ -88,9 +89,10 @@ def fill(root: Path, records: int, size: int, queues: int, segment: int, keys: b
     time.sleep(3600)
 
 
-def timed(cls: type, name: str, sink: dict[str, float]) -> Callable[[], None]:
-    """Wrap ``cls.name`` to add its wall time to ``sink[name]``; returns the undo."""
-    original = getattr(cls, name)
+def timed(owner: object, name: str, sink: dict[str, float]) -> Callable[[], None]:
+    """Wrap ``owner.name`` (a class's method or a module's function) to add its wall time to
+    ``sink[name]``; returns the undo."""
+    original = getattr(owner, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
@@ -99,8 +101,8 @@ def timed(cls: type, name: str, sink: dict[str, float]) -> Callable[[], None]:
         finally:
             sink[name] = sink.get(name, 0.0) + time.perf_counter() - t0
 
-    setattr(cls, name, wrapper)
-    return lambda: setattr(cls, name, original)
+    setattr(owner, name, wrapper)
+    return lambda: setattr(owner, name, original)
 
 
 def recover_once(root: Path, segment: int, records: int, queues: int) -> tuple[dict[str, float], str]:
@@ -108,7 +110,7 @@ def recover_once(root: Path, segment: int, records: int, queues: int) -> tuple[d
     if not cfg.abort_path.exists():
         raise SystemExit("no abort file: the store was shut down cleanly, the restart would not be abnormal")
     times: dict[str, float] = {}
-    undo = [timed(CommitLog, "scan", times), timed(ReputMessageService, "rebuild", times)]
+    undo = [timed(recovery, "scan", times), timed(ReputMessageService, "rebuild", times)]
     try:
         store = DefaultMessageStore(cfg)
         t0 = time.perf_counter()

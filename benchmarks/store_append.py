@@ -24,7 +24,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
-from finchmq.protocol.message import Message, encode_batch
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message
 from finchmq.store import (
     DefaultMessageStore,
     FlushDiskType,

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from finchmq.protocol.message import Message, encode_batch
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message
 from finchmq.store import DefaultMessageStore, MessageExtBatch, MessageStoreConfig, TagsFilter
 
 

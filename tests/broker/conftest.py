@@ -20,7 +20,8 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
-from finchmq.protocol.message import MessageExt, decode_stored_all, properties_to_string
+from finchmq.protocol.message import MessageExt, properties_to_string
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.testing import EmbeddedServer
 from tests.waiting import DEFAULT_TIMEOUT

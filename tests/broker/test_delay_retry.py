@@ -8,7 +8,9 @@ import pytest
 
 from finchmq.protocol import RequestCode, ResponseCode
 from finchmq.protocol.bodies import SubscriptionGroupConfig, TopicConfigSerializeWrapper
-from finchmq.protocol.message import MessageExt, decode_offset_msg_id, decode_stored_all
+from finchmq.protocol.message import MessageExt
+from finchmq.protocol.msg_id import decode_offset_msg_id
+from finchmq.protocol.stored import decode_stored_all
 from tests.waiting import eventually
 
 from .conftest import Broker

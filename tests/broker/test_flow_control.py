@@ -16,7 +16,8 @@ import pytest
 from finchmq.protocol import RemotingCodec, RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import KVTable
 from finchmq.protocol.headers import PullMessageRequestHeader
-from finchmq.protocol.message import decode_offset_msg_id, decode_stored_all
+from finchmq.protocol.msg_id import decode_offset_msg_id
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
 from tests.waiting import eventually
 

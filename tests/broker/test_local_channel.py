@@ -13,7 +13,7 @@ import pytest
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import GetConsumerRunningInfoRequestHeader, PullMessageRequestHeader
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import LocalChannel, RemotingClient
 from finchmq.store import MessageStoreConfig
 from tests.broker.conftest import RPC_TIMEOUT_MS, heartbeat_request, send_request

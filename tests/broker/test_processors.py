@@ -35,7 +35,7 @@ from finchmq.protocol.headers import (
     SendMessageRequestHeaderV2,
     UpdateConsumerOffsetRequestHeader,
 )
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import (
     ExecutorName,
     LocalChannel,

@@ -11,7 +11,8 @@ import pytest
 from finchmq.broker.long_polling import PullRequestHoldService
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import TopicRouteData
-from finchmq.protocol.message import decode_offset_msg_id, decode_stored, decode_stored_all
+from finchmq.protocol.msg_id import decode_offset_msg_id
+from finchmq.protocol.stored import decode_stored, decode_stored_all
 from finchmq.remoting import RemotingClient, RemotingConnectError
 from tests.waiting import eventually
 

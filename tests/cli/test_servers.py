@@ -17,7 +17,7 @@ import pytest
 from finchmq.client import AdminClient, Message, NoRouteError, Producer
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.testing.cluster import free_port_pair
 from tests.client.conftest import SMALL_STORE

@@ -14,7 +14,7 @@ import pytest
 
 from finchmq.client import AdminClient, Message, MessageExt, NoRouteError, Producer, PullConsumer, PullStatus
 from finchmq.client.results import SendResult
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.testing import EmbeddedServer
 from tests.waiting import DEFAULT_TIMEOUT, eventually
 

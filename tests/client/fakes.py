@@ -15,7 +15,7 @@ from finchmq.protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
-from finchmq.protocol.message import create_offset_msg_id
+from finchmq.protocol.msg_id import create_offset_msg_id
 from finchmq.remoting import (
     ExecutorName,
     RemotingContext,

@@ -28,7 +28,8 @@ from finchmq.client import (
 )
 from finchmq.client.producer import split_batch
 from finchmq.protocol.codes import ResponseCode
-from finchmq.protocol.message import MessageSysFlag, decode_offset_msg_id
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.msg_id import decode_offset_msg_id
 from finchmq.testing import EmbeddedServer
 from tests.waiting import eventually
 

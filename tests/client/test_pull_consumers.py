@@ -19,7 +19,7 @@ from finchmq.client import (
     PullStatus,
     ValidationError,
 )
-from finchmq.protocol.message import iter_stored
+from finchmq.protocol.stored import iter_stored
 from finchmq.testing import EmbeddedServer
 from tests.waiting import DEFAULT_TIMEOUT, eventually
 

@@ -36,7 +36,7 @@ from finchmq.protocol.bodies import CMResult, GetConsumerStatusBody, OffsetSeria
 from finchmq.protocol.codes import RequestCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.headers import GetConsumerStatusRequestHeader
-from finchmq.protocol.message import HostAddress
+from finchmq.protocol.hosts import HostAddress
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.testing import EmbeddedServer
 from tests.waiting import eventually

@@ -27,7 +27,7 @@ from finchmq.compat.rocketmq import (
     TransactionMQProducer,
     TransactionStatus,
 )
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.protocol.topics import RMQ_SYS_TRANS_OP_HALF_TOPIC
 from finchmq.testing import EmbeddedServer
 from tests.client.conftest import SMALL_STORE

@@ -19,7 +19,8 @@ import pytest
 
 from finchmq.client import AdminClient
 from finchmq.protocol.bodies import SubscriptionGroupConfig
-from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored_all
+from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.testing import EmbeddedServer
 from tests.waiting import wait_until

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from finchmq.protocol import LanguageCode, RemotingCodec, RequestCode, SerializeType
+from finchmq.protocol.batch import decode_batch
 from finchmq.protocol.bodies import ConsumeType, HeartbeatData, LockBatchRequestBody, MessageModel
 from finchmq.protocol.codec import decode_frame, encode_command
 from finchmq.protocol.filter import build_subscription_data
@@ -18,7 +19,7 @@ from finchmq.protocol.headers import (
     PullSysFlag,
     SendMessageRequestHeader,
 )
-from finchmq.protocol.message import decode_batch, string_to_properties
+from finchmq.protocol.message import string_to_properties
 
 DATA = Path(__file__).parent / "data" / "cpp"
 FRAMES = sorted(DATA.glob("*.bin"))

@@ -21,14 +21,12 @@ from pyspark.sql.types import (
 )
 
 from finchmq.client import MessageConst
-from finchmq.protocol.message import (
-    MessageDecodeError,
-    MessageSysFlag,
-    encode_stored,
-    offset_msg_id_from_packed,
-    pack_host,
-    properties_to_string,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import properties_to_string
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.msg_id import offset_msg_id_from_packed
+from finchmq.protocol.stored import encode_stored
 from finchmq.spark import SCHEMA, OptionError
 from finchmq.spark._columns import ARROW_SCHEMA, Columns
 from finchmq.spark._read import tag_set

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from finchmq.protocol.message import Message, decode_stored_all, encode_batch
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, MessageStoreConfig
 from finchmq.store.checkpoint import StoreCheckpoint
 

@@ -12,7 +12,8 @@ import hashlib
 import sys
 from pathlib import Path
 
-from finchmq.protocol.message import Message, encode_batch
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message
 from finchmq.store import DefaultMessageStore, FlushDiskType, MessageExtBatch
 
 from .conftest import batch, msg, small_config

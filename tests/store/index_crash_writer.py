@@ -20,7 +20,8 @@ import signal
 import sys
 from pathlib import Path
 
-from finchmq.protocol.message import Message, encode_batch
+from finchmq.protocol.batch import encode_batch
+from finchmq.protocol.message import Message
 from finchmq.store import DefaultMessageStore, MessageExtBatch
 
 from .conftest import msg, small_config

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.store import DefaultMessageStore
 
 from .conftest import small_config

@@ -7,16 +7,11 @@ import time
 
 import pytest
 
-from finchmq.protocol.message import (
-    BLANK_MAGIC_CODE,
-    MessageSysFlag,
-    create_offset_msg_id,
-    decode_stored,
-    decode_stored_all,
-    pack_host,
-    peek_stored,
-    tags_hash_code,
-)
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import tags_hash_code
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.msg_id import create_offset_msg_id
+from finchmq.protocol.stored import BLANK_MAGIC_CODE, decode_stored, decode_stored_all, peek_stored
 from finchmq.store import (
     SCHEDULE_TOPIC,
     AppendMessageStatus,

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.store import DefaultMessageStore, GetMessageStatus, MessageStoreConfig
 from finchmq.store.checkpoint import StoreCheckpoint
 

@@ -1,5 +1,5 @@
 """The put path's seams on their own, without a network: the stored-record layout (one owner,
-``protocol.message.StoredLayout``), ``MappedFile`` owning its positions (``append_record`` with
+``protocol.stored.StoredLayout``), ``MappedFile`` owning its positions (``append_record`` with
 its in-place patch callback, ``fill_to_end``, the transient pool buffer), the commit log's batch
 encoder taking the batch object, and ``DefaultMessageStore.put`` as the one put path."""
 
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from finchmq.protocol.message import (
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.stored import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
-    MessageSysFlag,
     StoredLayout,
     decode_stored,
     decode_stored_all,
     encode_blank_into,
     encode_stored,
-    pack_host,
     stored_size,
 )
 from finchmq.store import (
@@ -75,7 +75,7 @@ def test_the_layout_positions_are_where_the_encoder_writes(born: bytes, store: b
 
 def test_the_v4_patch_struct_rewrites_offsets_and_store_time_in_place() -> None:
     record = _record()
-    head = StoredLayout.HEAD_V4.unpack_from(record, 0)
+    head = StoredLayout.HEADS[0].unpack_from(record, 0)
     StoredLayout.PATCH_V4.pack_into(record, StoredLayout.QUEUE_OFFSET, 7, 4096, head[7], head[8], V4, 99)
     decoded = decode_stored(record, verify_crc=True)
     assert (decoded.queue_offset, decoded.commit_log_offset, decoded.store_timestamp) == (7, 4096, 99)

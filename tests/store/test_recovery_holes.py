@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from finchmq.protocol.message import decode_stored
+from finchmq.protocol.stored import decode_stored
 from finchmq.store import BrokerRole, DefaultMessageStore
 
 from .conftest import msg, read_queue, reopen, small_config

@@ -1,9 +1,10 @@
 """Abnormal recovery's fast scan (issue 15) against real files: torn tails, bad CRCs, lying size
 fields, segment ends (BLANK), half messages, and consume queues or an index that lag the log.
 
-The scan walks runs of same-shape records with one unpack each (``commit_log._walk``) and
-leaves anything unusual to ``CommitLog.check_record``; the property test checks that the two
-agree, and agree with ``decode_stored`` (the one decoder), on any corrupted byte.
+The scan walks runs of same-shape records with one unpack each (``recovery._walk``) and
+leaves anything unusual to ``recovery.check_record``; the property tests check that the two
+agree, and agree with ``decode_stored`` (the one decoder), on any corrupted byte of a uniform log
+and on logs of any record shapes, hosts, half messages and segment ends.
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol.message import (
-    MESSAGE_MAGIC_CODE,
-    MessageDecodeError,
-    MessageSysFlag,
-    StoredLayout,
-    decode_stored,
-    pack_host,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.stored import MESSAGE_MAGIC_CODE, StoredLayout, decode_stored
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
 from finchmq.store.commit_log import CommitLog
+from finchmq.store.inner import LOCAL_HOST
+from finchmq.store.mapped_file_queue import MappedFileQueue
+from finchmq.store.recovery import check_record, scan
 
 from .conftest import SEGMENT, batch, make_abnormal, msg, read_queue, reopen, small_config
 
@@ -114,7 +114,7 @@ def reference_scan(cl: CommitLog, check_crc: bool, mark: int) -> tuple[int, int 
     mf = cl.mapped_file_queue.files[0]
     pos = before = 0
     while True:
-        size, reason = cl.check_record(mf, pos, check_crc)
+        size, reason = check_record(mf, pos, check_crc)
         if size <= 0:
             return pos, (pos if reason else None), reason, before
         before += pos < mark
@@ -148,7 +148,7 @@ def test_fast_walk_agrees_with_check_record_and_the_decoder(
     original = view[flip]
     view[flip] = original ^ xor
     try:
-        got = cl.scan(0, check_crc, mark=mark)
+        got = scan(cl.mapped_file_queue, 0, check_crc, mark=mark)
         ref_end, ref_bad, ref_reason, ref_before = reference_scan(cl, check_crc, mark)
         assert got.end == ref_end
         bad = (got.corrupt.offset, got.corrupt.reason) if got.corrupt is not None else (None, None)
@@ -169,7 +169,113 @@ def test_fast_walk_agrees_with_check_record_and_the_decoder(
             assert error is not None or reason.split()[0] in ("PHYSICALOFFSET", "STORETIMESTAMP")
     finally:
         view[flip] = original
-    assert cl.scan(0, check_crc).end == end
+    assert scan(cl.mapped_file_queue, 0, check_crc).end == end
+
+
+def reference_scan_all(mfq: MappedFileQueue, check_crc: bool, mark: int) -> tuple[object, ...]:
+    """``scan`` from the first segment with check_record alone, record by record and segment by
+    segment: (end, bad (path, offset, reason) or None, messages, before mark, halves before mark)."""
+    files = mfq.files
+    index = pos = records = before = halves = 0
+    while True:
+        mf = files[index]
+        size, reason = check_record(mf, pos, check_crc)
+        if size > 0:
+            records += 1
+            if mf.file_from_offset + pos < mark:
+                before += 1
+                sys_flag = int.from_bytes(
+                    mf.view[pos + StoredLayout.SYS_FLAG : pos + StoredLayout.SYS_FLAG + 4]
+                )
+                halves += bool(sys_flag & MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+            pos += size
+        elif size == 0 and index + 1 < len(files):
+            index += 1
+            pos = 0
+        else:
+            end = mf.file_from_offset + (mf.file_size if size == 0 else pos)
+            bad = (str(mf.path), pos, reason) if reason is not None else None
+            return end, bad, records, before, halves
+
+
+_V6 = pack_host("2001:db8::5", 10911)
+_TRANSACTION = st.sampled_from(
+    [0, 0, MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE, 0xC]
+)
+_records = st.lists(
+    st.tuples(
+        st.sampled_from(["T", "TopicTest", "主题"]),
+        st.integers(0, 300),  # body length
+        st.sampled_from(
+            [{}, {"KEYS": "k"}, {"TAGS": "TagA", "UNIQ_KEY": "7F00000100002A9F0000000000000001"}]
+        ),
+        st.booleans(),  # IPv6 born host
+        st.booleans(),  # IPv6 store host
+        _TRANSACTION,
+        st.integers(1, 3),  # 1: a single put; more: a batch of that many
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    puts=_records,
+    flip=st.none() | st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)),
+    mark_at=st.floats(0, 1),
+    check_crc=st.booleans(),
+)
+def test_scan_of_any_log_agrees_with_check_record_record_by_record(
+    tmp_path_factory: pytest.TempPathFactory,
+    puts: list[tuple[str, int, dict[str, str], bool, bool, int, int]],
+    flip: tuple[float, int] | None,
+    mark_at: float,
+    check_crc: bool,
+) -> None:
+    """Runs of changing shapes, IPv6 hosts (which ``_walk`` leaves to ``check_record``), half
+    messages before and after the mark, BLANK fillers between 4 KiB segments, and at most one
+    flipped byte anywhere in the written log or just past its end."""
+    cfg = small_config(tmp_path_factory.mktemp("scan-any") / "store", mapped_file_size_commit_log=4096)
+    with DefaultMessageStore(cfg) as s:
+        for topic, body_len, props, born_v6, store_v6, tran, count in puts:
+            born, store = (_V6 if born_v6 else LOCAL_HOST), (_V6 if store_v6 else LOCAL_HOST)
+            if count == 1:
+                m = msg(topic, os.urandom(body_len), **props)
+                m.born_host, m.store_host, m.sys_flag = born, store, tran
+                assert s.put_message(m).is_ok()
+            else:
+                b = batch(topic, [os.urandom(body_len)] * count, **props)
+                b.born_host, b.store_host = born, store
+                assert s.put_messages(b).is_ok()
+    s = DefaultMessageStore(cfg)
+    s.load()
+    try:
+        mfq = s.commit_log.mapped_file_queue
+        end = s.get_max_phy_offset()
+        starts = [0]
+        while starts[-1] < end:  # record starts, a BLANK's too; the mark is one of them
+            mf = mfq.find_mapped_file_by_offset(starts[-1])
+            assert mf is not None
+            starts.append(
+                starts[-1] + StoredLayout.SIZE_MAGIC.unpack_from(mf.view, starts[-1] - mf.file_from_offset)[0]
+            )
+        mark = starts[int(mark_at * (len(starts) - 1))]
+        if flip is not None:
+            where, xor = flip
+            offset = int(where * min(end + 8, len(mfq.files) * 4096))
+            mf = mfq.find_mapped_file_by_offset(offset)
+            assert mf is not None
+            mf.view[offset - mf.file_from_offset] ^= xor
+        got = scan(mfq, 0, check_crc, mark=mark)
+        bad = (got.corrupt.path, got.corrupt.offset, got.corrupt.reason) if got.corrupt is not None else None
+        assert (got.end, bad, got.records, got.records_before_mark, got.halves_before_mark) == (
+            reference_scan_all(mfq, check_crc, mark)
+        )
+        if flip is None:
+            assert (got.end, got.corrupt) == (end, None)
+    finally:
+        s.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from finchmq.protocol.bodies import DataVersion
-from finchmq.protocol.message import pack_host
+from finchmq.protocol.hosts import pack_host
 from finchmq.remoting.metrics import RpcMetrics
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
 

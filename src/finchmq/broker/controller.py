@@ -27,7 +27,7 @@ from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
 from finchmq.protocol.codes import MQVersion
-from finchmq.protocol.message import pack_host
+from finchmq.protocol.hosts import pack_host
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.remoting import (
     Channel,

@@ -11,8 +11,8 @@ from typing import Final
 
 from finchmq.protocol.bodies import SubscriptionData
 from finchmq.protocol.filter import SUB_ALL, is_tag_type
-from finchmq.protocol.message import decode_stored
 from finchmq.protocol.sql92 import Expression, compile_sql92
+from finchmq.protocol.stored import decode_stored
 from finchmq.store.message_filter import MessageFilter, TagsFilter
 
 __all__ = ["SqlFilter", "compiled_sql92", "filter_for_subscription"]

@@ -26,12 +26,10 @@ from pathlib import Path
 
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import _json
-from finchmq.protocol.message import (
-    MessageConst,
-    MessageDecodeError,
-    MessageExt,
-    decode_stored,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.message import MessageExt
+from finchmq.protocol.message_const import MessageConst
+from finchmq.protocol.stored import decode_stored
 from finchmq.protocol.topics import SCHEDULE_TOPIC
 from finchmq.store import (
     DefaultMessageStore,

@@ -31,14 +31,10 @@ from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import ResponseCode
 from finchmq.protocol.bodies import PermName
 from finchmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from finchmq.protocol.message import (
-    MessageConst,
-    MessageExt,
-    MessageSysFlag,
-    UniqueKeyGenerator,
-    decode_stored_all,
-    encode_message_ext,
-)
+from finchmq.protocol.message import MessageExt
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.msg_id import UniqueKeyGenerator
+from finchmq.protocol.stored import decode_stored_all, encode_message_ext
 from finchmq.store import GetMessageStatus, MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from finchmq.store.inner import stored_properties_string
 

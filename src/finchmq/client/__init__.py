@@ -15,7 +15,8 @@ from __future__ import annotations
 from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
 from finchmq.protocol.filter import MessageSelector
-from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.message import Message, MessageExt, MessageQueue
+from finchmq.protocol.message_const import MessageConst
 
 from .admin import AdminClient
 from .allocate import (

@@ -45,7 +45,8 @@ from finchmq.protocol.bodies import (
 from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import CreateAccessConfigRequestHeader
-from finchmq.protocol.message import MessageExt, MessageQueue, decode_offset_msg_id
+from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.msg_id import decode_offset_msg_id
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     RMQ_SYS_TRACE_TOPIC,

@@ -102,7 +102,8 @@ from finchmq.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from finchmq.protocol.message import MessageExt, MessageQueue, decode_stored, decode_stored_all
+from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.stored import decode_stored, decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.remoting.errors import RemotingConnectError, RemotingError
 

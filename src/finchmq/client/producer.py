@@ -28,23 +28,22 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
+from finchmq.protocol.batch import encode_batch
 from finchmq.protocol.codes import ResponseCode
+from finchmq.protocol.compression import compress_body
+from finchmq.protocol.errors import MessageEncodeError
 from finchmq.protocol.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.message import (
-    MAX_PROPERTIES_LENGTH,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
     Message,
-    MessageConst,
-    MessageEncodeError,
     MessageExt,
     MessageQueue,
-    MessageSysFlag,
-    UniqueKeyGenerator,
-    compress_body,
-    encode_batch,
     properties_to_string,
 )
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.msg_id import UniqueKeyGenerator
+from finchmq.protocol.stored import MAX_PROPERTIES_LENGTH
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     CLIENT_INNER_PRODUCER_GROUP,

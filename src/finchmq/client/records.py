@@ -7,14 +7,10 @@ source) use these names; everyone else lets the client decode them into ``Messag
 
 from __future__ import annotations
 
-from finchmq.protocol.message import (
-    MESSAGE_MAGIC_CODE,
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
-    MessageSysFlag,
-    decode_stored,
-    offset_msg_id_from_packed,
-)
+from finchmq.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from finchmq.protocol.message_const import MessageSysFlag
+from finchmq.protocol.msg_id import offset_msg_id_from_packed
+from finchmq.protocol.stored import MESSAGE_MAGIC_CODE, decode_stored
 
 from .api import MAX_DECOMPRESSED_BODY, PullResultExt
 

@@ -24,6 +24,7 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
+from finchmq.protocol.compression import decompress_body
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -33,16 +34,10 @@ from finchmq.protocol.headers import (
     ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
 )
-from finchmq.protocol.message import (
-    HostAddress,
-    MessageConst,
-    MessageExt,
-    MessageQueue,
-    MessageSysFlag,
-    decode_stored,
-    decompress_body,
-    string_to_properties,
-)
+from finchmq.protocol.hosts import HostAddress
+from finchmq.protocol.message import MessageExt, MessageQueue, string_to_properties
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.stored import decode_stored
 from finchmq.remoting import ExecutorName, RemotingContext, RequestProcessor, handles
 
 from .api import MAX_DECOMPRESSED_BODY

@@ -20,7 +20,8 @@ from typing import Final, Protocol
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.acl import SessionCredentials
-from finchmq.protocol.message import Message, UniqueKeyGenerator
+from finchmq.protocol.message import Message
+from finchmq.protocol.msg_id import UniqueKeyGenerator
 from finchmq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from finchmq.protocol.trace import TraceBean, TraceContext, TraceType, encode_trace_context
 

@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from finchmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageSysFlag, decode_offset_msg_id
+from finchmq.protocol.message import Message, MessageExt
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.msg_id import decode_offset_msg_id
 
 from .config import ProducerConfig
 from .errors import ClientStateError, MQClientError

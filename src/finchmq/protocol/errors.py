@@ -9,9 +9,18 @@ Every error carries the RocketMQ response code a server would answer with.
 
 from __future__ import annotations
 
+from typing import Final
+
 from .codes import ResponseCode
 
-__all__ = ["HeaderError", "LocalProtocolError", "ProtocolError", "RemoteProtocolError"]
+__all__ = [
+    "HeaderError",
+    "LocalProtocolError",
+    "MessageDecodeError",
+    "MessageEncodeError",
+    "ProtocolError",
+    "RemoteProtocolError",
+]
 
 
 class ProtocolError(Exception):
@@ -49,3 +58,71 @@ class HeaderError(LocalProtocolError):
     A server answers it with ``SYSTEM_ERROR`` and the message as remark, as Java's
     ``RemotingCommandException`` does.
     """
+
+
+_INT32_RANGE: Final = range(-(2**31), 2**31)
+_INT64_RANGE: Final = range(-(2**63), 2**63)
+
+
+class MessageDecodeError(RemoteProtocolError):
+    """Bytes that are not a valid stored record, batch body, zlib body or message id.
+
+    ``offset`` is the byte position of the bad record or batch item in the buffer given to the
+    decoder (None when no buffer is involved), ``field`` the layout field at fault (``"TOTALSIZE"``,
+    ``"BODYCRC"``...) and ``index`` the batch item number. A broker answers ``MESSAGE_ILLEGAL``.
+    """
+
+    offset: int | None
+    field: str | None
+    index: int | None
+
+    def __init__(
+        self,
+        msg: str,
+        *,
+        offset: int | None = None,
+        field: str | None = None,
+        index: int | None = None,
+        response_code: ResponseCode = ResponseCode.MESSAGE_ILLEGAL,
+    ) -> None:
+        super().__init__(msg, response_code)
+        self.offset = offset
+        self.field = field
+        self.index = index
+
+
+class MessageEncodeError(LocalProtocolError):
+    """A message that the layout cannot hold (too long, a value that does not fit, bad separators).
+
+    ``field`` names the offending field or property, ``index`` the batch item number.
+    """
+
+    field: str | None
+    index: int | None
+
+    def __init__(
+        self,
+        msg: str,
+        *,
+        field: str | None = None,
+        index: int | None = None,
+        response_code: ResponseCode = ResponseCode.MESSAGE_ILLEGAL,
+    ) -> None:
+        super().__init__(msg, response_code)
+        self.field = field
+        self.index = index
+
+    @classmethod
+    def out_of_range(cls, exc: Exception, **fields: object) -> MessageEncodeError:
+        """The error for a ``struct.error`` (``exc``) raised packing ``fields``, naming the first
+        that is not an int or does not fit its Java type: a long (int64) for names ending in
+        ``offset`` or ``timestamp``, else an int (int32). Slow path only."""
+        for name, value in fields.items():
+            wide = name.endswith(("offset", "timestamp"))
+            valid = _INT64_RANGE if wide else _INT32_RANGE
+            if not isinstance(value, int):
+                return cls(f"{name}={value!r} is not an int", field=name)
+            if value not in valid:
+                kind = "long (int64)" if wide else "int (int32)"
+                return cls(f"{name}={value} does not fit a Java {kind}", field=name)
+        return cls(f"cannot encode stored record: {exc}")

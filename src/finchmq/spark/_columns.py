@@ -2,14 +2,14 @@
 
 Owns: ``ARROW_SCHEMA`` (the row layout Spark receives, equal to ``SCHEMA`` in Arrow terms) and
 ``Columns`` (one queue's rows, accumulated as Python lists and flushed into a record batch).
-Imports: pyarrow, ``finchmq.protocol.message`` (the record layout's constants and the generic
+Imports: pyarrow, ``finchmq.protocol.stored`` (the record layout's constants and the generic
 decoder) and ``finchmq.client`` (property names).
 
 Strategy: a pull answer's body is a run of stored records (spec §4.1). The common record (IPv4
 hosts, body not compressed) is read with one precompiled struct and a split of its property
 string, appending to the column lists: no ``MessageExt``, no property dict per row, no host
 objects. Anything else (IPv6 hosts, a compressed body, a record that does not add up) goes
-through ``finchmq.protocol.message.decode_stored``, which inflates bodies and raises
+through ``finchmq.protocol.stored.decode_stored``, which inflates bodies and raises
 ``MessageDecodeError`` naming the offset and field of a corrupt record.
 """
 

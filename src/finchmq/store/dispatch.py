@@ -1,7 +1,7 @@
 """Dispatch (RocketMQ ``ReputMessageService`` + ``CommitLogDispatcher``s): consume queues, index, arrivals.
 
-Owns the hand-off from the commit log to the derived data. Imports: ``finchmq.protocol.message``
-and the store's queue and index classes.
+Owns the hand-off from the commit log to the derived data. Imports: ``finchmq.protocol`` (stored
+layout, messages) and the store's queue and index classes.
 
 Strategy:
     The append path does not re-parse what it wrote: under the put lock the commit log
@@ -29,17 +29,10 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
-from finchmq.protocol.message import (
-    BLANK_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE,
-    MessageConst,
-    MessageDecodeError,
-    MessageSysFlag,
-    StoredLayout,
-    decode_stored,
-    string_to_properties,
-    tags_hash_code,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.message import string_to_properties, tags_hash_code
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
+from finchmq.protocol.stored import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, StoredLayout, decode_stored
 
 from .config import CQ_STORE_UNIT_SIZE, SCHEDULE_TOPIC
 from .consume_queue import CQ_UNIT, ConsumeQueue

@@ -1,6 +1,6 @@
 """What the broker hands the store: ``MessageExtBrokerInner`` and ``MessageExtBatch`` (Java names).
 
-Imports: ``finchmq.protocol.message`` (host packing, property keys).
+Imports: ``finchmq.protocol`` (host packing, property keys, messages).
 
 Strategy:
     Plain slotted dataclasses (cheap to build on the send path). Hosts are the packed 8-byte
@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from finchmq.protocol.message import MessageConst, MessageExt, pack_host, properties_to_string
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import MessageExt, properties_to_string
+from finchmq.protocol.message_const import MessageConst
 
 __all__ = ["LOCAL_HOST", "MessageExtBatch", "MessageExtBrokerInner", "stored_properties_string"]
 

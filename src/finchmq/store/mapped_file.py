@@ -233,24 +233,19 @@ class MappedFile:
         return pos
 
     def append_record_parts(
-        self,
-        head: bytes,
-        fixed: bytes,
-        body: bytes | bytearray | memoryview,
-        tail: bytes,
-        store_timestamp: int,
+        self, fixed: bytes, body: bytes | bytearray | memoryview, tail: bytes, store_timestamp: int
     ) -> int:
-        """``append_record`` of a record given in parts (its 8-byte head, the rest of its fixed
-        part, body, and tail), written in place without joining them first; head last."""
+        """``append_record`` of a record given in parts (its fixed part, body and tail), written in
+        place without joining them first; the fixed part's first 8 bytes last."""
         pos = self.wrote_position
         wv = self.write_view
-        body_at = pos + 8 + len(fixed)
+        body_at = pos + len(fixed)
         tail_at = body_at + len(body)
         end = tail_at + len(tail)
-        wv[pos + 8 : body_at] = fixed
+        wv[pos + 8 : body_at] = fixed[8:]
         wv[body_at:tail_at] = body
         wv[tail_at:end] = tail
-        wv[pos : pos + 8] = head
+        wv[pos : pos + 8] = fixed[:8]
         self.wrote_position = end
         self.store_timestamp = store_timestamp
         return pos

@@ -1,8 +1,10 @@
 """``DefaultMessageStore``: the store façade the broker calls (RocketMQ ``DefaultMessageStore``).
 
-Owns the store's lifecycle (load, recovery, start, shutdown), the put and get paths, lookups,
-the flow-control probes and the disk-full flag. Imports: ``finchmq.protocol.message`` and the
-store's modules; never the network (import-linter) nor asyncio (tests/test_architecture.py).
+Owns the store's lifecycle (load and which recovery runs, start, shutdown), the put and get
+paths, lookups, the flow-control probes and the disk-full flag; the recovery itself is
+``recovery.py``'s, replication's commit-log bytes ``replication.py``'s. Imports:
+``finchmq.protocol`` (messages, stored layout) and the store's modules; never the network
+(import-linter) nor asyncio (tests/test_architecture.py).
 
 Threading:
     Every public method is synchronous and thread-safe. Puts serialise on the commit log's put
@@ -33,17 +35,13 @@ from typing import Final
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.metrics import Histogram
-from finchmq.protocol.message import (
-    KEY_SEPARATOR,
-    MessageConst,
-    MessageDecodeError,
-    MessageExt,
-    decode_stored,
-    string_to_properties,
-)
+from finchmq.protocol.errors import MessageDecodeError
+from finchmq.protocol.message import MessageExt, string_to_properties
+from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
+from finchmq.protocol.stored import decode_stored
 
 from .checkpoint import StoreCheckpoint, create_abort_file, delete_abort_file
-from .commit_log import CommitLog, EncodedBatch, ScanResult
+from .commit_log import CommitLog, EncodedBatch
 from .config import CQ_STORE_UNIT_SIZE, BrokerRole, FlushDiskType, MessageStoreConfig
 from .consume_queue import CQ_UNIT, ConsumeQueue
 from .dispatch import MessageArrivingListener, ReputMessageService
@@ -52,6 +50,7 @@ from .inner import MessageExtBatch, MessageExtBrokerInner
 from .mapped_file import TransientStorePool
 from .mapped_file_queue import AllocateMappedFileService
 from .message_filter import MessageFilter
+from .recovery import CommitLogRecovery
 from .replication import ReplicationState
 from .services import (
     CleanupService,
@@ -199,8 +198,9 @@ class DefaultMessageStore:
         self._cq_flush_service: FlushConsumeQueueService | None = None
         self._cleanup_service: CleanupService | None = None
         self._memory = _total_physical_memory() * config.access_message_in_memory_max_ratio // 100
-        self.replication = ReplicationState(config.ha_slave_fallbehind_max, config.slave_timeout)
-        self._slave_dispatched = -1  # slave: commit-log offset up to which replicated records are dispatched
+        self.replication = ReplicationState(
+            self.commit_log, config.ha_slave_fallbehind_max, config.slave_timeout, self._check_disk
+        )
         self.latency: StoreLatency | None = None
 
     def enable_latency_metrics(self) -> StoreLatency:
@@ -357,123 +357,21 @@ class DefaultMessageStore:
         return problems
 
     def _recover(self, last_exit_ok: bool) -> list[StoreCorruptedError]:
-        cfg = self.config
-        cl = self.commit_log
-        files = cl.mapped_file_queue.files
-        report: list[StoreCorruptedError] = []
-        cqs = self.consume_queues_snapshot()
-        for cq in cqs:
+        """Java ``DefaultMessageStore.recover``: the consume queues, then the commit log (normal
+        after a clean shutdown, abnormal after a crash; ``recovery.py``), then the topic-queue
+        table from the queues. Returns what was found corrupted."""
+        queues = self.consume_queues_snapshot()
+        for cq in queues:
             cq.recover()
-        max_cq_phy = max((cq.max_physic_offset for cq in cqs), default=-1)
-        cp = self.checkpoint
-        clean = cp.clean_commit_log_max_offset
-        scan: ScanResult | None = None
-        seg_start = -1
-        if last_exit_ok and clean is not None and cl.is_clean_end(clean):
-            end = clean
-            rebuild_from = (
-                cp.clean_dispatched_offset if cp.clean_dispatched_offset is not None else max_cq_phy
-            )
-            mode = "normal (checkpoint)"
-        elif last_exit_ok:
-            scan = cl.scan(max(0, len(files) - 3), cfg.check_crc_on_recover)
-            end = scan.end
-            rebuild_from = max_cq_phy
-            mode = "normal (scan)"
+        max_cq_phy = max((cq.max_physic_offset for cq in queues), default=-1)
+        recovery = CommitLogRecovery(self.commit_log, self.checkpoint, queues, self.index_service)
+        if last_exit_ok:
+            result = recovery.recover_normally(max_cq_phy)
         else:
-            min_ts = cp.get_min_timestamp()
-            if cfg.message_index_enable and cfg.message_index_safe:
-                min_ts = cp.get_min_timestamp_index()
-            start_index = cl.find_abnormal_start(min_ts)
-            seg_start = files[start_index].file_from_offset if files else 0
-            scan = cl.scan(start_index, cfg.check_crc_on_recover, mark=max_cq_phy)
-            end = scan.end
-            # Java re-dispatches every message from the segment start (the queues and the index
-            # skip what they hold); rebuild_from narrows that to what they may not hold.
-            rebuild_from = min(seg_start, max_cq_phy) if max_cq_phy >= 0 else seg_start
-            mode = "abnormal"
-        corrupt = scan.corrupt if scan is not None else None
-        if corrupt is None and scan is not None and cfg.broker_role is BrokerRole.SLAVE:
-            partial = cl.partial_copy_start(end)
-            if partial is not None:
-                mf, pos = partial
-                corrupt = StoreCorruptedError(
-                    str(mf.path),
-                    pos,
-                    "slave: the last record ends in zero bytes, a partial copy; the master sends it again",
-                )
-                end = mf.file_from_offset + pos
-        if corrupt is not None:
-            report.append(corrupt)
-            log.warning("commit log corrupted: %s; truncating the log at that record", corrupt)
-        old_end = cl.mapped_file_queue.get_max_wrote_position() if files else 0
-        if files and old_end > end and corrupt is not None:
-            report.append(
-                StoreCorruptedError(
-                    str(files[-1].path),
-                    old_end - files[-1].file_from_offset,
-                    f"up to {old_end - end} bytes after commit-log offset {end} discarded",
-                )
-            )
-        cl.set_end(end)
-        for cq in cqs:
-            cq.truncate_dirty_logic_files(end)
-        if self.index_service is not None:
-            self.index_service.truncate_past(end)
-        keyed_only_before = 0
-        if scan is not None and 0 <= seg_start <= max_cq_phy:
-            rebuild_from, keyed_only_before = self._dispatched_up_to(scan, seg_start, end, cqs, rebuild_from)
-        min_off = max(cl.get_min_offset(), 0)
-        rebuild_from = min(max(rebuild_from, min_off), end)
-        count = self.reput.rebuild(cl.mapped_file_queue, rebuild_from, end, keyed_only_before)
-        self.reput.dispatched_offset = end
+            result = recovery.recover_abnormally(max_cq_phy)
         self._recover_topic_queue_table()
-        self.recovery_counts = {
-            "scanned": scan.records if scan is not None else 0,
-            "end": end,
-            "rebuild_from": rebuild_from,
-            "rebuilt": count,
-        }
-        log.info(
-            "recovered %s: commit log [%d, %d), %d messages scanned, rebuilt %d records from %d",
-            mode,
-            min_off,
-            end,
-            scan.records if scan is not None else 0,
-            count,
-            rebuild_from,
-        )
-        return report
-
-    def _dispatched_up_to(
-        self, scan: ScanResult, seg_start: int, end: int, cqs: list[ConsumeQueue], fallback: int
-    ) -> tuple[int, int]:
-        """Where the abnormal recovery's re-dispatch can start, after the scan from ``seg_start``,
-        and up to where only messages with keys need it (for the index).
-
-        The consume queues hold every message of [seg_start, their max offset) if their units
-        from ``seg_start`` on are as many as the messages the scan found there, less the half
-        messages (which get no unit): then only what follows needs dispatching, and, with the
-        index on, the keyed messages after the last indexed one. Else ``fallback`` (the segment
-        start, as Java) for everything."""
-        units = 0
-        for cq in cqs:
-            n = cq.units_from(seg_start)
-            if n is None:
-                return fallback, 0
-            units += n
-        if units != scan.records_before_mark - scan.halves_before_mark:
-            log.warning(
-                "consume queues hold %d of the %d messages from commit-log offset %d: re-dispatching all",
-                units,
-                scan.records_before_mark - scan.halves_before_mark,
-                seg_start,
-            )
-            return fallback, 0
-        queues_end = min(max(cq.max_physic_offset for cq in cqs), end)
-        if self.index_service is None:
-            return queues_end, 0
-        return min(queues_end, max(self.index_service.end_phy_offset, seg_start)), queues_end
+        self.recovery_counts = result.counts
+        return result.report
 
     def _recover_topic_queue_table(self) -> None:
         min_phy = max(self.commit_log.get_min_offset(), 0)
@@ -680,45 +578,17 @@ class DefaultMessageStore:
     # ================================================================== replication (HA)
 
     def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None:
-        """Master: up to ``max_size`` readable commit-log bytes from ``offset``, never past the end of
-        its segment (Java ``getCommitLogData``); None when nothing is readable there yet."""
-        mf = self.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset)
-        if mf is None:
-            return None
-        view = mf.select_from(offset - mf.file_from_offset)
-        if view is None:
-            return None
-        with view:
-            return bytes(view[:max_size])
+        """Master: up to ``max_size`` readable commit-log bytes from ``offset`` (Java
+        ``getCommitLogData``; see ``ReplicationState.get_commit_log_data``)."""
+        return self.replication.get_commit_log_data(offset, max_size)
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
-        """Slave: append replicated commit-log bytes at ``start_offset`` and dispatch the whole
-        records they complete to consume queues and the index (Java ``appendToCommitLog`` and the
-        slave's reput). False, appending nothing, when ``start_offset`` is not the end of the log
-        (or a segment boundary of an empty log), the bytes do not fit their segment, or the store
-        cannot write; the replication stream must then restart from the slave's offset."""
+        """Slave: append replicated commit-log bytes at ``start_offset`` and dispatch what they
+        complete (Java ``appendToCommitLog``; see ``ReplicationState.append_to_commit_log``).
+        False, appending nothing, also when the store is not running or ``data`` is empty."""
         if self.state is not StoreState.RUNNING or not data:
             return False
-        cl = self.commit_log
-        mfq = cl.mapped_file_queue
-        with cl.put_lock:
-            if mfq.files:
-                if start_offset != mfq.get_max_offset():
-                    return False
-            elif start_offset % cl.file_size:
-                return False
-            mf = mfq.get_last_mapped_file_create(start_offset)
-            if mf is None:
-                self._check_disk()
-                return False
-            if mf.file_from_offset + mf.wrote_position != start_offset or not mf.append(data, commit=True):
-                return False
-            end = start_offset + len(data)
-        with self.reput.lock:
-            begin = self._slave_dispatched if self._slave_dispatched >= 0 else start_offset
-            _, self._slave_dispatched = self.reput.dispatch_range(mfq, begin, end)
-        mf.store_timestamp = self.reput.last_store_timestamp or mf.store_timestamp
-        return True
+        return self.replication.append_to_commit_log(start_offset, data)
 
     # ================================================================== flow-control probes
 
@@ -1065,8 +935,9 @@ class DefaultMessageStore:
         """Bytes appended but not yet in the consume queues (a slave: also a record it has only part of)."""
         pending = self.reput.pending
         if not pending:
-            if self._slave_dispatched >= 0:
-                return max(self.commit_log.get_max_offset() - self._slave_dispatched, 0)
+            slave_dispatched = self.replication.slave_dispatched
+            if slave_dispatched >= 0:
+                return max(self.commit_log.get_max_offset() - slave_dispatched, 0)
             return 0
         return max(
             self.commit_log.mapped_file_queue.get_max_wrote_position() - pending[0].commit_log_offset, 0

@@ -1,8 +1,13 @@
-"""What the store knows of replication: how far slaves have acknowledged, and the SYNC_MASTER wait.
+"""What the store knows of replication, master and slave sides (RocketMQ ``HAService``'s store part).
 
-The network side (the HA port, the slave's client) lives in the broker; it tells this module how
-many slaves are connected and what they acknowledged. As Java's ``HAService`` does:
+The network side (the HA port, the slave's client) lives in the broker; it reads and appends
+commit-log bytes through this module and tells it how many slaves are connected and what they
+acknowledged. As Java's ``HAService`` does:
 
+* ``get_commit_log_data(offset)``: the master's bytes to send from ``offset`` (Java
+  ``getCommitLogData``);
+* ``append_to_commit_log(offset, data)``: the slave appends them and dispatches the records they
+  complete (Java ``appendToCommitLog`` and the slave's reput);
 * ``is_slave_ok(offset)``: a slave is connected and the acknowledged offset is less than
   ``ha_slave_fallbehind_max`` behind ``offset``;
 * ``GroupTransferService``: a SYNC_MASTER put waits until a slave acknowledged its end offset, or
@@ -16,9 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from .services import PutWaitRequest
 from .status import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+if TYPE_CHECKING:
+    from .commit_log import CommitLog
 
 __all__ = ["ReplicationState"]
 
@@ -26,13 +35,24 @@ log = logging.getLogger(__name__)
 
 
 class ReplicationState:
-    """Slave acknowledgements and the puts waiting for them (Java ``HAService`` + ``GroupTransferService``).
+    """The commit log's bytes to and from the other side, slave acknowledgements and the puts
+    waiting for them (Java ``HAService`` + ``GroupTransferService``).
 
     Thread-safe: the broker's HA connections report from the event loop, puts wait from the put
-    path, and one thread completes the waits at their deadlines.
+    path, and one thread completes the waits at their deadlines. ``on_no_segment`` is called when
+    a slave append finds no segment to write to (the store then checks the disk).
     """
 
-    def __init__(self, fallbehind_max: int, slave_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        fallbehind_max: int,
+        slave_timeout_ms: int,
+        on_no_segment: Callable[[], object],
+    ) -> None:
+        self._commit_log = commit_log
+        self._on_no_segment = on_no_segment
+        self.slave_dispatched = -1  # slave: commit-log offset up to which replicated records are dispatched
         self._fallbehind_max = fallbehind_max
         self._timeout = slave_timeout_ms / 1000
         self._cond = threading.Condition()
@@ -43,7 +63,50 @@ class ReplicationState:
         self.push_to_slave_max_offset = 0  # the highest offset any slave acknowledged
         self.on_data: Callable[[], None] | None = None  # the broker's HA sender: new data to send
 
-    # ------------------------------------------------------------------ slave side, from the broker
+    # ------------------------------------------------------------------ the commit log's bytes
+
+    def get_commit_log_data(self, offset: int, max_size: int) -> bytes | None:
+        """Master: up to ``max_size`` readable commit-log bytes from ``offset``, never past the end of
+        its segment (Java ``getCommitLogData``); None when nothing is readable there yet."""
+        mfq = self._commit_log.mapped_file_queue
+        mf = mfq.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        view = mf.select_from(offset - mf.file_from_offset)
+        if view is None:
+            return None
+        with view:
+            return bytes(view[:max_size])
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """Slave: append replicated commit-log bytes at ``start_offset`` and dispatch the whole
+        records they complete to consume queues and the index (Java ``appendToCommitLog`` and the
+        slave's reput). False, appending nothing, when ``start_offset`` is not the end of the log
+        (or a segment boundary of an empty log), the bytes do not fit their segment, or no segment
+        can be created; the replication stream must then restart from the slave's offset."""
+        cl = self._commit_log
+        mfq = cl.mapped_file_queue
+        with cl.put_lock:
+            if mfq.files:
+                if start_offset != mfq.get_max_offset():
+                    return False
+            elif start_offset % cl.file_size:
+                return False
+            mf = mfq.get_last_mapped_file_create(start_offset)
+            if mf is None:
+                self._on_no_segment()
+                return False
+            if mf.file_from_offset + mf.wrote_position != start_offset or not mf.append(data, commit=True):
+                return False
+            end = start_offset + len(data)
+        reput = cl.reput
+        with reput.lock:
+            begin = self.slave_dispatched if self.slave_dispatched >= 0 else start_offset
+            _, self.slave_dispatched = reput.dispatch_range(mfq, begin, end)
+        mf.store_timestamp = reput.last_store_timestamp or mf.store_timestamp
+        return True
+
+    # ------------------------------------------------------------------ acknowledgements, from the broker
 
     def slave_connected(self) -> None:
         with self._cond:

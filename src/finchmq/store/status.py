@@ -2,7 +2,7 @@
 
 Owns the hot-path results (style §3.5: status enums, never exceptions) and
 ``StoreCorruptedError``, the one exception the store raises for bad bytes on disk.
-Imports: ``finchmq.protocol.message`` for msg ids only.
+Imports: ``finchmq.protocol.msg_id`` for msg ids only.
 
 Strategy:
     Enum members keep Java's names and ordinals. ``GetMessageResult`` and
@@ -18,7 +18,7 @@ import enum
 from types import TracebackType
 from typing import NamedTuple, Self
 
-from finchmq.protocol.message import offset_msg_id_from_packed
+from finchmq.protocol.msg_id import offset_msg_id_from_packed
 
 __all__ = [
     "AppendMessageResult",

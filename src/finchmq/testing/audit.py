@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
-from finchmq.protocol.message import decode_stored_all
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
 
 __all__ = ["stored_bodies"]

@@ -62,7 +62,8 @@ from finchmq.protocol.headers import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from finchmq.protocol.message import MessageQueue, decode_offset_msg_id
+from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.msg_id import decode_offset_msg_id
 from finchmq.protocol.topics import is_system_topic, validate_topic
 from finchmq.remoting import ExecutorName, RemotingContext, RemotingError, handles
 

@@ -28,23 +28,17 @@ from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicFilterType
 from finchmq.protocol.codes import LanguageCode, MQVersion
+from finchmq.protocol.compression import decompress_body
+from finchmq.protocol.errors import MessageDecodeError
 from finchmq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     ReplyMessageRequestHeader,
     SendMessageFields,
     decode_send_fields,
 )
-from finchmq.protocol.message import (
-    PROPERTY_SEPARATOR,
-    MessageConst,
-    MessageDecodeError,
-    MessageSysFlag,
-    decompress_body,
-    pack_host,
-    properties_to_string,
-    string_to_properties,
-    unpack_host,
-)
+from finchmq.protocol.hosts import pack_host, unpack_host
+from finchmq.protocol.message import PROPERTY_SEPARATOR, properties_to_string, string_to_properties
+from finchmq.protocol.message_const import MessageConst, MessageSysFlag
 from finchmq.protocol.topics import (
     dlq_topic,
     is_not_allowed_send_topic,

@@ -10,7 +10,7 @@ from finchmq.broker.context import BrokerContext
 from finchmq.broker.transaction import TransactionalMessageService
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import EndTransactionRequestHeader
-from finchmq.protocol.message import MessageSysFlag
+from finchmq.protocol.message_const import MessageSysFlag
 from finchmq.remoting import ExecutorName, RemotingContext, handles
 from finchmq.store.config import BrokerRole
 

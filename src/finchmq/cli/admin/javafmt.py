@@ -15,7 +15,9 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from finchmq.protocol._json import java_hash_order, java_string_hash
 from finchmq.protocol.bodies import ConsumerRunningInfo, ProcessQueueInfo, java_key_hash
-from finchmq.protocol.message import HostAddress, MessageConst, MessageExt
+from finchmq.protocol.hosts import HostAddress
+from finchmq.protocol.message import MessageExt
+from finchmq.protocol.message_const import MessageConst
 
 __all__ = [
     "PROP_CONSUMER_START_TIMESTAMP",

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from finchmq.client.errors import MQClientError
 from finchmq.client.stats import ConsumeCounters
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
-from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.topics import retry_topic
 
 from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly

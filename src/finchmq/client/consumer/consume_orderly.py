@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
-from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.message import Message, MessageExt, MessageQueue
+from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.topics import retry_topic
 
 from .consume_concurrently import reset_retry_topic

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from finchmq.protocol.bodies import ProcessQueueInfo
-from finchmq.protocol.message import MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.message_const import MessageConst
 
 __all__ = ["ProcessQueue", "PullRequest"]
 

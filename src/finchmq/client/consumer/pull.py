@@ -26,7 +26,8 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.filter import MessageSelector, build_subscription_data
 from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
-from finchmq.protocol.message import Message, MessageConst, MessageExt, MessageQueue
+from finchmq.protocol.message import Message, MessageExt, MessageQueue
+from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.topics import retry_topic
 
 from .base import ConsumerService, subscription_data
@@ -257,7 +258,7 @@ class PullConsumer(ConsumerService):
         timeout_millis: int | None = None,
     ) -> PullResultExt:
         """``pull`` without decoding: ``body`` holds the stored records as the broker sent them
-        (``finchmq.protocol.message.iter_stored`` reads them), for readers that decode in bulk
+        (``finchmq.protocol.stored.iter_stored`` reads them), for readers that decode in bulk
         into a layout of their own (the Spark source). The broker filters by tag hash only, so
         a reader whose expression names tags must check each record's TAGS (``pull`` does)."""
         ext, _, _ = await self._pull(mq, sub_expression, offset, max_nums, False, timeout_millis)

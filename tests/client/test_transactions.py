@@ -290,6 +290,10 @@ async def test_half_messages_survive_a_broker_sigkill_and_end_once(tmp_path: Pat
             p.set_transaction_listener(committed)
             for i in range(20, 25):
                 await p.send_message_in_transaction(Message.create(topic, f"tx-{i}".encode()))
+        # END_TRANSACTION is oneway: the kill must come after the broker has committed those five
+        # (else the restarted broker rightly checks them too), so wait until they are delivered
+        landed = await pull_all(server.namesrv_addr, topic, 5)
+        assert sorted(m.body.decode() for m in landed) == [f"tx-{i}" for i in range(20, 25)]
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait()
         server.conf = {**SMALL_STORE, **FAST_CHECKS}

@@ -88,7 +88,8 @@ def test_sync_flush_waits_for_group_commit(cfg: MessageStoreConfig) -> None:
             assert r.is_ok() and r.append_message_result is not None
             end = r.append_message_result.wrote_offset + r.append_message_result.wrote_bytes
             assert store.commit_log.mapped_file_queue.flushed_where >= end
-        futs = [store.put(msg("T", b"%d" % i)) for i in range(64)]
+        puts = [store.put(msg("T", b"%d" % i)) for i in range(64)]
+        futs = [p.pending for p in puts]
         assert all(isinstance(f, Future) for f in futs), "SYNC_FLUSH with WAIT: answered once flushed"
         done = threading.Event()
         seen: list[PutMessageStatus] = []
@@ -104,7 +105,7 @@ def test_sync_flush_waits_for_group_commit(cfg: MessageStoreConfig) -> None:
         wait_until(done.is_set, what="the group commit of the 64 puts")
         assert set(seen) == {PutMessageStatus.PUT_OK}
         nowait = store.put(msg("T", b"nowait", WAIT="false"))
-        assert isinstance(nowait, PutMessageResult) and nowait.is_ok()  # final at once
+        assert nowait.is_ok() and nowait.pending is None  # final at once
 
 
 def test_sync_flush_timeout(cfg: MessageStoreConfig, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +137,7 @@ def test_sync_flush_timeout(cfg: MessageStoreConfig, monkeypatch: pytest.MonkeyP
 
 def test_put_is_final_at_once_for_async_flush(store: DefaultMessageStore) -> None:
     r = store.put(msg("T", b"x"))
-    assert isinstance(r, PutMessageResult) and r.is_ok()
+    assert r.is_ok() and r.pending is None
     assert store.dispatch_behind_bytes() == 0
     assert store.get_max_phy_offset() > 0 and store.flush() == store.get_max_phy_offset()
 

@@ -27,7 +27,6 @@ from finchmq.store import (
     DefaultMessageStore,
     FlushDiskType,
     MessageExtBatch,
-    PutMessageResult,
     PutMessageStatus,
 )
 from finchmq.store.commit_log import EncodedBatch
@@ -153,8 +152,8 @@ def test_put_of_a_message_and_of_a_batch_returns_final_results(tmp_path: Path) -
     with DefaultMessageStore(small_config(tmp_path / "s")) as store:
         one = store.put(msg("T", b"single", TAGS="a"))
         many = store.put(batch("T", [b"a", b"b", b"c"]))
-        assert isinstance(one, PutMessageResult) and isinstance(many, PutMessageResult)
         assert one.is_ok() and many.is_ok()
+        assert one.pending is None and many.pending is None  # ASYNC_FLUSH: final at once
         a1, an = one.append_message_result, many.append_message_result
         assert a1 is not None and an is not None
         assert (a1.msg_num, a1.logics_offset, a1.offsets) == (1, 0, (0,))
@@ -181,13 +180,13 @@ def test_put_refuses_what_java_refuses_and_writes_nothing(tmp_path: Path) -> Non
         torn = MessageExtBatch(topic="T", body=bytes(batch("T", [b"abc"]).body)[:-1])
         for bad in (delayed, prepared, torn):
             r = store.put(bad)
-            assert isinstance(r, PutMessageResult) and r.status is PutMessageStatus.MESSAGE_ILLEGAL
+            assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and r.pending is None
         assert store.get_max_phy_offset() == 0
     stopped = DefaultMessageStore(small_config(tmp_path / "t"))
     stopped.load()
     try:
         r = stopped.put(msg("T", b"x"))
-        assert isinstance(r, PutMessageResult) and r.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert r.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and r.pending is None
     finally:
         stopped.shutdown()
 
@@ -214,14 +213,14 @@ def test_the_commit_log_encodes_a_batch_object_with_the_layout_sizes(tmp_path: P
         assert all(m.born_host.packed == V6 and m.store_timestamp == result.store_timestamp for m in stored)
 
 
-def test_a_sync_flush_put_is_a_future_unless_it_does_not_wait(tmp_path: Path) -> None:
+def test_a_sync_flush_put_is_pending_unless_it_does_not_wait(tmp_path: Path) -> None:
     cfg = small_config(tmp_path / "s", flush_disk_type=FlushDiskType.SYNC_FLUSH)
     with DefaultMessageStore(cfg) as store:
         waiting = store.put(batch("T", [b"a", b"b"]))
-        assert isinstance(waiting, Future)
-        flushed = waiting.result(30)
+        assert waiting.status is PutMessageStatus.PUT_OK and isinstance(waiting.pending, Future)
+        flushed = waiting.pending.result(30)
         assert flushed.status is PutMessageStatus.PUT_OK and flushed.append_message_result is not None
         end = flushed.append_message_result.wrote_offset + flushed.append_message_result.wrote_bytes
         assert store.commit_log.mapped_file_queue.flushed_where >= end
         final = store.put(msg("T", b"x", WAIT="false"))
-        assert isinstance(final, PutMessageResult) and final.is_ok()
+        assert final.is_ok() and final.pending is None

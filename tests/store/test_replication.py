@@ -144,8 +144,9 @@ def test_sync_master_waits_for_the_slave_acknowledgement(tmp_path: Path) -> None
     store = sync_master(tmp_path, slave_timeout=600_000)  # no FLUSH_SLAVE_TIMEOUT within the test
     try:
         store.replication.slave_connected()
-        outcome = store.put(msg())
-        assert isinstance(outcome, Future)
+        appended = store.put(msg())
+        outcome = appended.pending
+        assert appended.status is PutMessageStatus.PUT_OK and isinstance(outcome, Future)
         assert not outcome.done()
         end = store.get_max_phy_offset()
         store.replication.notify_transfer_some(end - 1)
@@ -178,7 +179,7 @@ def test_sync_flush_and_sync_master_combine_as_java(tmp_path: Path) -> None:
     )
     try:
         store.replication.slave_connected()
-        outcome = store.put(msg())
+        outcome = store.put(msg()).pending
         assert isinstance(outcome, Future)
         store.replication.notify_transfer_some(store.get_max_phy_offset())
         assert outcome.result(DEFAULT_TIMEOUT).status is PutMessageStatus.PUT_OK

@@ -116,6 +116,7 @@ def build_broker_context(
     store = DefaultMessageStore(store_config)
     stats = BrokerStats()
     put_service = StorePutService(
+        store.put,
         threads=config.send_message_thread_pool_nums,
         off_loop_threshold_ms=lambda: context.config.put_off_loop_threshold_ms,
         force_thread=lambda: store.config.inject_put_delay_millis > 0,

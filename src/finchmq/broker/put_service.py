@@ -14,10 +14,12 @@ while the thread is busy are taken together and their results handed back in one
 ``call_soon_threadsafe``. The service returns to the loop only once the thread's queue is
 empty, so appends never overtake each other.
 
-``append(put, message)`` resolves once the message is appended, with the store's future (done,
-or completed later by the group-commit thread for SYNC_FLUSH); a sender that must not block on
-the flush takes that route, as Java's asyncSendMessage does. ``submit`` resolves with the final
-result.
+Two ways in, one result shape: ``try_append(message)`` appends now, on the loop, when appends
+run there (None otherwise: then ``await append(message)``, which takes whichever route is current).
+Both give the store's ``PutMessageResult``, which is final unless it carries ``pending``, the
+future of the final result of a put that waits for a flush or a slave; a sender that must not
+hold its worker for the flush answers when ``pending`` completes, as Java's asyncSendMessage
+does, and one that wants the final result awaits ``settled(result)``.
 """
 
 from __future__ import annotations
@@ -29,18 +31,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from finchmq.store import PutMessageResult
 
-__all__ = ["StorePutService"]
+__all__ = ["StorePutService", "settled"]
 
 log = logging.getLogger(__name__)
 
-_Outcome = PutMessageResult | Future[PutMessageResult]
-"""A final result, or a future of it (a SYNC_FLUSH put waits for the group commit)."""
-_Put = Callable[[Any], _Outcome]
+_Put = Callable[[Any], PutMessageResult]
 _THREADED_AT_LEAST = 10.0  # s
 _SCHEDSTAT = "/proc/thread-self/schedstat"  # Linux: ns on a CPU, ns waiting for one, time slices
 _SCHEDSTAT_EVERY = 0.1  # s between two readings of the loop thread's run-queue delay
@@ -60,12 +59,14 @@ class StorePutService:
 
     def __init__(
         self,
+        put: _Put,
         name: str = "finchmq-store-put",
         *,
         threads: int = 1,
         off_loop_threshold_ms: Callable[[], int] = lambda: 50,
         force_thread: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._put = put
         self._name = name
         self._off_loop_threshold_ms = off_loop_threshold_ms
         self._force_thread = force_thread
@@ -75,7 +76,7 @@ class StorePutService:
         self._sched_at = 0.0
         self._sched_delay: int | None = None
         self._in_flight = 0  # threaded appends not yet handed back to the loop
-        self._queue: deque[tuple[_Put, Any, asyncio.Future[_Outcome]]] = deque()
+        self._queue: deque[tuple[Any, asyncio.Future[PutMessageResult]]] = deque()
         self._wakeup = threading.Condition(threading.Lock())
         if threads <= 0:
             raise ValueError(f"threads must be > 0, got {threads}")
@@ -109,16 +110,16 @@ class StorePutService:
             and self._off_loop_threshold_ms() > 0
         )
 
-    async def append(self, put: _Put, message: Any) -> _Outcome:
-        """Append ``message``; returns the final result, or a future of it (SYNC_FLUSH)."""
-        outcome = self.try_append(put, message)
-        if outcome is not None:
-            return outcome
-        return await self._append_threaded(put, message)
+    async def append(self, message: Any) -> PutMessageResult:
+        """Append ``message`` on the loop or the writer thread, whichever appends run on now."""
+        result = self.try_append(message)
+        if result is not None:
+            return result
+        return await self._append_threaded(message)
 
-    def try_append(self, put: _Put, message: Any) -> _Outcome | None:
-        """``append`` while appends run on the loop, without a coroutine: the result, or a future
-        of it; None when they run on the writer thread (then ``await append(...)``)."""
+    def try_append(self, message: Any) -> PutMessageResult | None:
+        """``append`` while appends run on the loop, without a coroutine; None when they run on
+        the writer thread (then ``await append(message)``)."""
         if self._in_flight:
             return None
         threshold_ms = self._off_loop_threshold_ms()
@@ -128,7 +129,7 @@ class StorePutService:
         if began - self._sched_at > _SCHEDSTAT_EVERY:
             self._sched_at = began
             self._sched_delay = _run_queue_delay_ns()
-        result = put(message)
+        result = self._put(message)
         now = time.monotonic()
         if (now - began) * 1000 > threshold_ms:
             self._slow_append(now, (now - began) * 1000, threshold_ms)
@@ -156,29 +157,22 @@ class StorePutService:
                 _THREADED_AT_LEAST,
             )
 
-    def _append_threaded(self, put: _Put, message: Any) -> asyncio.Future[_Outcome]:
+    def _append_threaded(self, message: Any) -> asyncio.Future[PutMessageResult]:
         assert self._loop is not None, "put service not started"
-        future: asyncio.Future[_Outcome] = self._loop.create_future()
+        future: asyncio.Future[PutMessageResult] = self._loop.create_future()
         if self._stopping:
             future.set_exception(RuntimeError("the broker is shutting down"))
             return future
         self._in_flight += 1
         future.add_done_callback(self._landed)
         with self._wakeup:
-            self._queue.append((put, message, future))
+            self._queue.append((message, future))
             if len(self._queue) == 1:
                 self._wakeup.notify()
         return future
 
-    def _landed(self, _: asyncio.Future[_Outcome]) -> None:
+    def _landed(self, _: asyncio.Future[PutMessageResult]) -> None:
         self._in_flight -= 1
-
-    async def submit(self, put: _Put, message: Any) -> PutMessageResult:
-        """Queue ``put(message)`` and wait for its final result (flush included)."""
-        outcome = await self.append(put, message)
-        if isinstance(outcome, PutMessageResult):
-            return outcome
-        return await asyncio.wrap_future(outcome)
 
     def _run(self) -> None:
         loop = self._loop
@@ -193,8 +187,9 @@ class StorePutService:
                 batch = [self._queue.popleft() for _ in range(take)]
                 if self._queue:
                     self._wakeup.notify()
-            done: list[tuple[asyncio.Future[_Outcome], _Outcome | BaseException]] = []
-            for put, message, future in batch:
+            done: list[tuple[asyncio.Future[PutMessageResult], PutMessageResult | BaseException]] = []
+            put = self._put
+            for message, future in batch:
                 try:
                     done.append((future, put(message)))
                 except BaseException as exc:  # a store bug must fail the send, not the thread
@@ -214,8 +209,15 @@ class StorePutService:
         self._threads = []
 
 
+async def settled(result: PutMessageResult) -> PutMessageResult:
+    """The final result of a put: ``result`` itself, or what its ``pending`` completes with."""
+    if result.pending is None:
+        return result
+    return await asyncio.wrap_future(result.pending)
+
+
 def _deliver(
-    outcomes: list[tuple[asyncio.Future[_Outcome], _Outcome | BaseException]],
+    outcomes: list[tuple[asyncio.Future[PutMessageResult], PutMessageResult | BaseException]],
 ) -> None:
     for future, outcome in outcomes:
         if future.done():

@@ -39,7 +39,7 @@ from finchmq.store import (
 )
 
 from ._persist import JsonConfigManager
-from .put_service import StorePutService
+from .put_service import StorePutService, settled
 from .stats import BrokerStats
 
 __all__ = ["ScheduleMessageService"]
@@ -218,7 +218,7 @@ class ScheduleMessageService:
         inner = MessageExtBrokerInner.from_message_ext(
             msg, topic=real_topic, queue_id=int(real_qid), properties=properties, store_host=self.store_host()
         )
-        result = await self.put_service.submit(self.store.put, inner)
+        result = await settled(await self.put_service.append(inner))
         if result.status is not PutMessageStatus.PUT_OK:
             log.warning(
                 "delay level %d: re-storing %s to %s failed: %s; retrying",

@@ -39,6 +39,7 @@ from finchmq.store import GetMessageStatus, MessageExtBrokerInner, PutMessageRes
 from finchmq.store.inner import stored_properties_string
 
 from .context import BrokerContext
+from .put_service import settled
 
 __all__ = [
     "CHECK_MAX_TIME_TOPIC",
@@ -185,7 +186,7 @@ class TransactionalMessageService:
 
     async def _put(self, inner: MessageExtBrokerInner) -> PutMessageResult:
         c = self.context
-        return await c.put_service.submit(c.store.put, inner)
+        return await settled(await c.put_service.append(inner))
 
     # -- the check ----------------------------------------------------------------------------
 

@@ -70,8 +70,6 @@ from .status import (
 
 __all__ = ["LATENCY_BUCKETS", "DefaultMessageStore", "DiskUsage", "StoreLatency", "StoreState"]
 
-_PutOutcome = tuple[PutMessageResult, Future[PutMessageResult] | None]
-
 
 def _combine(
     flushed: Future[PutMessageResult], replicated: PutMessageResult | Future[PutMessageResult]
@@ -478,71 +476,65 @@ class DefaultMessageStore:
             return PutMessageStatus.OS_PAGECACHE_BUSY
         return None
 
-    def put(
-        self, item: MessageExtBrokerInner | MessageExtBatch
-    ) -> PutMessageResult | Future[PutMessageResult]:
+    def put(self, item: MessageExtBrokerInner | MessageExtBatch) -> PutMessageResult:
         """Append one message or a batch (one contiguous write in one segment): the one put path.
 
-        Returns the final result, or, for a SYNC_FLUSH put whose WAIT property is true, a future
-        that the group-commit thread completes with PUT_OK once flushed (FLUSH_DISK_TIMEOUT after
-        ``sync_flush_timeout`` ms); its callbacks run on that thread. No ``Future`` is made for a
-        final result: this is the broker's hot path.
+        The result is final, or, for a put that waits for a flush (SYNC_FLUSH, WAIT true) or a
+        slave (SYNC_MASTER), PUT_OK for the append with ``pending``, the future of the final
+        result; its callbacks run on the group-commit or replication thread.
         """
         latency = self.latency
         if latency is None:
-            r, fut = self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
-            return r if fut is None else fut
+            return self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
         began = time.perf_counter()
-        r, fut = self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
+        result = self._put_batch(item) if isinstance(item, MessageExtBatch) else self._put_one(item)
         elapsed = time.perf_counter() - began
         put = latency.put
         put.counts[bisect_left(LATENCY_BUCKETS, elapsed)] += 1  # Histogram.observe, inlined: hot path
         put.sum += elapsed
         if elapsed > 0.001 and elapsed * 1000 > self.config.os_page_cache_busy_time_out_mills:
             latency.page_cache_busy_seconds += elapsed - self.config.os_page_cache_busy_time_out_mills / 1000
-        return r if fut is None else fut
+        return result
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``put`` that blocks until the put is final (tools and tests; not for an event loop)."""
-        r, fut = self._put_one(msg)
-        return self._wait(r, fut) if fut is not None else r
+        return self._final(self._put_one(msg))
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """``put`` of a batch that blocks until the put is final."""
-        r, fut = self._put_batch(batch)
-        return self._wait(r, fut) if fut is not None else r
+        return self._final(self._put_batch(batch))
 
-    def _put_one(self, msg: MessageExtBrokerInner) -> _PutOutcome:
+    def _put_one(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         bad = self._check_store_status()
         if bad is not None:
-            return PutMessageResult(bad), None
+            return PutMessageResult(bad)
         props = msg.properties
         if msg.properties_string is not None and not props:
             props = string_to_properties(msg.properties_string)
         status, ar = self.commit_log.put_message(msg, props)
         return self._after_put(status, ar, props.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK))
 
-    def _put_batch(self, batch: MessageExtBatch) -> _PutOutcome:
+    def _put_batch(self, batch: MessageExtBatch) -> PutMessageResult:
         bad = self._check_store_status()
         if bad is not None:
-            return PutMessageResult(bad), None
+            return PutMessageResult(bad)
         if batch.sys_flag & 0xC or MessageConst.PROPERTY_DELAY_TIME_LEVEL in batch.properties:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), None  # Java refuses both for batches
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)  # Java refuses both for batches
         encoded = self.commit_log.encode_batch(batch)
         if not isinstance(encoded, EncodedBatch):
-            return PutMessageResult(encoded), None
+            return PutMessageResult(encoded)
         status, ar = self.commit_log.put_messages(batch, encoded)
         return self._after_put(status, ar, batch.properties.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK))
 
     def _after_put(
         self, status: PutMessageStatus, append: AppendMessageResult | None, wait: str | None
-    ) -> _PutOutcome:
+    ) -> PutMessageResult:
         if self.reput.pending:
             self.reput.dispatch_pending(self.commit_log.get_max_offset())
         if status is not PutMessageStatus.PUT_OK or append is None:
             if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
                 self._check_disk()
-            return PutMessageResult(status, append), None
+            return PutMessageResult(status, append)
         if self.reput.failed and not self._write_error:
             self._write_error = True
             log.error("a consume queue or index file could not be written; the store refuses puts")
@@ -552,22 +544,31 @@ class DefaultMessageStore:
             on_data()
         flush = self._flush
         if flush is None or (flush.group_commit is None and self.config.broker_role is not _SYNC_MASTER):
-            return ok, None  # ASYNC_FLUSH on a master that waits for no slave: final now
+            return ok  # ASYNC_FLUSH on a master that waits for no slave: final now
         wait_store_ok = wait is None or wait.lower() == "true"
         flushed = flush.handle_disk_flush(ok, wait_store_ok)
         if not wait_store_ok or self.config.broker_role is not BrokerRole.SYNC_MASTER:
-            return ok, flushed
+            return ok if flushed is None else PutMessageResult(_PUT_OK, append, flushed)
         replicated = self.replication.wait_for_slave(append)
-        if flushed is None:
-            return (replicated, None) if isinstance(replicated, PutMessageResult) else (ok, replicated)
-        return ok, _combine(flushed, replicated)
+        if isinstance(replicated, PutMessageResult):  # no slave in sync: final now, whatever the flush
+            return (
+                replicated
+                if flushed is None
+                else PutMessageResult(_PUT_OK, append, _combine(flushed, replicated))
+            )
+        return PutMessageResult(
+            _PUT_OK, append, replicated if flushed is None else _combine(flushed, replicated)
+        )
 
-    def _wait(self, appended: PutMessageResult, fut: Future[PutMessageResult]) -> PutMessageResult:
+    def _final(self, result: PutMessageResult) -> PutMessageResult:
+        pending = result.pending
+        if pending is None:
+            return result
         cfg = self.config
         try:
-            return fut.result(max(cfg.sync_flush_timeout, cfg.slave_timeout) / 1000 + 0.05)
+            return pending.result(max(cfg.sync_flush_timeout, cfg.slave_timeout) / 1000 + 0.05)
         except TimeoutError:  # Java: flushOkFuture.get(syncFlushTimeout) timed out
-            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, appended.append_message_result)
+            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result.append_message_result)
 
     def dispatch_pending(self) -> None:
         """Dispatch appended records that are readable (called after each put, and by the commit thread)."""

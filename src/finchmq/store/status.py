@@ -15,6 +15,7 @@ Strategy:
 from __future__ import annotations
 
 import enum
+from concurrent.futures import Future
 from types import TracebackType
 from typing import NamedTuple, Self
 
@@ -120,10 +121,18 @@ class AppendMessageResult(NamedTuple):
 
 
 class PutMessageResult(NamedTuple):
-    """Java ``PutMessageResult``: the status and, when something was appended, the append result."""
+    """Java ``PutMessageResult``: the status and, when something was appended, the append result.
+
+    ``pending`` is set when the put waits for more than the append (SYNC_FLUSH with the WAIT
+    property, a SYNC_MASTER's slave): ``status`` is then PUT_OK for the append, and ``pending``
+    completes with the final result (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT...) on the thread
+    that decided it. A put that is final at once carries None: no ``Future`` is made on the
+    broker's hot path.
+    """
 
     status: PutMessageStatus
     append_message_result: AppendMessageResult | None = None
+    pending: Future[PutMessageResult] | None = None
 
     def is_ok(self) -> bool:
         """True when the message is stored and, for a SYNC_FLUSH put that waited, flushed."""

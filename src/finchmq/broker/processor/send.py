@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 
 from finchmq.broker.context import BrokerContext
+from finchmq.broker.put_service import settled
 from finchmq.broker.transaction import to_half_message
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -180,7 +181,7 @@ class SendMessageProcessor(BrokerProcessor):
             messages = self._prepare_batch(ctx, request, header, checked[2])
             if isinstance(messages, RemotingCommand):
                 return messages
-            outcome = put_service.try_append(c.store.put, messages)
+            outcome = put_service.try_append(messages)
             batch_respond = self._batch_responder(request, messages)
             if outcome is None:
                 return Later(lambda: self._put_and_respond(ctx, request, messages, batch_respond))
@@ -189,8 +190,8 @@ class SendMessageProcessor(BrokerProcessor):
         if isinstance(prepared, RemotingCommand):
             return prepared
         inner, topic, queue_id = prepared
-        outcome = put_service.try_append(c.store.put, inner)
-        if type(outcome) is PutMessageResult:  # final: the usual case, no closure made
+        outcome = put_service.try_append(inner)
+        if outcome is not None and outcome.pending is None:  # final: the usual case, no closure made
             return self._send_response(request, outcome, topic, queue_id, len(inner.body))
         size = len(inner.body)
 
@@ -412,19 +413,20 @@ class SendMessageProcessor(BrokerProcessor):
         executor's worker does not wait for the flush, as Java's asyncSendMessage)."""
         if self.context.metadata_unwritten:  # a retry group or DLQ topic made for this message
             await self.context.flush_metadata()
-        outcome = await self.context.put_service.append(self.context.store.put, message)
+        outcome = await self.context.put_service.append(message)
         return self._answer_put(ctx, request, outcome, respond)
 
     def _answer_put(
         self,
         ctx: RemotingContext,
         request: RemotingCommand,
-        outcome: PutMessageResult | Future[PutMessageResult],
+        outcome: PutMessageResult,
         respond: Callable[[PutMessageResult], RemotingCommand],
     ) -> RemotingCommand | None:
         """The answer to a put: now for a final ``outcome``, else None and the answer is written
-        when the flush completes."""
-        if isinstance(outcome, PutMessageResult):
+        when its flush (or slave) completes."""
+        pending = outcome.pending
+        if pending is None:
             return respond(outcome)
         loop = asyncio.get_running_loop()
         began = time.monotonic()  # metrics time a late answer from here (the queue wait is missed)
@@ -433,7 +435,7 @@ class SendMessageProcessor(BrokerProcessor):
             with contextlib.suppress(RuntimeError):  # loop closed: shutting down
                 loop.call_soon_threadsafe(self._answer_late, ctx, request, respond, f, began)
 
-        outcome.add_done_callback(flushed)
+        pending.add_done_callback(flushed)
         return None
 
     def _answer_late(
@@ -575,7 +577,7 @@ class SendMessageProcessor(BrokerProcessor):
                 store_host=c.store_host,
                 reconsume_times=header.reconsume_times or 0,
             )
-            result = await c.put_service.submit(c.store.put, inner)
+            result = await settled(await c.put_service.append(inner))
             append = result.append_message_result
             if result.status in _OK_CODES and append is not None:
                 c.stats.record_put(header.topic, 1, len(body))
@@ -709,7 +711,7 @@ class SendMessageProcessor(BrokerProcessor):
             store_host=c.store_host,
             reconsume_times=msg.reconsume_times + 1,
         )
-        result = await c.put_service.submit(c.store.put, inner)
+        result = await settled(await c.put_service.append(inner))
         code, remark = put_status_response(
             result.status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full()
         )

@@ -24,6 +24,7 @@ from finchmq.protocol.message import MessageExt, properties_to_string
 from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.testing import EmbeddedServer
+from tests.client.conftest import TEST_BROKER
 from tests.waiting import DEFAULT_TIMEOUT
 
 # Every call's deadline: generous, so that only a broker that never answers reaches it (a loaded
@@ -116,7 +117,7 @@ def heartbeat_request(
 @pytest.fixture
 async def broker(finchmq_server_factory: Any, request: pytest.FixtureRequest) -> AsyncIterator[Broker]:
     marker = request.node.get_closest_marker("broker_conf")
-    conf = dict(marker.args[0]) if marker else {}
+    conf = {**TEST_BROKER, **(marker.args[0] if marker else {})}
     server = finchmq_server_factory(conf)
     async with RemotingClient() as client:
         yield Broker(server, client)

@@ -37,7 +37,7 @@ from finchmq.protocol import RemotingCommand, RequestCode
 from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, SIGNATURE, sign_request
 from finchmq.protocol.codec import decode_frame, encode_command
 from finchmq.testing import EmbeddedServer
-from tests.client.conftest import FAST_CLIENT, SMALL_STORE
+from tests.client.conftest import FAST_CLIENT, TEST_BROKER
 from tests.waiting import eventually
 
 ACL_FILE = """\
@@ -322,7 +322,7 @@ def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedSer
     directory = tmp_path_factory.mktemp("acl-broker")
     acl_file = write(directory / "plain_acl.yml", ACL_FILE)
     with EmbeddedServer(
-        directory, {**SMALL_STORE, "aclEnable": "true", "aclFilePath": str(acl_file)}
+        directory, {**TEST_BROKER, "aclEnable": "true", "aclFilePath": str(acl_file)}
     ) as server:
         with BlockingAdminClient(namesrv_addr=server.namesrv_addr, session_credentials=ADMIN) as admin:
             for topic in ("acl_both", "acl_sub_only", "acl_denied", "local_topic"):
@@ -430,7 +430,7 @@ async def sends(p: Producer, topic: str) -> bool:
 
 async def test_the_file_reloads(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     acl_file = write(tmp_path / "plain_acl.yml", ACL_FILE)
-    server = EmbeddedServer(tmp_path, {**SMALL_STORE, "aclEnable": "true", "aclFilePath": str(acl_file)})
+    server = EmbeddedServer(tmp_path, {**TEST_BROKER, "aclEnable": "true", "aclFilePath": str(acl_file)})
     await asyncio.to_thread(server.start)
     try:
         async with producer(server, APP) as p, producer(server, None) as unsigned:
@@ -476,7 +476,7 @@ def test_acl_admin_commands(
     acl_file = write(tmp_path / "plain_acl.yml", ACL_FILE)
     monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
     with EmbeddedServer(
-        tmp_path, {**SMALL_STORE, "aclEnable": "true", "aclFilePath": str(acl_file)}
+        tmp_path, {**TEST_BROKER, "aclEnable": "true", "aclFilePath": str(acl_file)}
     ) as server:
         broker = server.broker_addr
 

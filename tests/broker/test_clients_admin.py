@@ -28,6 +28,7 @@ from finchmq.remoting import (
     RequestProcessor,
     handles,
 )
+from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually
 
 from .conftest import Broker
@@ -258,7 +259,7 @@ async def test_broker_config_and_runtime_info(broker: Broker) -> None:
     config = await broker.call(RequestCode.GET_BROKER_CONFIG)
     values = parse_properties(config.body.decode())
     assert values["brokerName"] == "broker-a" and values["longPollingEnable"] == "true"
-    assert values["mappedFileSizeCommitLog"] == str(64 * 1024 * 1024)
+    assert values["mappedFileSizeCommitLog"] == TEST_BROKER["mappedFileSizeCommitLog"]
     update = await broker.call(
         RequestCode.UPDATE_BROKER_CONFIG, body=b"waitTimeMillsInSendQueue=1234\nlongPollingEnable=false\n"
     )

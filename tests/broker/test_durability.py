@@ -26,13 +26,14 @@ from finchmq.protocol.headers import (
 from finchmq.remoting import RemotingClient
 from finchmq.testing.audit import stored_bodies
 from finchmq.testing.process import ServerProcess
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
+from tests.waiting import wait_until
 
 from .conftest import heartbeat_request, send_request
 
 pytestmark = pytest.mark.slow
 
-CONF = {"flushDiskType": "ASYNC_FLUSH", **SMALL_STORE}  # 16 MiB segments, not 1 GiB
+CONF = {"flushDiskType": "ASYNC_FLUSH", **TEST_BROKER}  # 16 MiB segments, not 1 GiB
 
 
 @pytest.fixture
@@ -83,9 +84,15 @@ async def send(addr: str, topic: str, count: int) -> None:
             assert reply.code == ResponseCode.SUCCESS, reply.remark
 
 
-async def has_route(namesrv: str, topic: str) -> bool:
-    reply = await call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-    return reply.code == ResponseCode.SUCCESS
+def routed(namesrv: str, topic: str) -> bool:
+    """Whether the restarted broker has registered ``topic`` with the name server (it registers
+    just after it says it is ready: wait for it, never read it once)."""
+
+    async def has_route() -> bool:
+        reply = await call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        return reply.code == ResponseCode.SUCCESS
+
+    return bool(wait_until(lambda: asyncio.run(has_route()), what=f"a route for {topic}"))
 
 
 def test_state_created_by_requests_is_on_disk_before_the_answer(
@@ -116,7 +123,7 @@ def test_state_created_by_requests_is_on_disk_before_the_answer(
     assert {"G_by_heartbeat", "G_by_admin"} <= set(groups)
 
     server = start(data_dir, processes)
-    assert asyncio.run(has_route(server.namesrv_addr, "T_auto_created"))
+    assert routed(server.namesrv_addr, "T_auto_created")
     assert set(asyncio.run(stored_bodies(broker_addr(server), "T_auto_created"))) == {
         b"m%d" % i for i in range(40)
     }
@@ -133,7 +140,7 @@ def test_a_topic_without_config_is_rebuilt_from_its_consume_queues(
 
     server = start(data_dir, processes)
     assert "T_lost_config had messages but no config" in server.log_path.read_text()
-    assert asyncio.run(has_route(server.namesrv_addr, "T_lost_config"))
+    assert routed(server.namesrv_addr, "T_lost_config")
     assert set(asyncio.run(stored_bodies(broker_addr(server), "T_lost_config"))) == {
         b"m%d" % i for i in range(12)
     }
@@ -166,7 +173,7 @@ def test_torn_state_files_never_stop_start_up(data_dir: Path, processes: list[Se
     log = server.log_path.read_text()
     assert "unreadable" in log
     assert list(config.glob("topics.json.*.corrupt"))
-    assert asyncio.run(has_route(server.namesrv_addr, "T_torn"))  # rebuilt from the consume queues
+    assert routed(server.namesrv_addr, "T_torn")  # rebuilt from the consume queues
     assert set(asyncio.run(stored_bodies(broker_addr(server), "T_torn"))) == {b"m%d" % i for i in range(8)}
     groups = config_file(data_dir, "subscriptionGroup.json")["subscriptionGroupTable"]
     assert isinstance(groups, dict)

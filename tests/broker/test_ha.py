@@ -29,7 +29,7 @@ from finchmq.protocol.headers import QueryConsumerOffsetRequestHeader
 from finchmq.remoting import RemotingClient
 from finchmq.testing.audit import stored_bodies
 from finchmq.testing.cluster import LocalCluster
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 from tests.scrape import scrape
 from tests.waiting import eventually
 
@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 TOPIC = "HaTopic"
 SEGMENT = 256 * 1024  # small commit-log segments, so replication crosses segment boundaries
-SMALL = {**SMALL_STORE, "mappedFileSizeCommitLog": str(SEGMENT)}  # a few MiB of disk per broker, not 1.4 GiB
+SMALL = {**TEST_BROKER, "mappedFileSizeCommitLog": str(SEGMENT)}  # a few MiB of disk per broker, not 1.4 GiB
 POLL = 0.2  # s between two looks at a cluster of processes
 
 

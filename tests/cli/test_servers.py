@@ -20,7 +20,7 @@ from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageReques
 from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.testing.cluster import free_port_pair
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually, wait_until
 
 
@@ -189,7 +189,7 @@ def test_server_with_two_brokers_spreads_sends_over_both(tmp_path: Path) -> None
     with the embedded name server, a producer's sends land on both, SIGTERM stops both."""
     ns_port, port_a = free_port(), free_port_pair()
     conf = tmp_path / "small.conf"  # broker-b inherits it: small files, not 1.4 GiB per broker
-    conf.write_text("".join(f"{k}={v}\n" for k, v in SMALL_STORE.items()))
+    conf.write_text("".join(f"{k}={v}\n" for k, v in TEST_BROKER.items()))
     proc = subprocess.Popen(
         [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(tmp_path), "--bind", "127.0.0.1",
          "--broker-ip", "127.0.0.1", "--namesrv-port", str(ns_port), "--broker-port", str(port_a),

@@ -33,7 +33,7 @@ from finchmq.protocol.msg_id import decode_offset_msg_id
 from finchmq.testing import EmbeddedServer
 from tests.waiting import eventually
 
-from .conftest import FAST_BROKER, SMALL_STORE, create_topic, pull_all
+from .conftest import FAST_BROKER, TEST_BROKER, create_topic, pull_all
 from .fakes import Answer, FakeCluster
 
 
@@ -355,7 +355,7 @@ async def test_real_broker_flow_control_reaches_the_caller_as_broker_busy(
     """The broker's page cache is held busy (every append takes 400 ms, busy after 100 ms): it
     sheds sends with SYSTEM_BUSY; the producer raises them, typed and retriable, without resending."""
     server = finchmq_server_factory(
-        {**SMALL_STORE, "injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"}
+        {**TEST_BROKER, "injectPutDelayMillis": "400", "osPageCacheBusyTimeOutMills": "100"}
     )
     async with producer(server.namesrv_addr, send_msg_timeout=10_000) as p:
         await p.send(Message(name, b"warm-up"))

@@ -29,12 +29,12 @@ from finchmq.testing import EmbeddedServer
 from finchmq.testing.process import ServerProcess
 from tests.waiting import eventually
 
-from .conftest import SMALL_STORE, create_topic, pull_all
+from .conftest import TEST_BROKER, create_topic, pull_all
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOW = LocalTransactionState.UNKNOW
-FAST_CHECKS = {"transactionCheckInterval": "300", "transactionTimeOut": "500", **SMALL_STORE}
+FAST_CHECKS = {"transactionCheckInterval": "300", "transactionTimeOut": "500", **TEST_BROKER}
 
 
 @dataclass
@@ -275,7 +275,7 @@ async def test_half_messages_survive_a_broker_sigkill_and_end_once(tmp_path: Pat
     committed one is delivered once, no rolled-back one ever."""
     topic, group = "TxCrash", "tx_crash"
     server = ServerProcess(
-        conf={**SMALL_STORE, "transactionTimeOut": "3600000"}, data_dir=tmp_path / "broker"
+        conf={**TEST_BROKER, "transactionTimeOut": "3600000"}, data_dir=tmp_path / "broker"
     )
     server.start()
     try:
@@ -296,7 +296,7 @@ async def test_half_messages_survive_a_broker_sigkill_and_end_once(tmp_path: Pat
         assert sorted(m.body.decode() for m in landed) == [f"tx-{i}" for i in range(20, 25)]
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait()
-        server.conf = {**SMALL_STORE, **FAST_CHECKS}
+        server.conf = {**TEST_BROKER, **FAST_CHECKS}
         server.start()
 
         class Decide:

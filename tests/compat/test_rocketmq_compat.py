@@ -30,10 +30,10 @@ from finchmq.compat.rocketmq import (
 from finchmq.protocol.stored import decode_stored_all
 from finchmq.protocol.topics import RMQ_SYS_TRANS_OP_HALF_TOPIC
 from finchmq.testing import EmbeddedServer
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 from tests.waiting import wait_until
 
-FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s", "waitTimeMillsInSendQueue": "5000", **SMALL_STORE}
+FAST = {"messageDelayLevel": "1s 1s 1s 1s 1s", "waitTimeMillsInSendQueue": "5000", **TEST_BROKER}
 
 
 def make_message(topic: str, i: int) -> Message:

@@ -13,7 +13,7 @@ import pytest
 from finchmq.client.admin import AdminClient
 from finchmq.testing.audit import stored_bodies
 from finchmq.testing.cluster import LocalCluster
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 from tests.waiting import wait_until
 
 from .conftest import body, consume
@@ -36,7 +36,7 @@ def test_sync_master_killed_mid_stream_loses_no_acknowledged_send(cpp: Any, tmp_
         slaves=1,
         namesrvs=1,
         role="SYNC_MASTER",
-        conf={**SMALL_STORE, "mappedFileSizeCommitLog": str(1024 * 1024), "defaultTopicQueueNums": "4"},
+        conf={**TEST_BROKER, "mappedFileSizeCommitLog": str(1024 * 1024), "defaultTopicQueueNums": "4"},
     )
     with cluster:
         master, slave = cluster.broker("broker-a", 0), cluster.broker("broker-a", 1)

@@ -24,7 +24,7 @@ from finchmq.client import (
     select_message_queue_by_hash,
 )
 from finchmq.testing import EmbeddedServer
-from tests.client.conftest import SMALL_STORE, create_topic
+from tests.client.conftest import TEST_BROKER, create_topic
 from tests.waiting import eventually
 
 from .conftest import body, check_fields, consume, consume_all, cpp_consumer_queues, produce
@@ -32,7 +32,7 @@ from .conftest import body, check_fields, consume, consume_all, cpp_consumer_que
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 # Sends are shed after 100 ms in the broker's queue by default; a loaded test machine is not the subject here.
 # Small store files too (the default index file alone is 420 MB).
-RELAXED = {**SMALL_STORE, "waitTimeMillsInSendQueue": "5000"}
+RELAXED = {**TEST_BROKER, "waitTimeMillsInSendQueue": "5000"}
 
 
 @pytest.fixture

@@ -27,12 +27,12 @@ from finchmq.protocol.topics import RMQ_SYS_TRANS_OP_HALF_TOPIC
 from finchmq.remoting import RemotingClient, RemotingError
 from finchmq.remoting.loop import run
 from finchmq.testing.process import ServerProcess, free_port
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = Path(__file__).resolve().parent / "src"
-FAST_RETRIES = {"messageDelayLevel": " ".join(["1s"] * 18), **SMALL_STORE}
+FAST_RETRIES = {"messageDelayLevel": " ".join(["1s"] * 18), **TEST_BROKER}
 # A broker checks a half message once it is transactionTimeOut old and still undecided, and a
 # producer's commit or rollback (END_TRANSACTION) is oneway. Transaction tests start with no check
 # at all (a day), and shorten it once the broker has recorded what the producer decided: then

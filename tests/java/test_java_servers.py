@@ -49,7 +49,7 @@ from finchmq.client.sync import (
 )
 from finchmq.protocol.bodies import Connection
 from finchmq.testing.process import ServerProcess
-from tests.client.conftest import SMALL_STORE, create_topic, pull_all
+from tests.client.conftest import TEST_BROKER, create_topic, pull_all
 from tests.protocol.test_java_goldens import masked, name_server_answers
 from tests.waiting import eventually, wait_until
 
@@ -162,7 +162,7 @@ def test_finchmq_admin_reads_the_java_name_server(
 
 @pytest.fixture(scope="module")
 def finchmq_server() -> ServerProcess:  # type: ignore[misc]
-    with ServerProcess(conf=SMALL_STORE) as server:
+    with ServerProcess(conf=TEST_BROKER) as server:
         yield server
 
 
@@ -508,7 +508,7 @@ def test_java_traces_read_by_finchmq_admin_as_by_mqadmin(
 ) -> None:
     """A Java producer and consumer with enableMsgTrace on finchmq (traceTopicEnable): finchmq
     admin queryMsgTraceById prints what Java's mqadmin prints for the same message."""
-    with ServerProcess(conf={**SMALL_STORE, "traceTopicEnable": "true"}) as server:
+    with ServerProcess(conf={**TEST_BROKER, "traceTopicEnable": "true"}) as server:
         ns, broker = server.namesrv_addr, f"127.0.0.1:{server.broker_port}"
         asyncio.run(create_topic(ns, "JavaTraced"))
         [sent] = [r for r in run_java(java_classes, "traced", ns, "JavaTraced") if "msgId" in r]

@@ -46,7 +46,7 @@ from finchmq.protocol.bodies import (
 from finchmq.protocol.message import MessageQueue
 from finchmq.remoting import RemotingClient
 from finchmq.testing.process import ServerProcess
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 
 GOLDEN = Path(__file__).parent / "data" / "java" / "bodies"
 LIVE = Path(__file__).parent / "data" / "java" / "live"  # the Java name server's answers (tests/java)
@@ -247,7 +247,7 @@ def test_name_server_answers_match_the_recorded_java_answers() -> None:
             await admin.create_topic(topic, read_queue_nums=4, write_queue_nums=4)
         return await name_server_answers(namesrv, topic)
 
-    with ServerProcess(conf=SMALL_STORE) as server:
+    with ServerProcess(conf=TEST_BROKER) as server:
         finch = asyncio.run(answers(server.namesrv_addr))
     assert set(finch) == {p.stem for p in LIVE.glob("*.json")}
     for name, body in finch.items():

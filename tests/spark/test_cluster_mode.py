@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from finchmq.testing.process import ServerProcess
-from tests.client.conftest import SMALL_STORE
+from tests.client.conftest import TEST_BROKER
 
 # JVMs and process restarts: generous on a loaded 2-core machine (the default is 120 s)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -55,7 +55,7 @@ spark.stop()
 
 
 def test_executors_in_other_processes_read_and_stream(tmp_path: Path) -> None:
-    with ServerProcess(conf={"defaultTopicQueueNums": "4", **SMALL_STORE}) as server:
+    with ServerProcess(conf={"defaultTopicQueueNums": "4", **TEST_BROKER}) as server:
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, server.namesrv_addr, "ClusterModeIn", "ClusterModeOut",
              str(tmp_path / "checkpoint")],

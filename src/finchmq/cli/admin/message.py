@@ -169,6 +169,17 @@ def _query_msg_trace_by_id(admin: BlockingAdminClient, args: argparse.Namespace)
     return [trace_view_dict(v) for v in views], "\n".join(lines).rstrip("\n")
 
 
+def _tools_consumer(args: argparse.Namespace, portal: Portal) -> BlockingPullConsumer:
+    """The pull consumer mqadmin's message commands read with (its tools group)."""
+    return BlockingPullConsumer(
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"cli-{os.getpid()}",
+        portal=portal,
+    )
+
+
 @commands.client(
     "queryMsgByOffset",
     "the message at a queue offset (mqadmin queryMsgByOffset)",
@@ -180,13 +191,7 @@ def _query_msg_trace_by_id(admin: BlockingAdminClient, args: argparse.Namespace)
 def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``queryMsgByOffset``: the message at one queue offset."""
     mq = MessageQueue(args.topic, args.broker, args.queue_id)
-    with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP,
-        namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
-        instance_name=f"cli-{os.getpid()}",
-        portal=portal,
-    ) as consumer:
+    with _tools_consumer(args, portal) as consumer:
         result = consumer.pull(mq, "*", args.offset, 1)
     if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
         raise ValueError(f"no message at {mq.topic}/{mq.broker_name}/{mq.queue_id} offset {args.offset}")
@@ -310,13 +315,7 @@ def _print_msg(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``printMsg``: every message of a topic, queue by queue, as ``MessageExt.toString``."""
     lines: list[str] = []
     data = []
-    with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP,
-        namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
-        instance_name=f"cli-{os.getpid()}",
-        portal=portal,
-    ) as consumer:
+    with _tools_consumer(args, portal) as consumer:
         queues = java_hash_order(list(consumer.fetch_subscribe_message_queues(args.topic)), java_key_hash)
         for mq in queues:
             low, high = _queue_range(consumer, mq, args)
@@ -361,13 +360,7 @@ def _print_msg_by_queue(args: argparse.Namespace, portal: Portal) -> Result:
     lines: list[str] = []
     messages = []
     tag_counts: dict[str, int] = {}
-    with BlockingPullConsumer(
-        TOOLS_CONSUMER_GROUP,
-        namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
-        instance_name=f"cli-{os.getpid()}",
-        portal=portal,
-    ) as consumer:
+    with _tools_consumer(args, portal) as consumer:
         low, high = _queue_range(consumer, mq, args)
         offset = low
         while offset < high:

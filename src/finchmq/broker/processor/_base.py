@@ -7,6 +7,8 @@ A processor is a ``remoting.RequestProcessor``: its methods answer request codes
 from __future__ import annotations
 
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 from finchmq.broker.context import BrokerContext
 from finchmq.protocol.command import RemotingCommand
@@ -28,12 +30,24 @@ class BrokerProcessor(RequestProcessor):
         self.context = context
 
     def process(self, ctx: RemotingContext, request: RemotingCommand) -> Answer:
-        answer = super().process(ctx, request)
-        if isinstance(answer, Later):
+        # RequestProcessor.process with the metadata check: inlined, as every request runs it
+        bound = self._bound.get(request.code)
+        if bound is None:
+            return self.not_supported(request)
+        handler, is_async = bound
+        if is_async:
+            return Later(lambda: self._awaited_then_written(handler(ctx, request)))
+        answer: Answer = handler(ctx, request)
+        if type(answer) is Later:
             return Later(lambda: self._finish_later(answer))
         if self.context.metadata_unwritten:
-            return Later(lambda: self._written(answer))
+            return Later(lambda: self._written(answer))  # type: ignore[arg-type]
         return answer
+
+    async def _awaited_then_written(
+        self, pending: Coroutine[Any, Any, RemotingCommand | None]
+    ) -> RemotingCommand | None:
+        return await self._written(await pending)
 
     async def _finish_later(self, later: Later) -> RemotingCommand | None:
         return await self._written(await later.resume())

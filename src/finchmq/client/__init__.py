@@ -75,6 +75,7 @@ from .sync import (
     Portal,
 )
 from .transaction import (
+    HalfMessage,
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,
@@ -107,6 +108,7 @@ __all__ = [
     "ConsumeMessageHook",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "HalfMessage",
     "LitePullConsumer",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",

@@ -244,7 +244,7 @@ async def test_a_half_message_sent_here_is_ended_by_another_producer_of_the_grou
         await ender.end_transaction(kept, COMMIT, oneway=False)  # answered once stored
         assert [m.body for m in await pull_all(server.namesrv_addr, name, 1)] == [b"kept"]
         await ender.end_transaction(dropped, ROLLBACK, oneway=False)
-        assert queue_size(server, OP_TOPIC) == 2
+        await eventually(lambda: queue_size(server, OP_TOPIC) == 2)
         with pytest.raises(MQBrokerError, match="The transaction state table offset wrong"):
             await ender.end_transaction(
                 replace(kept, queue_offset=kept.queue_offset + 7), COMMIT, oneway=False

@@ -28,8 +28,8 @@ from finchmq.client.config import check_group
 __all__ = [
     "EARLIEST",
     "LATEST",
-    "OffsetSpec",
     "Delivery",
+    "OffsetSpec",
     "OptionError",
     "QueueKey",
     "ReadOptions",

@@ -1,0 +1,178 @@
+"""The sink's exactly-once mode (``delivery=exactly-once``): each task's rows are half
+messages, committed by the driver when Spark commits the write, rolled back when it aborts; a
+retried task's first attempt is rolled back; a re-run of a committed batch is not delivered
+again; the broker's check asks the sink's listener, which answers from the commit record."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import TaskContext
+from pyspark.sql import functions as F
+
+from finchmq.broker.transaction import HALF_TOPIC, OP_TOPIC
+from finchmq.spark._transactions import find_record
+from finchmq.spark.options import WriteOptions
+from finchmq.testing import EmbeddedServer
+from tests.waiting import wait_until
+
+from .conftest import create_topic, read
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def queue_size(server: EmbeddedServer, topic: str) -> int:
+    assert server.broker is not None
+    return server.broker.store.get_max_offset_in_queue(topic, 0)
+
+
+def writer(df: Any, namesrv: str, topic: str, **options: str) -> Any:
+    w = df.write.format("rocketmq").option("nameServer", namesrv).option("topic", topic)
+    w = w.option("delivery", "exactly-once")
+    for key, value in options.items():
+        w = w.option(key, value)
+    return w.mode("append")
+
+
+def bodies(spark: Any, namesrv: str, topic: str) -> Counter[bytes]:
+    return Counter(r.body for r in read(spark, namesrv, topic).select("body").collect())
+
+
+@pytest.fixture
+def signal(tmp_path: Path, server: EmbeddedServer) -> Iterator[Callable[..., str]]:
+    """``signal(n, also)``: a file that appears once ``n`` more half messages are stored than now
+    and ``also()`` holds (a UDF in a Spark worker waits for it: the test process watches the
+    embedded broker's store)."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def make(n: int, also: Callable[[], bool] = lambda: True) -> str:
+        path = tmp_path / f"halves-{n}-{len(threads)}"
+        target = queue_size(server, HALF_TOPIC) + n
+
+        def watch() -> None:
+            while not stop.is_set():
+                if queue_size(server, HALF_TOPIC) >= target and also():
+                    path.touch()
+                    return
+                stop.wait(0.05)
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        threads.append(thread)
+        return str(path)
+
+    yield make
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+
+def wait_for_file(path: str) -> None:
+    """In a Spark worker: wait (60 s at most) for ``path`` to exist."""
+    import os  # noqa: PLC0415 - runs in the worker
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_batch_write_commits_every_row_once(spark: Any, namesrv: str, name: str) -> None:
+    create_topic(namesrv, name)
+    df = spark.range(300, numPartitions=3).select(F.concat(F.lit("row-"), F.col("id")).alias("body"))
+    writer(df, namesrv, name).save()
+    assert bodies(spark, namesrv, name) == Counter(f"row-{i}".encode() for i in range(300))
+
+
+def test_sharded_rows_are_committed_in_order(spark: Any, namesrv: str, name: str) -> None:
+    create_topic(namesrv, name)
+    keys = ["alice", "bob", "carol"]
+    rows = [(f"{k}-{i:03d}", k) for i in range(30) for k in keys]
+    df = spark.createDataFrame(rows, "body string, shardingKey string").repartition(1)
+    writer(df, namesrv, name).save()
+    back = read(spark, namesrv, name).select("queueId", "queueOffset", "body").collect()
+    for key in keys:
+        mine = sorted((r.queueOffset, r.body.decode()) for r in back if r.body.startswith(key.encode()))
+        assert [b for _, b in mine] == [f"{key}-{i:03d}" for i in range(30)]
+
+
+def test_aborted_write_delivers_nothing(
+    spark: Any, namesrv: str, name: str, server: EmbeddedServer, signal: Callable[..., str]
+) -> None:
+    """Partition 0 succeeds (its halves stored); partition 1 fails on both attempts once that
+    task is done; Spark aborts the write and the driver rolls partition 0's halves back."""
+    create_topic(namesrv, name)
+    tracker = spark.sparkContext.statusTracker()
+
+    def a_task_done() -> bool:
+        stages = (tracker.getStageInfo(s) for s in tracker.getActiveStageIds())
+        return any(s is not None and s.numCompletedTasks >= 1 for s in stages)
+
+    ready = signal(100, a_task_done)
+    ops_before, halves_before = queue_size(server, OP_TOPIC), queue_size(server, HALF_TOPIC)
+
+    @F.udf("string", useArrow=False)
+    def failing(i: int) -> str:
+        context = TaskContext.get()
+        if context is not None and context.partitionId() == 1 and i == 150:
+            wait_for_file(ready)
+            raise RuntimeError("injected failure on every attempt")
+        return f"row-{i}"
+
+    df = spark.range(200, numPartitions=2).select(failing("id").alias("body"))
+    with pytest.raises(Exception, match="injected failure"):
+        writer(df, namesrv, name).save()
+    # Every stored half was ended (an op message each) and none was committed.
+    stored = queue_size(server, HALF_TOPIC) - halves_before
+    assert stored >= 100
+    wait_until(
+        lambda: queue_size(server, OP_TOPIC) - ops_before >= stored,
+        what=f"the {stored} halves rolled back",
+    )
+    assert bodies(spark, namesrv, name) == Counter()
+
+
+def test_task_retry_rolls_back_the_first_attempt(
+    spark: Any, namesrv: str, name: str, server: EmbeddedServer, signal: Callable[..., str]
+) -> None:
+    """A task that fails after part of its halves were stored is retried: the consumer sees each
+    row once (no de-duplication needed)."""
+    create_topic(namesrv, name, queues=2)
+    halves_before = queue_size(server, HALF_TOPIC)
+    ready = signal(60)  # rows 0-59 of the first attempt (the UDF's output reaches the sink in buffers)
+
+    @F.udf("string", useArrow=False)
+    def flaky(i: int) -> str:
+        context = TaskContext.get()
+        if i == 150 and context is not None and context.attemptNumber() == 0:
+            wait_for_file(ready)
+            raise RuntimeError("injected failure on the first attempt")
+        return f"row-{i}-" + "x" * 2000  # big enough that the UDF worker's output buffer flushes
+
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "20")
+    try:
+        df = spark.range(200, numPartitions=1).select(flaky("id").alias("body"))
+        writer(df, namesrv, name).save()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert bodies(spark, namesrv, name) == Counter(f"row-{i}-".encode() + b"x" * 2000 for i in range(200))
+    assert queue_size(server, HALF_TOPIC) - halves_before >= 260, "the first attempt stored no halves"
+
+
+def test_the_commit_record_names_the_batch(spark: Any, namesrv: str, name: str) -> None:
+    create_topic(namesrv, name)
+    commits = name + "_commits"
+    df = spark.range(20, numPartitions=2).select(F.col("id").cast("string").alias("body"))
+    writer(df, namesrv, name, commitTopic=commits).save()
+    opts = WriteOptions.parse({"nameServer": namesrv})
+    found = read(spark, namesrv, commits).collect()
+    assert len(found) == 1
+    query = found[0].keys.split("/")[0]
+    record = wait_until(lambda: find_record(opts, commits, query, 0), what="the commit record by key")
+    assert record is not None and record.batch == 0 and len(record.epochs) == 2

@@ -11,17 +11,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark import TaskContext
 from pyspark.sql import functions as F
 
 from finchmq.broker.transaction import HALF_TOPIC, OP_TOPIC
-from finchmq.spark._transactions import find_record
+from finchmq.client import BlockingTransactionProducer
+from finchmq.spark._transactions import (
+    CommitRecord,
+    ensure_commit_topic,
+    find_record,
+    shared_transaction_producer,
+)
+from finchmq.spark._write import TxnTag, WriteIds, write_halves
 from finchmq.spark.options import WriteOptions
 from finchmq.testing import EmbeddedServer
 from tests.waiting import wait_until
 
-from .conftest import create_topic, read
+from .conftest import BROKER, create_topic, fill, read
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -176,3 +184,103 @@ def test_the_commit_record_names_the_batch(spark: Any, namesrv: str, name: str) 
     query = found[0].keys.split("/")[0]
     record = wait_until(lambda: find_record(opts, commits, query, 0), what="the commit record by key")
     assert record is not None and record.batch == 0 and len(record.epochs) == 2
+
+
+def stream(spark: Any, namesrv: str, source: str, target: str, checkpoint: str, **options: str) -> Any:
+    """topic -> upper-cased body -> topic, exactly once, ``Trigger.AvailableNow``."""
+    frame = (
+        spark.readStream.format("rocketmq")
+        .option("nameServer", namesrv)
+        .option("topic", source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "20")
+        .load()
+        .select(F.upper(F.col("body").cast("string")).alias("body"))
+    )
+    w = (
+        frame.writeStream.format("rocketmq")
+        .option("nameServer", namesrv)
+        .option("topic", target)
+        .option("delivery", "exactly-once")
+        .option("checkpointLocation", checkpoint)
+    )
+    for key, value in options.items():
+        w = w.option(key, value)
+    return w.trigger(availableNow=True).start()
+
+
+def test_streaming_round_trip_and_a_rerun_of_a_committed_batch(
+    spark: Any, namesrv: str, name: str, tmp_path: Path
+) -> None:
+    """Every micro-batch is committed with Spark's; then the last batch's entry in the
+    checkpoint's commit log is removed (as when the driver dies after the sink's commit, before
+    Spark's): the restarted query runs that batch again and the sink rolls it back."""
+    source, target = name + "_in", name + "_out"
+    create_topic(namesrv, source)
+    create_topic(namesrv, target, queues=2)
+    fill(namesrv, source, 15)
+    expected = Counter(f"Q{q}-M{i}".encode() for q in range(4) for i in range(15))
+    checkpoint = str(tmp_path / "checkpoint")
+    query = stream(spark, namesrv, source, target, checkpoint)
+    assert query.awaitTermination(180) and query.exception() is None
+    assert bodies(spark, namesrv, target) == expected
+    commits = sorted(Path(checkpoint, "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+    assert len(commits) >= 3  # 60 rows, 20 a batch
+    commits[-1].unlink()
+    Path(checkpoint, "commits", f".{commits[-1].name}.crc").unlink(missing_ok=True)  # Hadoop's checksum
+    query = stream(spark, namesrv, source, target, checkpoint)
+    assert query.awaitTermination(180) and query.exception() is None
+    assert Path(checkpoint, "commits", commits[-1].name).exists()  # Spark ran it again
+    assert bodies(spark, namesrv, target) == expected
+    # The re-run found the batch's record and wrote none (the broker's memory of committed
+    # UNIQ_KEYs would hide a second commit of the same rows: the records tell them apart).
+    mine = Counter(
+        r.keys
+        for r in read(spark, namesrv, "finchmq-spark-commits").select("keys").collect()
+        if r.keys.startswith(f"{query.id}/")
+    )
+    assert mine == Counter({f"{query.id}/{int(p.name)}": 1 for p in commits})
+
+
+def test_the_check_answers_from_the_commit_record(spark: Any, finchmq_server_factory: Any, name: str) -> None:
+    """Halves nobody ended (their driver died): the broker checks them with the restarted
+    query's producer; the listener commits those the commit record names, rolls back those of
+    another attempt of a recorded batch, and those of an unrecorded batch once they are older
+    than transactionTimeoutMs."""
+    # A check a second; the broker counts a pass over a half still inside its immunity time as a
+    # check (as Java's), so transactionCheckMax must outlast transactionTimeoutMs.
+    server = finchmq_server_factory(
+        {**BROKER, "transactionCheckInterval": "1000", "transactionCheckMax": "100"}
+    )
+    namesrv = server.namesrv_addr
+    create_topic(namesrv, name)
+    commits = name + "_commits"
+    opts = WriteOptions.parse(
+        {
+            "nameServer": namesrv,
+            "topic": name,
+            "delivery": "exactly-once",
+            "producerGroup": "txn_" + name,
+            "commitTopic": commits,
+            "transactionTimeoutMs": "10000",
+        }
+    )
+    ensure_commit_topic(opts)
+    query = "q" + name
+
+    def rows(lo: int, hi: int) -> Iterator[pa.RecordBatch]:
+        return iter([pa.record_batch({"body": [f"row-{i}" for i in range(lo, hi)]})])
+
+    halves_before, ops_before = queue_size(server, HALF_TOPIC), queue_size(server, OP_TOPIC)
+    with BlockingTransactionProducer(opts.producer_group, namesrv_addr=namesrv) as dead:
+        committed = TxnTag(commits, query, 0, "epoch-committed", 1)
+        write_halves(rows(0, 10), opts, WriteIds(query, "0", 0), committed, dead)
+        other = TxnTag(commits, query, 0, "epoch-other-attempt", 2)
+        write_halves(rows(100, 110), opts, WriteIds(query, "0", 1), other, dead)
+        unrecorded = TxnTag(commits, query, 1, "epoch-unrecorded", 3)
+        write_halves(rows(200, 210), opts, WriteIds(query, "1", 0), unrecorded, dead)
+        dead.send(CommitRecord(query, 0, frozenset({"epoch-committed"})).message(commits))
+    assert queue_size(server, HALF_TOPIC) - halves_before == 30
+    shared_transaction_producer(opts)  # the restarted query's: it answers the checks
+    wait_until(lambda: queue_size(server, OP_TOPIC) - ops_before >= 30, timeout=120, what="every half ended")
+    assert bodies(spark, namesrv, name) == Counter(f"row-{i}".encode() for i in range(10))

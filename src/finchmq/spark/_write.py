@@ -1,7 +1,10 @@
-"""The writing half: DataFrame rows to RocketMQ messages, sent in batches, at least once.
+"""The writing half: DataFrame rows to RocketMQ messages, sent in batches (at least once) or
+as half messages (exactly once).
 
 Owns: the sink's column contract (``check_input_schema``), ``WriteIds`` (the deterministic
-UNIQ_KEY of every row) and ``write_batches`` (one Spark task's rows, sent). Imports:
+UNIQ_KEY of every row), ``write_batches`` (one Spark task's rows, sent) and ``write_halves``
+(one task's rows as half messages of its own transaction, ``TxnTag``; what it stored is reported
+to the driver as ``HalvesSent``, which ``_transactions`` commits or rolls back). Imports:
 ``finchmq.client``, pyarrow, pyspark's types.
 
 Strategy: rows arrive as Arrow record batches; each is turned into ``Message`` values column by

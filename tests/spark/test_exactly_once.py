@@ -284,3 +284,49 @@ def test_the_check_answers_from_the_commit_record(spark: Any, finchmq_server_fac
     shared_transaction_producer(opts)  # the restarted query's: it answers the checks
     wait_until(lambda: queue_size(server, OP_TOPIC) - ops_before >= 30, timeout=120, what="every half ended")
     assert bodies(spark, namesrv, name) == Counter(f"row-{i}".encode() for i in range(10))
+
+
+def test_streaming_task_failure_mid_batch(
+    spark: Any, namesrv: str, name: str, tmp_path: Path, server: EmbeddedServer, signal: Callable[..., str]
+) -> None:
+    """A micro-batch's task fails after part of its halves were stored; Spark retries it: the
+    output has every row once."""
+    source, target = name + "_in", name + "_out"
+    create_topic(namesrv, source, queues=1)
+    create_topic(namesrv, target, queues=2)
+    fill(namesrv, source, 200, queues=1, body=lambda q, i: f"m{i:03d}-".encode() + b"x" * 2000)
+    halves_before = queue_size(server, HALF_TOPIC)
+    ready = signal(60)
+
+    @F.udf("string", useArrow=False)
+    def flaky(body: bytes) -> str:
+        context = TaskContext.get()
+        if body.startswith(b"m150-") and context is not None and context.attemptNumber() == 0:
+            wait_for_file(ready)
+            raise RuntimeError("injected failure on the first attempt")
+        return body.decode()
+
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "20")
+    try:
+        frame = (
+            spark.readStream.format("rocketmq")
+            .option("nameServer", namesrv)
+            .option("topic", source)
+            .option("startingOffsets", "earliest")
+            .load()
+            .select(flaky("body").alias("body"))
+        )
+        query = (
+            frame.writeStream.format("rocketmq")
+            .option("nameServer", namesrv)
+            .option("topic", target)
+            .option("delivery", "exactly-once")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(240) and query.exception() is None
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert bodies(spark, namesrv, target) == Counter(f"m{i:03d}-".encode() + b"x" * 2000 for i in range(200))
+    assert queue_size(server, HALF_TOPIC) - halves_before >= 260, "the first attempt stored no halves"

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from finchmq.broker.transaction import HALF_TOPIC, OP_TOPIC
 from finchmq.client import BlockingTransactionProducer
+from finchmq.spark._clients import close_shared_clients
 from finchmq.spark._transactions import (
     CommitRecord,
     ensure_commit_topic,
@@ -282,8 +283,13 @@ def test_the_check_answers_from_the_commit_record(spark: Any, finchmq_server_fac
         dead.send(CommitRecord(query, 0, frozenset({"epoch-committed"})).message(commits))
     assert queue_size(server, HALF_TOPIC) - halves_before == 30
     shared_transaction_producer(opts)  # the restarted query's: it answers the checks
-    wait_until(lambda: queue_size(server, OP_TOPIC) - ops_before >= 30, timeout=120, what="every half ended")
-    assert bodies(spark, namesrv, name) == Counter(f"row-{i}".encode() for i in range(10))
+    try:
+        wait_until(
+            lambda: queue_size(server, OP_TOPIC) - ops_before >= 30, timeout=120, what="every half ended"
+        )
+        assert bodies(spark, namesrv, name) == Counter(f"row-{i}".encode() for i in range(10))
+    finally:
+        close_shared_clients()  # this test's server stops with it; later users connect anew
 
 
 def test_streaming_task_failure_mid_batch(

@@ -173,7 +173,7 @@ class SendMessageProcessor(BrokerProcessor):
                 ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}"
             )
         batch = header.batch or request.code == _SEND_BATCH
-        checked = None if c.metadata_unwritten else self._checked(header.topic, header.queue_id)
+        checked = self._checked(header.topic, header.queue_id)
         if checked is None or (not batch and header.topic.startswith(_RETRY_PREFIX)):
             return Later(lambda: self._check_then_send(ctx, request, header, batch))
         put_service = c.put_service

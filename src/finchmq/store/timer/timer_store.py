@@ -292,6 +292,10 @@ class TimerMessageStore:
         self._replay_lock = threading.Lock()
         self._replay_queue_end = 0
         self._replay_read_end = 0
+        # where the replay's scans started: the checkpoint keeps pointing there until the replay
+        # is over, so that a crash during the replay replays from the same place
+        self._replay_floor_commit_log: int | None = None
+        self._replay_floor_timer_log: int | None = None
         self.replay_skipped = 0  # messages not enqueued or delivered again after a restart
 
         # figures (Java's perf counters and DefaultStoreMetricsManager's)
@@ -553,12 +557,15 @@ class TimerMessageStore:
             unit = cq.get_unit(self.curr_queue_offset)
             if unit is not None:
                 cl_start = min(cl_start, unit[0])
-        enqueued = set(self._units_from(min(tl_start, process_offset), process_offset))
+        tl_start = min(tl_start, process_offset)
+        enqueued = set(self._units_from(tl_start, process_offset))
         delivered = self._deliveries_from(cl_start)
         self._replay_enqueued = enqueued
         self._replay_delivered = delivered
         self._replay_queue_end = queue_end
         self._replay_read_end = _now_ms()
+        self._replay_floor_commit_log = cl_start
+        self._replay_floor_timer_log = tl_start
         log.info(
             "timer replay: %d unit(s) past timer log %d, %d delivery(ies) past commit log %d",
             len(enqueued),
@@ -678,8 +685,13 @@ class TimerMessageStore:
                 self._last_commit_read_time_ms = read_time
                 self._last_commit_queue_offset = queue_offset
         data.last_timer_queue_offset = min(queue_offset, data.master_timer_queue_offset)
-        cp.replay_commit_log_offset = min(read_mark, queue_mark)
-        cp.replay_timer_log_offset = log_mark
+        commit_log_offset, timer_log_offset = min(read_mark, queue_mark), log_mark
+        if self._replay_floor_commit_log is not None:
+            commit_log_offset = min(commit_log_offset, self._replay_floor_commit_log)
+        if self._replay_floor_timer_log is not None:
+            timer_log_offset = min(timer_log_offset, self._replay_floor_timer_log)
+        cp.replay_commit_log_offset = commit_log_offset
+        cp.replay_timer_log_offset = timer_log_offset
 
     # ================================================================== enqueue
 
@@ -738,7 +750,6 @@ class TimerMessageStore:
                     return False
                 self.curr_queue_offset = offset + i
         self.curr_queue_offset = offset + i
-        self._end_replay_if_over()
         return i > 0
 
     def _enqueue_one(self, offset_py: int, size_py: int, next_queue_offset: int) -> None:
@@ -941,7 +952,6 @@ class TimerMessageStore:
             log.exception("Unknown error in dequeue process")
             if cfg.timer_skip_unknown_error:
                 self._move_read_time()
-        self._end_replay_if_over()
         return 1
 
     def _chain(self, last_pos: int) -> Iterator[TimerLogUnit]:
@@ -1092,15 +1102,20 @@ class TimerMessageStore:
         return True
 
     def _end_replay_if_over(self) -> None:
-        if self._replay_enqueued is not None and self.curr_queue_offset >= self._replay_queue_end:
+        """The replay is over once the committed queue offset has passed the timer topic's end at
+        the restart (no unit made before it is ahead) and the committed read time the restart's
+        time (no slot delivered before it is ahead). Called by the flush thread."""
+        if self._replay_floor_timer_log is not None and self.commit_queue_offset >= self._replay_queue_end:
             self._replay_enqueued = None
+            self._replay_floor_timer_log = None
         if (
-            self._replay_delivered is not None
-            and self._replay_enqueued is None
-            and self.curr_read_time_ms > self._replay_read_end + self.precision_ms
+            self._replay_floor_commit_log is not None
+            and self._replay_floor_timer_log is None
+            and self.commit_read_time_ms > self._replay_read_end + self.precision_ms
         ):
             with self._replay_lock:
                 self._replay_delivered = None
+            self._replay_floor_commit_log = None
             log.info("timer replay over: %d message(s) not enqueued or delivered twice", self.replay_skipped)
 
     def convert(self, msg: MessageExt, enqueue_time: int, roll: bool) -> MessageExtBrokerInner:
@@ -1168,6 +1183,7 @@ class TimerMessageStore:
     def flush(self) -> None:
         """Write the checkpoint's positions and flush the log, the wheel, the checkpoint and
         the metrics (in that order: the checkpoint never points past flushed units)."""
+        self._end_replay_if_over()
         self._prepare_timer_checkpoint()
         self.timer_log.flush()
         self._wheel.flush()

@@ -22,6 +22,7 @@ from finchmq.broker.processor import (
     EndTransactionProcessor,
     PullMessageProcessor,
     QueryMessageProcessor,
+    RecallMessageProcessor,
     SendMessageProcessor,
 )
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -56,6 +57,7 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     ConsumerManageProcessor,
     AdminBrokerProcessor,
     EndTransactionProcessor,
+    RecallMessageProcessor,
 )
 
 

@@ -105,6 +105,10 @@ class BrokerConfig:
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
 
+    # 5.x recall of timer messages (RECALL_MESSAGE, broker/processor/recall.py)
+    recall_message_enable: bool = False
+    allow_recall_when_broker_not_writeable: bool = True
+
     # metrics (Java 5.x keys): PROM serves GET /metrics in Prometheus' text format, see
     # docs/metrics.md; an empty host means bindAddress; metricsLabel adds "k:v,k2:v2" labels
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE

@@ -18,6 +18,7 @@ from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.hosts import pack_host
 from finchmq.remoting.metrics import RpcMetrics
 from finchmq.store import DefaultMessageStore, MessageStoreConfig
+from finchmq.store.timer import TimerMessageStore
 
 from .broker2client import Broker2Client
 from .client_manager import ConsumerManager, ProducerManager
@@ -29,6 +30,7 @@ from .rebalance_lock import RebalanceLockManager
 from .schedule import ScheduleMessageService
 from .stats import BrokerStats
 from .subscription_group import SubscriptionGroupManager
+from .timer import TimerDeliveries
 from .topic_config import TopicConfigManager
 
 if TYPE_CHECKING:
@@ -77,6 +79,9 @@ class BrokerContext:
     broker_addr: str
     store_host: bytes
     config_data_version: DataVersion = field(default_factory=DataVersion)
+    # 5.x timer messages (timerWheelEnable): the store's timer and its put (broker/timer.py)
+    timer_message_store: TimerMessageStore | None = None
+    timer_deliveries: TimerDeliveries | None = None
     # Registration with the name servers and run-time configuration: the controller's, or inert.
     wait_registered: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     update_config: Callable[[Mapping[str, str]], Awaitable[dict[str, str]]] = _no_config_updates
@@ -132,7 +137,10 @@ def build_broker_context(
         config=config,
         store=store,
         topic_config_manager=TopicConfigManager(
-            config_dir / "topics.json", config, on_change=on_topics_changed
+            config_dir / "topics.json",
+            config,
+            on_change=on_topics_changed,
+            timer_wheel_enable=store_config.timer_wheel_enable,
         ),
         subscription_group_manager=SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config),
         consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
@@ -148,4 +156,7 @@ def build_broker_context(
         broker_addr=config.broker_addr,
         store_host=pack_host(config.broker_ip1, config.listen_port),
     )
+    if store_config.timer_wheel_enable:
+        context.timer_deliveries = TimerDeliveries(store)
+        context.timer_message_store = TimerMessageStore(store, put=context.timer_deliveries.put)
     return context

@@ -58,10 +58,12 @@ from .processor import (
     EndTransactionProcessor,
     PullMessageProcessor,
     QueryMessageProcessor,
+    RecallMessageProcessor,
     SendMessageProcessor,
 )
 from .slave_sync import SlaveSynchronize
 from .stats import java_human_bytes
+from .timer import timer_runtime_info
 from .transaction import TransactionalMessageService
 
 __all__ = ["VERSION_DESC", "BrokerController"]
@@ -190,6 +192,7 @@ class BrokerController(AsyncService):
         self.consumer_manage_processor = ConsumerManageProcessor(context)
         self.admin_processor = AdminBrokerProcessor(context)
         self.end_transaction_processor = EndTransactionProcessor(context, self.transactions)
+        self.recall_processor = RecallMessageProcessor(context)
         executors = {
             executor.name: executor
             for executor in (
@@ -211,6 +214,7 @@ class BrokerController(AsyncService):
             self.consumer_manage_processor,
             self.admin_processor,
             self.end_transaction_processor,
+            self.recall_processor,
         ):
             self.server.dispatcher.register_processor(processor, executors)
             # Java's VIP channel serves every processor but the pull processor's
@@ -292,6 +296,9 @@ class BrokerController(AsyncService):
         await asyncio.to_thread(self._load)
         self.store.register_message_arriving_listener(self.pull_hold_service.arrival_listener)
         self.store.start()
+        timer = self.context.timer_message_store
+        if timer is not None and self.store.config.broker_role is not BrokerRole.SLAVE:
+            timer.start(should_running_dequeue=True)  # a slave's timer is not run (docs/store.md)
         self.put_service.start()
         await self.server.start()
         try:
@@ -380,6 +387,8 @@ class BrokerController(AsyncService):
         self.consumer_offset_manager.load()
         self.schedule_message_service.load()
         self.store.load()
+        if self.context.timer_message_store is not None:
+            self.context.timer_message_store.load()
         self.topic_config_manager.rebuild_from_consume_queues(self.store.config.consume_queue_dir)
         managers = (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager)
         for manager in managers:
@@ -418,6 +427,8 @@ class BrokerController(AsyncService):
 
     def _shutdown_blocking(self) -> None:
         self.put_service.close()
+        if self.context.timer_message_store is not None:
+            self.context.timer_message_store.shutdown()
         if self._started:
             self.store.shutdown()
             for manager in (
@@ -451,6 +462,8 @@ class BrokerController(AsyncService):
                 channel.close()
 
     def _sample_stats(self) -> None:
+        if self.context.timer_deliveries is not None:
+            self.context.timer_deliveries.drain_into(self.stats)
         self.stats.sample()
 
     def forget_channel(self, conn: Channel) -> None:
@@ -621,4 +634,5 @@ class BrokerController(AsyncService):
             info[f"flowControl.{kind}"] = str(count)
         # half messages given up after transactionCheckMax checks (moved to TRANS_CHECK_MAX_TIME_TOPIC)
         info["transactionCheckMaxDiscarded"] = str(self.transactions.discarded)
+        info.update(timer_runtime_info(self.context.timer_message_store))
         return info

@@ -215,6 +215,7 @@ class BrokerMetrics:
         self._write_connections(out, common)
         self._write_lag(out, common)
         self._write_store(out, common)
+        self._write_timer(out, common)
         self.rpc.write(out, common)
         self._write_exporter(out)
         self._write_finchmq(out, common)
@@ -470,6 +471,70 @@ class BrokerMetrics:
                 int(time.time() * 1000) - earliest,
                 labels,
             )
+
+    def _write_timer(self, out: Exposition, common: Mapping[str, str]) -> None:
+        """Java 5.x ``DefaultStoreMetricsManager``'s timer figures (timerWheelEnable only)."""
+        timer = self.broker.context.timer_message_store
+        if timer is None:
+            return
+        out.gauge(
+            "rocketmq_timer_enqueue_lag",
+            "Timer enqueue messages lag",
+            timer.get_enqueue_behind_messages(),
+            common,
+        )
+        out.gauge(
+            "rocketmq_timer_enqueue_latency",
+            "Timer enqueue latency (milliseconds)",
+            timer.get_enqueue_behind_millis(),
+            common,
+        )
+        out.gauge(
+            "rocketmq_timer_dequeue_lag",
+            "Timer dequeue messages lag",
+            timer.get_dequeue_behind_messages(),
+            common,
+        )
+        # Java records getDequeueBehind() here, in seconds, though the instrument says milliseconds
+        out.gauge(
+            "rocketmq_timer_dequeue_latency", "Timer dequeue latency", timer.get_dequeue_behind(), common
+        )
+        out.gauges(
+            "rocketmq_timing_messages",
+            "Current message number in timing",
+            (
+                ({**common, "topic": topic}, count)
+                for topic, count in sorted(timer.timer_metrics.counts().items())
+            ),
+        )
+        enqueued, dequeued = timer.totals()
+        out.counters(
+            "rocketmq_timer_enqueue_total",
+            "Total number of timer enqueue",
+            (({**common, "topic": topic}, n) for topic, n in sorted(enqueued.items())),
+        )
+        out.counters(
+            "rocketmq_timer_dequeue_total",
+            "Total number of timer dequeue",
+            (({**common, "topic": topic}, n) for topic, n in sorted(dequeued.items())),
+        )
+        out.gauges(
+            "rocketmq_timer_message_snapshot",
+            "Timer message distribution snapshot, only count timing messages in 24h.",
+            (({**common, "timer_bound_s": str(bound)}, n) for bound, n in sorted(timer.distribution.items())),
+        )
+        out.declare(
+            "rocketmq_delay_message_latency", "histogram", "Timer message set latency distribution (seconds)"
+        )
+        out.histograms(
+            "rocketmq_delay_message_latency",
+            "Timer message set latency distribution (seconds)",
+            (
+                ({**common, "topic": topic}, histogram)
+                for topic, histogram in list(timer.delay_latency.by_key.items())
+                if isinstance(topic, str)
+            ),
+        )
 
     # -- rocketmq-exporter's names ----------------------------------------------------------
 

@@ -90,6 +90,8 @@ from finchmq.protocol.headers import (
     QueryConsumerOffsetResponseHeader,
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
@@ -326,6 +328,7 @@ class MQClientAPI:
             answer.transaction_id,
             answer.msg_region,
             answer.trace_on if answer.trace_on is not None else True,
+            answer.recall_handle,
         )
 
     async def send_message_oneway(
@@ -589,6 +592,15 @@ class MQClientAPI:
         """CHECK_CLIENT_CONFIG: raises ``MQBrokerError`` when the broker refuses the subscription."""
         body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
         await self._call(addr, RequestCode.CHECK_CLIENT_CONFIG, None, 3_000, body.to_json())
+
+    async def recall_message(self, addr: str, header: RecallMessageRequestHeader, timeout_millis: int) -> str:
+        """RECALL_MESSAGE (5.x): withdraw a timer message; its UNIQ_KEY as the broker answers it.
+
+        Raises:
+            MQBrokerError: the broker refused (an invalid or expired handle: ILLEGAL_OPERATION).
+        """
+        response = await self._call(addr, RequestCode.RECALL_MESSAGE, header, timeout_millis)
+        return RecallMessageResponseHeader.from_ext_fields(response.ext_fields).msg_id
 
     async def end_transaction_oneway(
         self, addr: str, header: EndTransactionRequestHeader, remark: str | None, timeout_millis: int

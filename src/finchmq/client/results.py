@@ -29,7 +29,8 @@ class SendResult:
 
     ``msg_id`` is the client id (UNIQ_KEY; a batch's ids joined with ``,``), ``offset_msg_id``
     the broker's id (store host + commit-log offset), ``queue_offset`` the message's index in
-    ``message_queue`` (the first one of a batch).
+    ``message_queue`` (the first one of a batch). ``recall_handle`` (a 5.x broker, a timer
+    message) withdraws the message before its time: ``Producer.recall_message``.
     """
 
     send_status: SendStatus
@@ -40,6 +41,7 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     trace_on: bool = True
+    recall_handle: str | None = None
 
 
 _new_object: Final = object.__new__
@@ -52,14 +54,15 @@ _new_object: Final = object.__new__
     _set_transaction_id,
     _set_region_id,
     _set_trace_on,
+    _set_recall_handle,
 ) = (
     SendResult.__dict__[name].__set__
     for name in (
         "send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset", "transaction_id",
-        "region_id", "trace_on",
+        "region_id", "trace_on", "recall_handle",
     )
 )  # fmt: skip
-if len(SendResult.__slots__) != 8:  # pragma: no cover - a field was added but not to new_send_result
+if len(SendResult.__slots__) != 9:  # pragma: no cover - a field was added but not to new_send_result
     raise RuntimeError(f"new_send_result does not set every field of {SendResult.__slots__}")
 
 
@@ -72,6 +75,7 @@ def new_send_result(
     transaction_id: str | None,
     region_id: str | None,
     trace_on: bool,
+    recall_handle: str | None = None,
 ) -> SendResult:
     """``SendResult(...)`` for the send path: the slots filled directly, a third of the cost of
     the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field)."""
@@ -84,6 +88,7 @@ def new_send_result(
     _set_transaction_id(result, transaction_id)
     _set_region_id(result, region_id)
     _set_trace_on(result, trace_on)
+    _set_recall_handle(result, recall_handle)
     return result
 
 

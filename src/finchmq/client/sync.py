@@ -291,6 +291,9 @@ class BlockingProducer(_Blocking[ProducerConfig], wraps=Producer):
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self.producer.fetch_publish_message_queues(topic))
 
+    def recall_message(self, topic: str, recall_handle: str) -> str:
+        return self._call_within(self.producer.recall_message(topic, recall_handle), self._send_timeout(None))
+
     def request(self, msg: Message, timeout_millis: int = 3_000) -> MessageExt:
         return self._call_within(self.producer.request(msg, timeout_millis), timeout_millis)
 

@@ -272,6 +272,8 @@ def parse_access_request(request: RemotingCommand, remote_addr: str) -> AccessRe
     elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
         access.add(_retry(ext.get("consumerGroup")), SUB)
         access.add(ext.get("topic"), SUB)
+    elif code == RequestCode.RECALL_MESSAGE:  # 5.x: @RocketMQAction(RECALL_MESSAGE, PUB) on the topic
+        access.add(ext.get("topic"), PUB)
     return access
 
 

@@ -2,8 +2,9 @@
 
 Sources: Java ``common/protocol/RequestCode.java``, ``ResponseCode.java``,
 ``remoting/protocol/RemotingSysResponseCode.java``, ``LanguageCode.java`` and
-``SerializeType.java`` at tag rocketmq-all-4.9.8. Codes absent from 4.x are not listed; a
-frame with an unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
+``SerializeType.java`` at tag rocketmq-all-4.9.8, plus the 5.x codes of the 5.x features finchmq
+has (marked; numbers from rocketmq-all-5.3.3). Other codes are not listed; a frame with an
+unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class RequestCode(IntEnum):
     DELETE_ACL_CONFIG = 51
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    GET_TIMER_CHECK_POINT = 60  # 5.x
+    GET_TIMER_METRICS = 61  # 5.x
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -114,6 +117,7 @@ class RequestCode(IntEnum):
     GET_TOPIC_CONFIG = 351
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370  # 5.x: a timer message's recall
 
 
 class ResponseCode(IntEnum):
@@ -155,6 +159,7 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604  # 5.x
 
 
 class LanguageCode(IntEnum):

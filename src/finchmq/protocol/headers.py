@@ -105,6 +105,8 @@ __all__ = [
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "QueryTopicConsumeByWhoRequestHeader",
+    "RecallMessageRequestHeader",
+    "RecallMessageResponseHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "ReplyMessageRequestHeader",
@@ -585,6 +587,7 @@ class SendMessageResponseHeader(CommandHeader):
     transaction_id: str | None = None
     msg_region: str | None = wire("MSG_REGION", default=None)  # broker regionId, "DefaultRegion"
     trace_on: bool | None = wire("TRACE_ON", default=None)  # broker traceOn
+    recall_handle: str | None = None  # 5.x: a timer message's handle for RECALL_MESSAGE
 
 
 @command_header
@@ -616,6 +619,22 @@ class CheckTransactionStateRequestHeader(CommandHeader):
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
+
+
+@command_header
+class RecallMessageRequestHeader(CommandHeader):
+    """RECALL_MESSAGE (5.x): withdraw a timer message by the handle its send answered;
+    ``broker_name`` is the 5.x RpcRequestHeader's ``bname`` the Java client sets."""
+
+    producer_group: str | None = None
+    topic: str
+    recall_handle: str
+    broker_name: str | None = wire("bname", default=None)
+
+
+@command_header
+class RecallMessageResponseHeader(CommandHeader):
+    msg_id: str
 
 
 # ---------------------------------------------------------------------------------------------
@@ -995,6 +1014,7 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackRequestHeader,
     RequestCode.END_TRANSACTION: EndTransactionRequestHeader,
     RequestCode.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
+    RequestCode.RECALL_MESSAGE: RecallMessageRequestHeader,
     RequestCode.PULL_MESSAGE: PullMessageRequestHeader,
     RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetRequestHeader,
     RequestCode.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetRequestHeader,

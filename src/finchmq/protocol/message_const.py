@@ -56,13 +56,24 @@ class MessageConst:
     PROPERTY_INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
     PROPERTY_INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
     PROPERTY_TRACE_CONTEXT: Final = "TRACE_CONTEXT"
+    # 5.x timer messages (Java 5.x MessageConst)
+    PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    PROPERTY_TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+    PROPERTY_TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+    PROPERTY_TIMER_ROLL_TIMES: Final = "TIMER_ROLL_TIMES"
+    PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+    PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
+    PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
 
     KEY_SEPARATOR: Final = " "
 
 
 KEY_SEPARATOR: Final = " "  # MessageConst.KEY_SEPARATOR: KEYS holds space-separated keys
 
-# Java MessageConst.STRING_HASH_SET: the names Message.putUserProperty refuses (4.x entries).
+# Java MessageConst.STRING_HASH_SET: the names Message.putUserProperty refuses (4.x entries, and
+# 5.x's timer properties: a user property must not turn a message into a timer message).
 RESERVED_PROPERTY_NAMES: Final = frozenset(
     {
         MessageConst.PROPERTY_TRACE_SWITCH,
@@ -101,6 +112,14 @@ RESERVED_PROPERTY_NAMES: Final = frozenset(
         MessageConst.PROPERTY_CLUSTER,
         MessageConst.PROPERTY_MESSAGE_TYPE,
         MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+        MessageConst.PROPERTY_TIMER_DELAY_MS,
+        MessageConst.PROPERTY_TIMER_DELAY_SEC,
+        MessageConst.PROPERTY_TIMER_DELIVER_MS,
+        MessageConst.PROPERTY_TIMER_ENQUEUE_MS,
+        MessageConst.PROPERTY_TIMER_DEQUEUE_MS,
+        MessageConst.PROPERTY_TIMER_ROLL_TIMES,
+        MessageConst.PROPERTY_TIMER_OUT_MS,
+        MessageConst.PROPERTY_TIMER_DEL_UNIQKEY,
     }
 )
 

@@ -10,6 +10,7 @@ from .client_manage import ClientManageProcessor
 from .consumer_manage import ConsumerManageProcessor
 from .pull import PullMessageProcessor
 from .query import QueryMessageProcessor
+from .recall import RecallMessageProcessor
 from .send import SendMessageProcessor
 from .transaction import EndTransactionProcessor
 
@@ -21,5 +22,6 @@ __all__ = [
     "EndTransactionProcessor",
     "PullMessageProcessor",
     "QueryMessageProcessor",
+    "RecallMessageProcessor",
     "SendMessageProcessor",
 ]

@@ -4,6 +4,7 @@ Sources: Java ``common/protocol/RequestCode.java``, ``ResponseCode.java``,
 ``remoting/protocol/RemotingSysResponseCode.java``, ``LanguageCode.java`` and
 ``SerializeType.java`` at tag rocketmq-all-4.9.8. Codes absent from 4.x are not listed; a
 frame with an unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
+The 5.x codes finchmq serves (rocketmq-all-5.3.3) are listed in blocks marked ``# 5.x``.
 """
 
 from __future__ import annotations
@@ -114,6 +115,14 @@ class RequestCode(IntEnum):
     GET_TOPIC_CONFIG = 351
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
+    # 5.x: POP consumption (Java 5.3.3 RequestCode)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(IntEnum):
@@ -155,6 +164,11 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    # 5.x: Java 5.3.3 reuses 29, 209 and 210, so these are aliases (ResponseCode(209).name is the
+    # 4.9.8 name); POP answers a long poll that found nothing POLLING_TIMEOUT, a full poll POLLING_FULL
+    INVALID_PARAMETER = 29
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
 
 
 class LanguageCode(IntEnum):

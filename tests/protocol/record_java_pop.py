@@ -1,9 +1,10 @@
 """Record what Apache RocketMQ 5.3.3 writes for POP, for the golden tests of ``protocol/pop.py``.
 
 Takes 5.3.3's own classes from a git checkout of apache/rocketmq (the revive topic's JSON, the
-BATCH_ACK_MESSAGE body, ExtraInfoUtil, KeyBuilder, ReceiptHandle), compiles them with
+BATCH_ACK_MESSAGE body, ExtraInfoUtil, KeyBuilder, ReceiptHandle; the QUERY_ASSIGNMENT and
+SET_MESSAGE_REQUEST_MODE bodies, messageRequestMode.json, PopProcessQueueInfo), compiles them with
 ``tests/protocol/java/pop/*.java`` against ``../shared/java-rocketmq`` (fastjson, and 4.9.8's
-RemotingSerializable, unchanged in 5.x) and runs ``GoldenPop``, which writes
+RemotingSerializable, unchanged in 5.x) and runs ``GoldenPop`` and ``GoldenAssignment``, which write
 ``tests/protocol/data/java/pop/*``.
 
     python tests/protocol/record_java_pop.py [path/to/rocketmq.git] [path/to/java-rocketmq]
@@ -31,7 +32,17 @@ SOURCES = (
     "common/src/main/java/org/apache/rocketmq/common/KeyBuilder.java",
     "common/src/main/java/org/apache/rocketmq/common/PopAckConstants.java",
     "common/src/main/java/org/apache/rocketmq/common/consumer/ReceiptHandle.java",
+    # QUERY_ASSIGNMENT / SET_MESSAGE_REQUEST_MODE (GoldenAssignment)
+    "common/src/main/java/org/apache/rocketmq/common/message/MessageQueueAssignment.java",
+    "common/src/main/java/org/apache/rocketmq/common/message/MessageRequestMode.java",
+    "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/heartbeat/MessageModel.java",
+    "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/body/MessageRequestModeSerializeWrapper.java",
+    "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/body/PopProcessQueueInfo.java",
+    "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/body/QueryAssignmentRequestBody.java",
+    "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/body/QueryAssignmentResponseBody.java",
+    "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/body/SetMessageRequestModeRequestBody.java",
 )
+MAINS = ("GoldenPop", "GoldenAssignment")
 
 
 def main(argv: list[str]) -> int:
@@ -59,7 +70,8 @@ def main(argv: list[str]) -> int:
             str(p) for p in (HERE / "java" / "pop").glob("*.java")
         ]
         subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", str(classes), *java], check=True)
-        subprocess.run(["java", "-cp", f"{classpath}:{classes}", "GoldenPop", str(out)], check=True)
+        for main_class in MAINS:
+            subprocess.run(["java", "-cp", f"{classpath}:{classes}", main_class, str(out)], check=True)
     print(f"recorded {len(list(out.iterdir()))} files into {out}")
     return 0
 

@@ -94,12 +94,18 @@ __all__ = [
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "MessageModel",
+    "MessageQueueAssignment",
+    "MessageRequestMode",
+    "MessageRequestModeSerializeWrapper",
     "OffsetSerializeWrapper",
     "OffsetWrapper",
     "PermName",
+    "PopProcessQueueInfo",
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "QueryAssignmentRequestBody",
+    "QueryAssignmentResponseBody",
     "QueryConsumeTimeSpanBody",
     "QueueData",
     "QueueTimeSpan",
@@ -107,6 +113,7 @@ __all__ = [
     "RegisterBrokerBody",
     "RemotingSerializable",
     "ResetOffsetBody",
+    "SetMessageRequestModeRequestBody",
     "SubscriptionData",
     "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper",
@@ -168,6 +175,15 @@ class ConsumeFromWhere(enum.IntEnum):
 class TopicFilterType(enum.IntEnum):
     SINGLE_TAG = 0
     MULTI_TAG = 1
+
+
+class MessageRequestMode(enum.IntEnum):
+    """Java 5.x ``MessageRequestMode``: how a push consumer reads a queue the broker assigned
+    (QUERY_ASSIGNMENT): PULL at offsets it commits, or POP (the broker tracks what is in flight;
+    consumers may share a queue)."""
+
+    PULL = 0
+    POP = 1
 
 
 class CMResult(enum.IntEnum):
@@ -1142,6 +1158,25 @@ class ConsumerRunningInfo(RemotingSerializable):
         default_factory=dict
     )
     jstack: str | None = None
+    # 5.x: the queues popped (pop mode); None (not written, as 4.9.8) when there are none
+    mq_pop_table: typing.Annotated[dict[MessageQueue, PopProcessQueueInfo], JavaCollection.TREE] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PopProcessQueueInfo(RemotingSerializable):
+    """5.x: a queue a push consumer pops (``ConsumerRunningInfo.mq_pop_table``)."""
+
+    wait_ack_count: int = 0
+    droped: bool = False  # sic, Java's spelling
+    last_pop_timestamp: int = 0
+
+    def __str__(self) -> str:
+        """Java ``PopProcessQueueInfo.toString`` (mqadmin ``consumerStatus`` prints it)."""
+        droped = "true" if self.droped else "false"
+        return (
+            f"PopProcessQueueInfo [waitAckCount:{self.wait_ack_count}, droped:{droped}, "
+            f"lastPopTimestamp:{self.last_pop_timestamp}]"
+        )
 
 
 def _reset_offset_array_form(tree: dict[str, Any]) -> dict[str, Any]:
@@ -1269,3 +1304,58 @@ class BatchAckMessageRequestBody(RemotingSerializable):
 
     broker_name: str | None = None
     acks: tuple[BatchAck, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# 5.x: queues assigned by the broker (Java 5.3.3 QUERY_ASSIGNMENT / SET_MESSAGE_REQUEST_MODE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageQueueAssignment(RemotingSerializable):
+    """One queue the broker assigned and how to read it (a POP queue id may be -1: every queue
+    of that broker)."""
+
+    message_queue: MessageQueue | None = None
+    mode: MessageRequestMode = MessageRequestMode.PULL
+    attachments: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryAssignmentRequestBody(RemotingSerializable):
+    """QUERY_ASSIGNMENT request body: which queues of ``topic`` should ``client_id`` read."""
+
+    topic: str = ""
+    consumer_group: str = ""
+    client_id: str = ""
+    strategy_name: str = ""
+    message_model: MessageModel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryAssignmentResponseBody(RemotingSerializable):
+    """QUERY_ASSIGNMENT response body (a Java ``HashSet``; None: the broker could not tell)."""
+
+    message_queue_assignments: tuple[MessageQueueAssignment, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetMessageRequestModeRequestBody(RemotingSerializable):
+    """SET_MESSAGE_REQUEST_MODE request body, and one entry of ``messageRequestMode.json``.
+
+    ``pop_share_queue_num``: in POP mode a member also pops the queues of the next N members
+    (0 or less, or at least members - 1: every member pops every queue)."""
+
+    topic: str = ""
+    consumer_group: str = ""
+    mode: MessageRequestMode = MessageRequestMode.PULL
+    pop_share_queue_num: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageRequestModeSerializeWrapper(RemotingSerializable):
+    """``config/messageRequestMode.json`` (Java ``MessageRequestModeManager``) and
+    GET_ALL_MESSAGE_REQUEST_MODE's body: topic -> group -> mode."""
+
+    message_request_mode_map: dict[str, dict[str, SetMessageRequestModeRequestBody]] = field(
+        default_factory=dict
+    )

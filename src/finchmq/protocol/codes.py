@@ -115,6 +115,10 @@ class RequestCode(IntEnum):
     GET_TOPIC_CONFIG = 351
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
+    # 5.x: the broker assigns queues and says PULL or POP (Java 5.3.3 RequestCode)
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    GET_ALL_MESSAGE_REQUEST_MODE = 402
     # 5.x: POP consumption (Java 5.3.3 RequestCode)
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

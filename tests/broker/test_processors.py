@@ -21,6 +21,7 @@ from finchmq.broker.processor import (
     ConsumerManageProcessor,
     EndTransactionProcessor,
     PullMessageProcessor,
+    QueryAssignmentProcessor,
     QueryMessageProcessor,
     SendMessageProcessor,
 )
@@ -56,6 +57,7 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     ConsumerManageProcessor,
     AdminBrokerProcessor,
     EndTransactionProcessor,
+    QueryAssignmentProcessor,
 )
 
 

@@ -1,5 +1,6 @@
 """Broker settings with RocketMQ 4.9.8's names (``BrokerConfig`` + the remoting server's) and
-defaults. The store has its own ``MessageStoreConfig``; ``broker.conf`` feeds both."""
+defaults (5.x's for the 5.x features, in blocks marked so). The store has its own
+``MessageStoreConfig``; ``broker.conf`` feeds both."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from finchmq.common.metrics import MetricsExporterType
+from finchmq.protocol.bodies import MessageRequestMode
 
 __all__ = ["BrokerConfig", "MetricsExporterType"]
 
@@ -61,6 +63,8 @@ class BrokerConfig:
     consumer_manager_thread_pool_queue_capacity: int = 1_000_000
     heartbeat_thread_pool_queue_capacity: int = 50_000
     end_transaction_pool_queue_capacity: int = 100_000
+    load_balance_processor_thread_pool_nums: int = 32  # 5.x: QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE
+    load_balance_thread_pool_queue_capacity: int = 100_000
 
     # fast failure (seed 000/001)
     broker_fast_failure_enable: bool = True
@@ -90,6 +94,14 @@ class BrokerConfig:
     server_channel_max_idle_time_seconds: float = 120  # s
     max_error_rate_of_bloom_filter: int = 20  # unused (no SQL92 filter); kept for broker.conf compatibility
     enable_property_filter: bool = False
+
+    # 5.x: queues assigned by the broker (QUERY_ASSIGNMENT, broker/processor/assignment.py). A
+    # group/topic without a mode set by SET_MESSAGE_REQUEST_MODE reads its queues in the default
+    # mode; serverLoadBalancerEnable=false hands every member every queue.
+    server_load_balancer_enable: bool = True
+    default_message_request_mode: MessageRequestMode = MessageRequestMode.PULL
+    default_pop_share_queue_num: int = -1  # -1: in POP mode, every member pops every queue
+    load_balance_poll_name_server_interval: int = 30_000  # ms: the assigned topics' routes refresh
 
     # request-reply: also store replies in <cluster>_REPLY_TOPIC (Java's default)
     store_reply_message_enable: bool = True
@@ -139,6 +151,9 @@ class BrokerConfig:
             "consumer_manager_thread_pool_queue_capacity",
             "heartbeat_thread_pool_queue_capacity",
             "end_transaction_pool_queue_capacity",
+            "load_balance_processor_thread_pool_nums",
+            "load_balance_thread_pool_queue_capacity",
+            "load_balance_poll_name_server_interval",
             "wait_time_mills_in_send_queue",
             "wait_time_mills_in_pull_queue",
             "wait_time_mills_in_heartbeat_queue",

@@ -23,6 +23,7 @@ from .broker2client import Broker2Client
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .flow_control import FlowControlCounters
+from .message_request_mode import MessageRequestModeManager
 from .offset import ConsumerOffsetManager
 from .put_service import StorePutService
 from .rebalance_lock import RebalanceLockManager
@@ -30,6 +31,7 @@ from .schedule import ScheduleMessageService
 from .stats import BrokerStats
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
+from .topic_route import TopicRouteInfoManager
 
 if TYPE_CHECKING:
     from .acl import PlainAccessValidator
@@ -73,6 +75,9 @@ class BrokerContext:
     put_service: StorePutService
     broker2client: Broker2Client
     schedule_message_service: ScheduleMessageService
+    # 5.x: queues assigned by the broker (QUERY_ASSIGNMENT)
+    message_request_mode_manager: MessageRequestModeManager
+    topic_route_info_manager: TopicRouteInfoManager
     broker_permission: int
     broker_addr: str
     store_host: bytes
@@ -87,10 +92,11 @@ class BrokerContext:
 
     @property
     def metadata_unwritten(self) -> bool:
-        """True while a topic or subscription-group change is not yet on disk."""
+        """True while a topic, subscription-group or message-request-mode change is not yet on disk."""
         return (
             self.topic_config_manager.has_unwritten_changes
             or self.subscription_group_manager.has_unwritten_changes
+            or self.message_request_mode_manager.has_unwritten_changes
         )
 
     async def flush_metadata(self) -> None:
@@ -98,6 +104,7 @@ class BrokerContext:
         a request that created state is answered only then, as Java persists before answering."""
         await self.topic_config_manager.flush_changes()
         await self.subscription_group_manager.flush_changes()
+        await self.message_request_mode_manager.flush_changes()
 
 
 def build_broker_context(
@@ -128,12 +135,11 @@ def build_broker_context(
         stats=stats,
         store_host=lambda: context.store_host,
     )
+    topic_config_manager = TopicConfigManager(config_dir / "topics.json", config, on_change=on_topics_changed)
     context = BrokerContext(
         config=config,
         store=store,
-        topic_config_manager=TopicConfigManager(
-            config_dir / "topics.json", config, on_change=on_topics_changed
-        ),
+        topic_config_manager=topic_config_manager,
         subscription_group_manager=SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config),
         consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
         consumer_manager=consumer_manager,
@@ -144,6 +150,10 @@ def build_broker_context(
         put_service=put_service,
         broker2client=broker2client,
         schedule_message_service=schedule,
+        message_request_mode_manager=MessageRequestModeManager(config_dir / "messageRequestMode.json"),
+        topic_route_info_manager=TopicRouteInfoManager(
+            topic_config_manager.select_topic_config, config.broker_name
+        ),
         broker_permission=config.broker_permission,
         broker_addr=config.broker_addr,
         store_host=pack_host(config.broker_ip1, config.listen_port),

@@ -57,6 +57,7 @@ from .processor import (
     ConsumerManageProcessor,
     EndTransactionProcessor,
     PullMessageProcessor,
+    QueryAssignmentProcessor,
     QueryMessageProcessor,
     SendMessageProcessor,
 )
@@ -124,8 +125,14 @@ class BrokerController(AsyncService):
         self.flow_control = context.flow_control
         self.put_service = context.put_service
         self.schedule_message_service = context.schedule_message_service
+        self.message_request_mode_manager = context.message_request_mode_manager
+        self.topic_route_info_manager = context.topic_route_info_manager
         self.namesrv_client = RemotingClient(name="broker-outer")
         self.outer_api = BrokerOuterAPI(self.namesrv_client)
+        if config.namesrv_addrs:  # QUERY_ASSIGNMENT divides the cluster's queues, as routed
+            self.topic_route_info_manager.fetch = lambda topic: (
+                self.outer_api.get_topic_route_info_from_name_server(self.config.namesrv_addrs, topic)
+            )
 
         self.send_executor = RequestExecutor(
             ExecutorName.SEND,
@@ -170,6 +177,11 @@ class BrokerController(AsyncService):
             workers=config.end_transaction_thread_pool_nums,
             capacity=config.end_transaction_pool_queue_capacity,
         )
+        self.load_balance_executor = RequestExecutor(
+            ExecutorName.LOAD_BALANCE,
+            workers=config.load_balance_processor_thread_pool_nums,
+            capacity=config.load_balance_thread_pool_queue_capacity,
+        )
         self.transactions = TransactionalMessageService(context)
         self.ha_service = HAService(self.store, bind_address=config.bind_address, port=0)
         self.slave_synchronize = SlaveSynchronize(context, self.namesrv_client, lambda: self.broker_addr)
@@ -190,6 +202,7 @@ class BrokerController(AsyncService):
         self.consumer_manage_processor = ConsumerManageProcessor(context)
         self.admin_processor = AdminBrokerProcessor(context)
         self.end_transaction_processor = EndTransactionProcessor(context, self.transactions)
+        self.query_assignment_processor = QueryAssignmentProcessor(context)
         executors = {
             executor.name: executor
             for executor in (
@@ -201,6 +214,7 @@ class BrokerController(AsyncService):
                 self.client_manage_executor,
                 self.consumer_manage_executor,
                 self.end_transaction_executor,
+                self.load_balance_executor,
             )
         }
         for processor in (
@@ -211,6 +225,7 @@ class BrokerController(AsyncService):
             self.consumer_manage_processor,
             self.admin_processor,
             self.end_transaction_processor,
+            self.query_assignment_processor,
         ):
             self.server.dispatcher.register_processor(processor, executors)
             # Java's VIP channel serves every processor but the pull processor's
@@ -325,6 +340,8 @@ class BrokerController(AsyncService):
         interval = self.config.flush_consumer_offset_interval
         every(interval, self.consumer_offset_manager.persist, "offsets", interval)
         every(1000, self._persist_dirty_state, "persist", 1000)
+        interval = self.config.load_balance_poll_name_server_interval
+        every(interval, self.topic_route_info_manager.update_all, "assignment-routes", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
         if self.acl is not None:
@@ -378,6 +395,7 @@ class BrokerController(AsyncService):
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
+        self.message_request_mode_manager.load()
         self.schedule_message_service.load()
         self.store.load()
         self.topic_config_manager.rebuild_from_consume_queues(self.store.config.consume_queue_dir)
@@ -424,6 +442,7 @@ class BrokerController(AsyncService):
                 self.consumer_offset_manager,
                 self.topic_config_manager,
                 self.subscription_group_manager,
+                self.message_request_mode_manager,
                 self.schedule_message_service.offsets,
             ):
                 manager.persist_blocking()
@@ -438,6 +457,7 @@ class BrokerController(AsyncService):
     async def _persist_dirty_state(self) -> None:
         await self.topic_config_manager.persist_if_dirty()
         await self.subscription_group_manager.persist_if_dirty()
+        await self.message_request_mode_manager.persist_if_dirty()
         await self.schedule_message_service.offsets.persist_if_dirty()
 
     def _scan_clients(self) -> None:

@@ -47,6 +47,7 @@ class ExecutorName(enum.StrEnum):
     CLIENT_MANAGE = "client-manage"
     CONSUMER_MANAGE = "consumer-manage"
     END_TRANSACTION = "end-transaction"
+    LOAD_BALANCE = "load-balance"  # 5.x: QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE
     NAMESRV = "namesrv"
     CLIENT = "client"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ._base import BrokerProcessor
 from .admin import AdminBrokerProcessor
+from .assignment import QueryAssignmentProcessor
 from .client_manage import ClientManageProcessor
 from .consumer_manage import ConsumerManageProcessor
 from .pull import PullMessageProcessor
@@ -20,6 +21,7 @@ __all__ = [
     "ConsumerManageProcessor",
     "EndTransactionProcessor",
     "PullMessageProcessor",
+    "QueryAssignmentProcessor",
     "QueryMessageProcessor",
     "SendMessageProcessor",
 ]

@@ -30,6 +30,7 @@ from finchmq.protocol.bodies import (
     ConsumerRunningInfo,
     ConsumeStats,
     ConsumeStatsList,
+    MessageRequestMode,
     ProducerConnection,
     SubscriptionGroupConfig,
     TopicRouteData,
@@ -691,6 +692,22 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
 
     def cluster_brokers(self) -> list[ClusterBroker]:
         return self._call(self.admin.cluster_brokers())
+
+    def set_message_request_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: int = 0,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.set_message_request_mode(
+                topic, group, mode, pop_share_queue_num, cluster=cluster, broker_addr=broker_addr
+            )
+        )
 
     def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
         return self._call(self.admin.subscription_groups(cluster))

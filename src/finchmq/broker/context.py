@@ -24,6 +24,7 @@ from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .flow_control import FlowControlCounters
 from .offset import ConsumerOffsetManager
+from .pop import PopServices
 from .put_service import StorePutService
 from .rebalance_lock import RebalanceLockManager
 from .schedule import ScheduleMessageService
@@ -73,6 +74,7 @@ class BrokerContext:
     put_service: StorePutService
     broker2client: Broker2Client
     schedule_message_service: ScheduleMessageService
+    pop: PopServices  # 5.x: POP's state and services (broker/pop/)
     broker_permission: int
     broker_addr: str
     store_host: bytes
@@ -128,14 +130,28 @@ def build_broker_context(
         stats=stats,
         store_host=lambda: context.store_host,
     )
+    topic_config_manager = TopicConfigManager(config_dir / "topics.json", config, on_change=on_topics_changed)
+    subscription_group_manager = SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config)
+    consumer_offset_manager = ConsumerOffsetManager(config_dir / "consumerOffset.json")
+    pop = PopServices(  # 5.x
+        config,
+        config=lambda: context.config,
+        store=store,
+        put_service=put_service,
+        topics=topic_config_manager,
+        groups=subscription_group_manager,
+        offsets=consumer_offset_manager,
+        stats=stats,
+        store_host=lambda: context.store_host,
+        config_dir=config_dir,
+        on_dlq=lambda group, topic: context.metrics.record_dlq(group, topic) if context.metrics else None,
+    )
     context = BrokerContext(
         config=config,
         store=store,
-        topic_config_manager=TopicConfigManager(
-            config_dir / "topics.json", config, on_change=on_topics_changed
-        ),
-        subscription_group_manager=SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config),
-        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
+        topic_config_manager=topic_config_manager,
+        subscription_group_manager=subscription_group_manager,
+        consumer_offset_manager=consumer_offset_manager,
         consumer_manager=consumer_manager,
         producer_manager=ProducerManager(),
         rebalance_lock_manager=RebalanceLockManager(config.rebalance_lock_max_live_time),
@@ -144,6 +160,7 @@ def build_broker_context(
         put_service=put_service,
         broker2client=broker2client,
         schedule_message_service=schedule,
+        pop=pop,
         broker_permission=config.broker_permission,
         broker_addr=config.broker_addr,
         store_host=pack_host(config.broker_ip1, config.listen_port),

@@ -47,6 +47,7 @@ class ExecutorName(enum.StrEnum):
     CLIENT_MANAGE = "client-manage"
     CONSUMER_MANAGE = "consumer-manage"
     END_TRANSACTION = "end-transaction"
+    ACK = "ack"  # 5.x: ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME (ackMessageExecutor)
     NAMESRV = "namesrv"
     CLIENT = "client"
 

@@ -25,6 +25,7 @@ from .config import BrokerConfig
 from .flow_control import FlowControlCounters
 from .message_request_mode import MessageRequestModeManager
 from .offset import ConsumerOffsetManager
+from .pop import PopServices
 from .put_service import StorePutService
 from .rebalance_lock import RebalanceLockManager
 from .schedule import ScheduleMessageService
@@ -78,6 +79,7 @@ class BrokerContext:
     # 5.x: queues assigned by the broker (QUERY_ASSIGNMENT)
     message_request_mode_manager: MessageRequestModeManager
     topic_route_info_manager: TopicRouteInfoManager
+    pop: PopServices  # 5.x: POP's state and services (broker/pop/)
     broker_permission: int
     broker_addr: str
     store_host: bytes
@@ -136,12 +138,27 @@ def build_broker_context(
         store_host=lambda: context.store_host,
     )
     topic_config_manager = TopicConfigManager(config_dir / "topics.json", config, on_change=on_topics_changed)
+    subscription_group_manager = SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config)
+    consumer_offset_manager = ConsumerOffsetManager(config_dir / "consumerOffset.json")
+    pop = PopServices(  # 5.x
+        config,
+        config=lambda: context.config,
+        store=store,
+        put_service=put_service,
+        topics=topic_config_manager,
+        groups=subscription_group_manager,
+        offsets=consumer_offset_manager,
+        stats=stats,
+        store_host=lambda: context.store_host,
+        config_dir=config_dir,
+        on_dlq=lambda group, topic: context.metrics.record_dlq(group, topic) if context.metrics else None,
+    )
     context = BrokerContext(
         config=config,
         store=store,
         topic_config_manager=topic_config_manager,
-        subscription_group_manager=SubscriptionGroupManager(config_dir / "subscriptionGroup.json", config),
-        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
+        subscription_group_manager=subscription_group_manager,
+        consumer_offset_manager=consumer_offset_manager,
         consumer_manager=consumer_manager,
         producer_manager=ProducerManager(),
         rebalance_lock_manager=RebalanceLockManager(config.rebalance_lock_max_live_time),
@@ -154,6 +171,7 @@ def build_broker_context(
         topic_route_info_manager=TopicRouteInfoManager(
             topic_config_manager.select_topic_config, config.broker_name
         ),
+        pop=pop,
         broker_permission=config.broker_permission,
         broker_addr=config.broker_addr,
         store_host=pack_host(config.broker_ip1, config.listen_port),

@@ -52,10 +52,16 @@ from .long_polling import PullRequestHoldService
 from .metrics import BrokerMetrics
 from .outer_api import BrokerOuterAPI
 from .processor import (
+    AckMessageProcessor,
     AdminBrokerProcessor,
+    ChangeInvisibleTimeProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
     EndTransactionProcessor,
+    NotificationProcessor,
+    PeekMessageProcessor,
+    PollingInfoProcessor,
+    PopMessageProcessor,
     PullMessageProcessor,
     QueryAssignmentProcessor,
     QueryMessageProcessor,
@@ -182,6 +188,12 @@ class BrokerController(AsyncService):
             workers=config.load_balance_processor_thread_pool_nums,
             capacity=config.load_balance_thread_pool_queue_capacity,
         )
+        # 5.x: POP's ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (Java ackMessageExecutor)
+        self.ack_executor = RequestExecutor(
+            ExecutorName.ACK,
+            workers=config.ack_message_thread_pool_nums,
+            capacity=config.ack_thread_pool_queue_capacity,
+        )
         self.transactions = TransactionalMessageService(context)
         self.ha_service = HAService(self.store, bind_address=config.bind_address, port=0)
         self.slave_synchronize = SlaveSynchronize(context, self.namesrv_client, lambda: self.broker_addr)
@@ -203,6 +215,15 @@ class BrokerController(AsyncService):
         self.admin_processor = AdminBrokerProcessor(context)
         self.end_transaction_processor = EndTransactionProcessor(context, self.transactions)
         self.query_assignment_processor = QueryAssignmentProcessor(context)
+        # 5.x: POP (pop, peek, notification and polling info on the pull executor, as Java)
+        self.pop_processors = (
+            PopMessageProcessor(context, self.pull_executor),
+            AckMessageProcessor(context),
+            ChangeInvisibleTimeProcessor(context),
+            PeekMessageProcessor(context),
+            NotificationProcessor(context, self.pull_executor),
+            PollingInfoProcessor(context),
+        )
         executors = {
             executor.name: executor
             for executor in (
@@ -215,6 +236,7 @@ class BrokerController(AsyncService):
                 self.consumer_manage_executor,
                 self.end_transaction_executor,
                 self.load_balance_executor,
+                self.ack_executor,
             )
         }
         for processor in (
@@ -226,6 +248,7 @@ class BrokerController(AsyncService):
             self.admin_processor,
             self.end_transaction_processor,
             self.query_assignment_processor,
+            *self.pop_processors,
         ):
             self.server.dispatcher.register_processor(processor, executors)
             # Java's VIP channel serves every processor but the pull processor's
@@ -252,6 +275,7 @@ class BrokerController(AsyncService):
                 (self.pull_executor, lambda: self.config.wait_time_mills_in_pull_queue),
                 (self.heartbeat_executor, lambda: self.config.wait_time_mills_in_heartbeat_queue),
                 (self.end_transaction_executor, lambda: self.config.wait_time_mills_in_transaction_queue),
+                (self.ack_executor, lambda: self.config.wait_time_mills_in_ack_queue),  # 5.x
             ],
         )
 
@@ -305,7 +329,13 @@ class BrokerController(AsyncService):
         self._started = True
         began = time.monotonic()
         await asyncio.to_thread(self._load)
-        self.store.register_message_arriving_listener(self.pull_hold_service.arrival_listener)
+        pull_arrival, pop_arrival = self.pull_hold_service.arrival_listener, self.context.pop.arrival_listener
+
+        def arriving(*args: Any) -> None:  # Java NotifyMessageArrivingListener: pulls, then pops (5.x)
+            pull_arrival(*args)
+            pop_arrival(*args)
+
+        self.store.register_message_arriving_listener(arriving)
         self.store.start()
         self.put_service.start()
         await self.server.start()
@@ -325,6 +355,7 @@ class BrokerController(AsyncService):
         self.ha_service.port = port + 1 if self.config.listen_port else 0
         await self.ha_service.start()
         self.pull_hold_service.start()
+        self.context.pop.start()  # 5.x
         is_slave = self.store.config.broker_role is BrokerRole.SLAVE
         if not is_slave:  # Java: a slave's delay levels are the master's to deliver
             self.schedule_message_service.start()
@@ -397,6 +428,7 @@ class BrokerController(AsyncService):
         self.consumer_offset_manager.load()
         self.message_request_mode_manager.load()
         self.schedule_message_service.load()
+        self.context.pop.load()  # 5.x: consumerOrderInfo.json
         self.store.load()
         self.topic_config_manager.rebuild_from_consume_queues(self.store.config.consume_queue_dir)
         managers = (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager)
@@ -427,6 +459,8 @@ class BrokerController(AsyncService):
         await self.server.close()
         await self.ha_service.close()
         await self.pull_hold_service.close()
+        if self._started:
+            await self.context.pop.close()  # 5.x: writes the check points it buffers
         await self.schedule_message_service.close()
         await self.fast_failure.close()
         await self._tasks.close()
@@ -477,7 +511,7 @@ class BrokerController(AsyncService):
         """A client's connection is gone: drop it from groups and its held pulls."""
         groups = self.consumer_manager.do_channel_close_event(conn)
         self.producer_manager.do_channel_close_event(conn)
-        held = self.pull_hold_service.drop_channel(conn)
+        held = self.pull_hold_service.drop_channel(conn) + self.context.pop.drop_channel(conn)
         if groups or held:
             log.info("client %s left (groups %s, %d held pulls dropped)", conn.remote_addr, groups, held)
 
@@ -614,6 +648,9 @@ class BrokerController(AsyncService):
             "queryThreadPoolQueueSize": str(len(self.query_executor)),
             "queryThreadPoolQueueCapacity": str(self.query_executor.capacity),
             "queryThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.query_executor),
+            "ackThreadPoolQueueSize": str(len(self.ack_executor)),  # 5.x
+            "ackThreadPoolQueueCapacity": str(self.ack_executor.capacity),
+            "ackThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.ack_executor),
             "EndTransactionQueueSize": "0",  # no transactions yet: nothing ever waits there
             "EndTransactionThreadPoolQueueCapacity": "100000",
             "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
@@ -639,6 +676,7 @@ class BrokerController(AsyncService):
             info[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
         for kind, count in sorted(self.flow_control.snapshot().items()):
             info[f"flowControl.{kind}"] = str(count)
+        info.update(self.context.pop.runtime_info())  # 5.x: finchmq's pop figures
         # half messages given up after transactionCheckMax checks (moved to TRANS_CHECK_MAX_TIME_TOPIC)
         info["transactionCheckMaxDiscarded"] = str(self.transactions.discarded)
         return info

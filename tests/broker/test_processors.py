@@ -15,12 +15,19 @@ from finchmq.broker.broker2client import Broker2Client
 from finchmq.broker.context import BrokerContext, build_broker_context
 from finchmq.broker.long_polling import PullRequestHoldService
 from finchmq.broker.processor import (
+    AckMessageProcessor,
     AdminBrokerProcessor,
     BrokerProcessor,
+    ChangeInvisibleTimeProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
     EndTransactionProcessor,
+    NotificationProcessor,
+    PeekMessageProcessor,
+    PollingInfoProcessor,
+    PopMessageProcessor,
     PullMessageProcessor,
+    QueryAssignmentProcessor,
     QueryMessageProcessor,
     RecallMessageProcessor,
     SendMessageProcessor,
@@ -58,6 +65,14 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     AdminBrokerProcessor,
     EndTransactionProcessor,
     RecallMessageProcessor,
+    QueryAssignmentProcessor,
+    # 5.x: POP
+    PopMessageProcessor,
+    AckMessageProcessor,
+    ChangeInvisibleTimeProcessor,
+    PeekMessageProcessor,
+    NotificationProcessor,
+    PollingInfoProcessor,
 )
 
 
@@ -149,7 +164,7 @@ async def test_the_controller_registers_every_code_from_the_tables(tmp_path: Pat
     claimed = {code for processor in PROCESSORS for code in processor.handlers}
     assert dispatcher.codes == claimed
     # the VIP channel: everything but the pull executor's codes (Java's fast remoting server)
-    pull_codes = {c for c, e in PullMessageProcessor.executors_by_code().items() if e is ExecutorName.PULL}
+    pull_codes = {c for p in PROCESSORS for c, e in p.executors_by_code().items() if e is ExecutorName.PULL}
     assert pull_codes and controller.fast_server.dispatcher.codes == claimed - pull_codes
 
 

@@ -66,6 +66,7 @@ _PROCESSORS = {
     ExecutorName.END_TRANSACTION: "transaction",
     ExecutorName.CONSUMER_MANAGE: "consumer_manager",
     ExecutorName.ADMIN: "admin",
+    ExecutorName.ACK: "ack",  # 5.x
 }
 # Java StoreStatsService putMessageDistributeTime ranges as rocketmq-exporter names them (seconds)
 _PMDT = (
@@ -218,6 +219,7 @@ class BrokerMetrics:
         self._write_timer(out, common)
         self.rpc.write(out, common)
         self._write_exporter(out)
+        self._write_pop(out, common)
         self._write_finchmq(out, common)
 
     def _write_broker(self, out: Exposition, common: Mapping[str, str]) -> None:
@@ -738,6 +740,90 @@ class BrokerMetrics:
                 max(end - acked, 0),
                 common,
             )
+
+    def _write_pop(self, out: Exposition, common: Mapping[str, str]) -> None:
+        """5.x: Java ``PopMetricsManager``'s figures (names, labels and units)."""
+        pop = self.broker.context.pop
+        out.histogram(
+            "rocketmq_pop_buffer_scan_time_consume",
+            "Time consuming of pop buffer scan",
+            pop.buffer_merge.scan_time_ms,
+            common,
+        )
+        out.counters(
+            "rocketmq_pop_revive_in_message_total",
+            "Total number of put message to revive topic",
+            (
+                (
+                    {**common, "consumer_group": g, "topic": t, "revive_message_type": k, "put_status": st},
+                    n,
+                )
+                for (g, t, k, st), n in sorted(pop.revive_log.puts.items())
+            ),
+        )
+        out.counters(
+            "rocketmq_pop_revive_out_message_total",
+            "Total number of get message from revive topic",
+            (
+                (
+                    {
+                        **common,
+                        "consumer_group": g,
+                        "topic": t,
+                        "queue_id": str(s.queue_id),
+                        "revive_message_type": k,
+                    },
+                    n,
+                )
+                for s in pop.revive_services
+                for (g, t, k), n in sorted(s.got.items())
+            ),
+        )
+        retries: Counter[tuple[str, str, str]] = Counter()
+        for service in pop.revive_services:
+            retries.update(service.retry_puts)
+        out.counters(
+            "rocketmq_pop_revive_retry_messages_total",
+            "Total number of put message to pop retry topic",
+            (
+                ({**common, "consumer_group": g, "topic": t, "put_status": st}, n)
+                for (g, t, st), n in sorted(retries.items())
+            ),
+        )
+        out.gauge(
+            "rocketmq_pop_offset_buffer_size",
+            "Time number of buffered offset",
+            pop.buffer_merge.offset_total_size(),
+            common,
+        )
+        out.gauge(
+            "rocketmq_pop_checkpoint_buffer_size",
+            "The number of buffered checkpoint",
+            pop.buffer_merge.buffered_ck_size,
+            common,
+        )
+        out.gauges(
+            "rocketmq_pop_revive_lag",
+            "The processing lag of revive topic",
+            (({**common, "queue_id": str(s.queue_id)}, s.behind_millis()) for s in pop.revive_services),
+        )
+        out.gauges(
+            "rocketmq_pop_revive_latency",
+            "The processing latency of revive topic",
+            (({**common, "queue_id": str(s.queue_id)}, s.behind_messages()) for s in pop.revive_services),
+        )
+        out.gauge(
+            "finchmq_pop_held_requests",
+            "POP requests held by long polling",
+            pop.long_polling.total_polling_num,
+            common,
+        )
+        out.counter(
+            "finchmq_pop_dead_letter_messages_total",
+            "Popped messages moved to the DLQ by revive after retryMaxTimes + 1 deliveries",
+            sum(s.dead_lettered for s in pop.revive_services),
+            common,
+        )
 
     def _write_finchmq(self, out: Exposition, common: Mapping[str, str]) -> None:
         b = self.broker

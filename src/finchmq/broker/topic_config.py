@@ -19,6 +19,7 @@ from finchmq.protocol.bodies import (
     TopicConfigSerializeWrapper,
     TopicFilterType,
 )
+from finchmq.protocol.pop import build_cluster_revive_topic
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     BENCHMARK_TOPIC,
@@ -82,6 +83,8 @@ class TopicConfigManager(JsonConfigManager):
             self._put_system(RMQ_SYS_TRACE_TOPIC, 1, _RW)
         if self.timer_wheel_enable:
             self._put_system(TIMER_TOPIC, 1, _RW)
+        # 5.x: POP's check points and acks (Java TopicConfigManager: perm RW, reviveQueueNum queues)
+        self._put_system(build_cluster_revive_topic(cfg.broker_cluster_name), cfg.revive_queue_num, _RW)
 
     # -- persistence ------------------------------------------------------------------------
 

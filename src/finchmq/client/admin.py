@@ -33,6 +33,7 @@ from finchmq.protocol.bodies import (
     ConsumeStatsList,
     ConsumeType,
     DataVersion,
+    MessageRequestMode,
     OffsetWrapper,
     PermName,
     ProducerConnection,
@@ -292,6 +293,34 @@ class AdminClient(ClientService):
         if cluster is not None:
             for topic in (retry_topic(group), dlq_topic(group)):
                 await self.delete_topic(topic, cluster)
+        return addrs
+
+    async def set_message_request_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: int = 0,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """How ``group``'s push consumers that let the broker assign queues read ``topic``: PULL or
+        POP (5.x mqadmin ``setConsumeMode``), on one broker or every master of a cluster;
+        returns the brokers set. In POP mode, ``pop_share_queue_num`` > 0 has each member pop
+        its share of queues and those of the next N members (else every member pops every queue).
+
+        Raises:
+            MQBrokerError: a broker refused (a retry topic, an unknown topic or group).
+        """
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        await asyncio.gather(
+            *(
+                api.set_message_request_mode(a, topic, group, mode, pop_share_queue_num, _TIMEOUT_MS)
+                for a in addrs
+            )
+        )
         return addrs
 
     async def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:

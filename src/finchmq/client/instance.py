@@ -43,6 +43,7 @@ from finchmq.protocol.bodies import (
     ConsumeType,
     HeartbeatData,
     MessageModel,
+    MessageQueueAssignment,
     ProducerData,
     SubscriptionData,
     TopicRouteData,
@@ -545,6 +546,25 @@ class MQClientInstance:
         if route is None or not route.broker_datas:
             return None
         return route.broker_datas[0].select_broker_addr()
+
+    async def query_assignment(
+        self, topic: str, group: str, strategy_name: str, message_model: MessageModel, timeout_millis: int
+    ) -> set[MessageQueueAssignment] | None:
+        """The queues of ``topic`` a broker of it assigns this client, each PULL or POP (5.x
+        QUERY_ASSIGNMENT); None when no broker is known or it cannot tell.
+
+        Raises:
+            MQClientError: the broker refused or did not answer.
+        """
+        addr = self.find_broker_addr_by_topic(topic)
+        if addr is None:
+            await self.update_topic_route_info_from_name_server(topic)
+            addr = self.find_broker_addr_by_topic(topic)
+        if addr is None:
+            return None
+        return await self.api.query_assignment(
+            addr, topic, group, self.client_id, strategy_name, message_model, timeout_millis
+        )
 
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
         """Every client id of ``group`` as one broker of ``topic`` knows them; None on failure."""

@@ -1,6 +1,8 @@
-"""What sends and pulls return: ``SendResult``/``SendStatus`` and ``PullResult``/``PullStatus``.
+"""What sends, pulls and pops return: ``SendResult``/``SendStatus``, ``PullResult``/``PullStatus``
+and (5.x) ``PopResult``/``PopStatus`` and ``AckResult``/``AckStatus``.
 
-Owns: these frozen values (Java ``SendResult``, ``PullResult``). Imports: ``finchmq.protocol``.
+Owns: these frozen values (Java ``SendResult``, ``PullResult``, ``PopResult``, ``AckResult``).
+Imports: ``finchmq.protocol``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ from typing import Final
 
 from finchmq.protocol.message import MessageExt, MessageQueue
 
-__all__ = ["PullResult", "PullStatus", "SendResult", "SendStatus"]
+__all__ = [
+    "AckResult",
+    "AckStatus",
+    "PopResult",
+    "PopStatus",
+    "PullResult",
+    "PullStatus",
+    "SendResult",
+    "SendStatus",
+]
 
 
 class SendStatus(enum.IntEnum):
@@ -115,3 +126,42 @@ class PullResult:
     max_offset: int
     msg_found_list: list[MessageExt] = field(default_factory=list)
     suggest_which_broker_id: int = 0
+
+
+class PopStatus(enum.IntEnum):
+    """Java 5.x ``PopStatus``."""
+
+    FOUND = 0
+    NO_NEW_MSG = 1
+    POLLING_FULL = 2  # the broker holds as many long-polling pops as it may; try again later
+    POLLING_NOT_FOUND = 3  # nothing arrived while the broker held the pop
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PopResult:
+    """One pop (POP_MESSAGE): the messages found, each carrying its check-point info in its
+    ``POP_CK`` property (what ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME need), the broker's
+    pop time (ms epoch), the invisible time granted (ms) and how many messages are left."""
+
+    pop_status: PopStatus
+    msg_found_list: list[MessageExt] = field(default_factory=list)
+    pop_time: int = 0
+    invisible_time: int = 0
+    rest_num: int = 0
+
+
+class AckStatus(enum.IntEnum):
+    """Java 5.x ``AckStatus``."""
+
+    OK = 0
+    NO_EXIST = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AckResult:
+    """An ack's or a change of invisible time's outcome; after CHANGE_MESSAGE_INVISIBLETIME,
+    ``extra_info`` is the message's new check-point info (its new ``POP_CK``)."""
+
+    status: AckStatus
+    extra_info: str | None = None
+    pop_time: int = 0

@@ -3,8 +3,8 @@
 Sources: Java ``common/protocol/RequestCode.java``, ``ResponseCode.java``,
 ``remoting/protocol/RemotingSysResponseCode.java``, ``LanguageCode.java`` and
 ``SerializeType.java`` at tag rocketmq-all-4.9.8, plus the 5.x codes of the 5.x features finchmq
-has (marked; numbers from rocketmq-all-5.3.3). Other codes are not listed; a frame with an
-unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
+has (marked ``# 5.x``; numbers from rocketmq-all-5.3.3). Other codes are not listed; a frame with
+an unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
 """
 
 from __future__ import annotations
@@ -118,6 +118,18 @@ class RequestCode(IntEnum):
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
     RECALL_MESSAGE = 370  # 5.x: a timer message's recall
+    # 5.x: the broker assigns queues and says PULL or POP (Java 5.3.3 RequestCode)
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    GET_ALL_MESSAGE_REQUEST_MODE = 402
+    # 5.x: POP consumption (Java 5.3.3 RequestCode)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(IntEnum):
@@ -160,6 +172,11 @@ class ResponseCode(IntEnum):
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
     ILLEGAL_OPERATION = 604  # 5.x
+    # 5.x: Java 5.3.3 reuses 29, 209 and 210, so these are aliases (ResponseCode(209).name is the
+    # 4.9.8 name); POP answers a long poll that found nothing POLLING_TIMEOUT, a full poll POLLING_FULL
+    INVALID_PARAMETER = 29
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
 
 
 class LanguageCode(IntEnum):

@@ -27,9 +27,16 @@ if TYPE_CHECKING:
 
     from .listener import ConsumeMessageContext, ConsumeMessageHook
     from .offset_store import OffsetStore
+    from .pop import PopAPIWrapper
     from .process_queue import ProcessQueue
 
-__all__ = ["ConsumeMessageService", "QueueOwnership", "ServiceConsumer", "consume_directly"]
+__all__ = [
+    "ConsumeMessageService",
+    "PopServiceConsumer",
+    "QueueOwnership",
+    "ServiceConsumer",
+    "consume_directly",
+]
 
 
 class QueueOwnership(Protocol):
@@ -64,6 +71,14 @@ class ServiceConsumer(Protocol):
     async def send_message_back(
         self, msg: MessageExt, delay_level: int, broker_name: str | None = None
     ) -> None: ...
+
+
+class PopServiceConsumer(ServiceConsumer, Protocol):
+    """What the pop consume services need besides: the group's POP calls and its retry limit."""
+
+    @property
+    def pop_api(self) -> PopAPIWrapper: ...
+    def max_reconsume_times(self) -> int: ...
 
 
 class ConsumeMessageService:

@@ -22,7 +22,7 @@ TIMER_OUT_MS); this store takes it from there, as Java's threads do:
 - flush: every ``timer_flush_interval_ms`` the log, the wheel, the checkpoint and the metrics, the
   backlog figures, a progress line every ``timer_progress_log_interval_ms``, expired log segments.
 
-Crash safety (docs/store.md, "Timer"): the checkpoint says which slots and queue offsets are
+Crash safety (docs/timer.md): the checkpoint says which slots and queue offsets are
 done; recovery revises the wheel from the timer log's tail. Java may then deliver again what was
 delivered after the checkpoint; here the checkpoint also records where that work started (the
 commit log's and the timer log's end at that moment), and after a crash the messages already in

@@ -4,7 +4,7 @@ settings: timerPrecisionMs 1000, i.e. one-second slots).
     python -m benchmarks.timer [--rate 10000] [--seconds 10] [--delay 5] [--burst 50000]
     python -m benchmarks.timer --only pending [--pending 1000000]
 
-Cases (``rate`` and ``burst`` by default; ``pending`` is slow, ask for it with ``--only``):
+Cases (``rate`` and ``burst`` by default; ``plain`` and ``pending`` with ``--only``):
     rate      an open-loop sender offers ``--rate`` timer messages a second for ``--seconds``, each
               due ``--delay`` s after it is sent (TIMER_DELIVER_MS); a pull consumer in this
               process reads the real topic as they arrive. Prints the rate accepted, the rate
@@ -17,6 +17,8 @@ Cases (``rate`` and ``burst`` by default; ``pending`` is slow, ask for it with `
               lateness of 0 to timerPrecisionMs (1,000 ms) is the design, ~500 ms at p50.
     burst     ``--burst`` timer messages all due in the same second: how fast the timer delivers
               one full slot (first to last store time).
+    plain     (with ``--only``) the rate case's sends without a time, read back the same way: the
+              rate taken and the broker's CPU per message for the send and the pull alone.
     pending   ``--pending`` timers due 1 to 2 hours ahead, spread over 3,600 one-second slots: the
               send rate, how long until all are in the wheel, the server's resident memory with
               them waiting (and its files), then the time a clean restart (SIGTERM, start) and a
@@ -101,7 +103,8 @@ async def _send(
 ) -> None:
     """Send ``count`` timer messages at ``rate`` a second (as fast as answered if 0): due
     ``delay_ms`` after their send (``due="relative"``), at the absolute ``delay_ms``
-    (``due="at"``), or over the hour from it, a second apart (``due="spread"``)."""
+    (``due="at"``), or over the hour from it, a second apart (``due="spread"``); ``due="none"``
+    sends them without a time (ordinary messages)."""
     host, port = addr.rsplit(":", 1)
     loop = asyncio.get_running_loop()
     transport, answers = await loop.create_connection(_Answers, host, int(port))
@@ -119,7 +122,8 @@ async def _send(
                 deliver = stamp + delay_ms if due == "relative" else delay_ms
                 if due == "spread":  # over the hour from delay_ms: one slot in 3,600 each
                     deliver += i % 3600 * 1000
-                props = properties_to_string({"TIMER_DELIVER_MS": str(deliver), "UNIQ_KEY": f"{i:032X}"})
+                timer = {} if due == "none" else {"TIMER_DELIVER_MS": str(deliver)}
+                props = properties_to_string({**timer, "UNIQ_KEY": f"{i:032X}"})
                 header = SendMessageRequestHeaderV2(
                     producer_group="timer_bench", topic=topic, default_topic="TBW102",
                     default_topic_queue_nums=QUEUES, queue_id=i % QUEUES, sys_flag=0, born_timestamp=stamp,
@@ -202,7 +206,8 @@ async def consume(
                 received = time.time() * 1000
                 if reply.code == ResponseCode.SUCCESS:
                     for m in decode_stored_all(reply.body):
-                        out.append((int(m.properties["TIMER_DELIVER_MS"]), m.store_timestamp, received))
+                        due = int(m.properties.get("TIMER_DELIVER_MS", m.born_timestamp))
+                        out.append((due, m.store_timestamp, received))
                 if "nextBeginOffset" in reply.ext_fields:
                     offsets[queue_id] = int(reply.ext_fields["nextBeginOffset"])
 
@@ -328,6 +333,25 @@ def case_rate(server: ServerProcess, rate: float, seconds: float, delay: float, 
           "delivered, dequeue at most 1 s behind the clock, p99 store lateness <= 2 s)")  # fmt: skip
 
 
+def case_plain(server: ServerProcess, rate: float, seconds: float) -> None:
+    """The rate case's sends without a time: what the send and the pull cost alone."""
+    addr = f"127.0.0.1:{server.broker_port}"
+    count = int(rate * seconds)
+    cpu0 = server.cpu_seconds()
+    sender = Sender(addr, "PlainRate", rate, count, "none", 0)
+    received = asyncio.run(consume(addr, "PlainRate", sender.accepted, seconds + 300))
+    sent = sender.result()
+    cpu = server.cpu_seconds() - cpu0
+    per_msg = cpu / max(len(received), 1) * 1e6
+    print(f"plain: the same sends without a time, offered {rate:,.0f}/s for {seconds:g} s")
+    print(
+        f"  accepted   {sent['accepted']:,} in {sent['answered_seconds']:.1f} s: "
+        f"{sent['accepted'] / sent['answered_seconds']:,.0f}/s   refused {sent['refused']:,}"
+    )
+    print("  " + lateness_line("latency (receive - born)", [got - born for born, _, got in received]))
+    print(f"  broker CPU {cpu:.1f} s ({per_msg:.0f} µs per message: send + pull)")
+
+
 def case_burst(server: ServerProcess, count: int) -> None:
     addr = f"127.0.0.1:{server.broker_port}"
     due_at = now_ms() + max(30_000, count // 1000 * 1000)  # after all are in
@@ -419,13 +443,15 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=5, help="seconds from send to TIMER_DELIVER_MS")
     parser.add_argument("--burst", type=int, default=50_000)
     parser.add_argument("--pending", type=int, default=1_000_000)
-    parser.add_argument("--only", nargs="*", choices=["rate", "burst", "pending"])
+    parser.add_argument("--only", nargs="*", choices=["rate", "burst", "plain", "pending"])
     parser.add_argument("--profile", type=Path, help="py-spy the server during the rate case into this file")
     args = parser.parse_args()
     cases = args.only or ["rate", "burst"]
-    if "rate" in cases or "burst" in cases:
+    if "rate" in cases or "burst" in cases or "plain" in cases:
         with ServerProcess(conf=CONF) as server:
             print(f"finchmq server pid {server.pid}, data {server.data_dir}")
+            if "plain" in cases:
+                case_plain(server, args.rate, args.seconds)
             if "rate" in cases:
                 case_rate(server, args.rate, args.seconds, args.delay, args.profile)
             if "burst" in cases:

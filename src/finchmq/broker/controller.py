@@ -343,7 +343,7 @@ class BrokerController(AsyncService):
         self.store.start()
         timer = self.context.timer_message_store
         if timer is not None and self.store.config.broker_role is not BrokerRole.SLAVE:
-            timer.start(should_running_dequeue=True)  # a slave's timer is not run (docs/store.md)
+            timer.start(should_running_dequeue=True)  # a slave's timer is not run (docs/timer.md)
         self.put_service.start()
         await self.server.start()
         try:

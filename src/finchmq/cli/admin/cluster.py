@@ -8,7 +8,9 @@ import argparse
 import json
 import math
 import os
+import struct
 import time
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from finchmq.client import BlockingAdminClient, BlockingProducer, MQClientError
@@ -21,7 +23,7 @@ from finchmq.protocol.message import Message
 from .command import CommandFamily, Option, Result, parse_bool
 from .javafmt import TIME_FORMAT, format_table, java_fixed
 
-__all__ = ["commands"]
+__all__ = ["commands", "timer_progress"]
 
 commands = CommandFamily()
 
@@ -31,12 +33,35 @@ def _cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Resul
     brokers = admin.cluster_brokers()
     rows = [
         (b.cluster, b.broker_name, b.broker_id, b.addr, b.stats.get("brokerVersionDesc", "-"),
-         b.stats.get("putTps", "-"), b.stats.get("getTransferedTps", "-"))
+         b.stats.get("putTps", "-"), b.stats.get("getTransferedTps", "-"), timer_progress(b.stats))
         for b in brokers
     ]  # fmt: skip
     return [cluster_broker_dict(b) for b in brokers], format_table(
-        ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTPS", "OutTPS"], rows
+        ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTPS", "OutTPS", "Timer(Progress)"], rows
     )
+
+
+def timer_progress(stats: Mapping[str, str]) -> str:
+    """5.x clusterList's ``#Timer(Progress)``: ``timerReadBehind-timerOffsetBehind(timerCongestNum
+    in units of 10,000 "w", timerEnqueueTps, timerDequeueTps)``, e.g. ``0-0(1.5w, 120.3, 98.0)``: the
+    seconds the wheel's delivery is behind the clock, the timer-topic messages not yet in the
+    wheel, the timers waiting. Zeros when the broker does not say (a 4.x broker), as Java's."""
+    try:
+        read_behind = int(stats["timerReadBehind"])
+        offset_behind = int(stats["timerOffsetBehind"])
+        congest = int(stats["timerCongestNum"])
+        enqueue_tps = float(stats["timerEnqueueTps"])
+        dequeue_tps = float(stats["timerDequeueTps"])
+    except (KeyError, ValueError):
+        read_behind = offset_behind = congest = 0
+        enqueue_tps = dequeue_tps = 0.0
+    # Java's figures are floats (congestNum / 10000.0f) formatted with %.1f
+    w, enq, deq = (java_fixed(_f32(x), 1) for x in (congest / 10000, enqueue_tps, dequeue_tps))
+    return f"{read_behind}-{offset_behind}({w}w, {enq}, {deq})"
+
+
+def _f32(value: float) -> float:
+    return float(struct.unpack(">f", struct.pack(">f", value))[0])
 
 
 @commands.client(

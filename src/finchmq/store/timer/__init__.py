@@ -2,7 +2,7 @@
 checkpoint, the per-topic counts and ``TimerMessageStore``, which delivers them.
 
 Imports: ``finchmq.protocol``, ``finchmq.common`` and the store. No asyncio: the timer's work
-runs on its own threads, as Java's. See docs/store.md ("Timer messages").
+runs on its own threads, as Java's. See docs/timer.md.
 """
 
 from __future__ import annotations

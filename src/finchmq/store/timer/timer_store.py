@@ -22,7 +22,7 @@ TIMER_OUT_MS); this store takes it from there, as Java's threads do:
 - flush: every ``timer_flush_interval_ms`` the log, the wheel, the checkpoint and the metrics, the
   backlog figures, a progress line every ``timer_progress_log_interval_ms``, expired log segments.
 
-Crash safety (docs/store.md, "Timer"): the checkpoint says which slots and queue offsets are
+Crash safety (docs/timer.md): the checkpoint says which slots and queue offsets are
 done; recovery revises the wheel from the timer log's tail. Java may then deliver again what was
 delivered after the checkpoint; here the checkpoint also records where that work started (the
 commit log's and the timer log's end at that moment), and after a crash the messages already in
@@ -42,7 +42,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Final
 
 from finchmq.common.logs import RateLimitedLog
@@ -167,8 +166,8 @@ class TimerRequest:
     """One timer on its way through the threads (Java ``TimerRequest``)."""
 
     __slots__ = (
-        "delay_time", "delete_list", "enqueue_time", "latch", "magic", "msg", "offset_py", "released",
-        "size_py", "succ",
+        "delay_time", "delete_list", "enqueue_time", "latch", "magic", "msg", "offset_py", "queue_offset",
+        "released", "size_py", "succ",
     )  # fmt: skip
 
     def __init__(
@@ -186,6 +185,7 @@ class TimerRequest:
         self.enqueue_time = enqueue_time
         self.magic = magic
         self.msg = msg
+        self.queue_offset = 0  # the timer topic's offset after the message's (Java sets it on msg)
         self.latch: _Latch | None = None
         self.released = False
         self.succ = False
@@ -765,10 +765,8 @@ class TimerMessageStore:
         self.last_enqueue_but_expired_time = now
         self.last_enqueue_but_expired_store_time = msg.store_timestamp
         delayed_time = int(msg.properties[_OUT_MS])
-        # the queue offset after this message's, as Java stores it in the message
-        request = TimerRequest(
-            offset_py, size_py, delayed_time, now, MAGIC_DEFAULT, _with_queue_offset(msg, next_queue_offset)
-        )
+        request = TimerRequest(offset_py, size_py, delayed_time, now, MAGIC_DEFAULT, msg)
+        request.queue_offset = next_queue_offset
         while True:
             try:
                 self._enqueue_put_queue.put(request, timeout=3)
@@ -829,9 +827,7 @@ class TimerMessageStore:
             self._stopping.wait(0.05)
         else:
             return
-        last = requests[-1].msg
-        assert last is not None
-        self._commit_queue_offset(last.queue_offset)
+        self._commit_queue_offset(requests[-1].queue_offset)
         self._maybe_move_write_time()
 
     def _commit_queue_offset(self, offset: int) -> None:
@@ -1129,16 +1125,18 @@ class TimerMessageStore:
         if roll:
             props[_ROLL_TIMES] = str(int(props.get(_ROLL_TIMES) or 0) + 1)
         props[MessageConst.PROPERTY_TIMER_DEQUEUE_MS] = str(_now_ms())
-        stored = properties_to_string(props)
+        # decoded properties read back as they are, and the values added are numbers
+        stored = properties_to_string(props, trusted=True)
         if roll:
             topic, queue_id = msg.topic, msg.queue_id
         else:
             topic = props.pop(_REAL_TOPIC)
             queue_id = int(props.pop(_REAL_QID))
         props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        inner = MessageExtBrokerInner.from_message_ext(msg, topic=topic, queue_id=queue_id, properties=props)
-        inner.properties_string = stored
-        return inner
+        return MessageExtBrokerInner(
+            topic, msg.body, queue_id, msg.flag, props, stored, None, msg.sys_flag, msg.born_timestamp,
+            msg.born_host.packed, msg.store_host.packed, msg.reconsume_times,
+        )  # fmt: skip
 
     def _do_put(self, inner: MessageExtBrokerInner, roll: bool) -> int:
         """Java ``doPut``: 0 stored, 1 failed and worth a retry, 2 failed for good."""
@@ -1322,10 +1320,6 @@ def _real_topic(msg: MessageExt | None) -> str:
     if msg is None:
         return ""
     return msg.properties.get(_REAL_TOPIC, "")
-
-
-def _with_queue_offset(msg: MessageExt, queue_offset: int) -> MessageExt:
-    return replace(msg, queue_offset=queue_offset)
 
 
 def _with_property(msg: MessageExt, name: str, value: str) -> MessageExt:

@@ -8,10 +8,12 @@ suspension; running info shows the popped queues."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +38,7 @@ from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.pop import build_pop_retry_topic_v1
 from finchmq.testing import EmbeddedServer
+from tests.scrape import scrape, value
 from tests.waiting import eventually
 
 from .conftest import FAST_CLIENT, create_topic, dead_letter, produce
@@ -314,3 +317,74 @@ async def test_set_consume_mode_refusals_and_the_cli(
         )  # fmt: skip
     assert bad.value.code == 2
     assert "PULL or POP" in capsys.readouterr().err
+
+
+async def test_admin_and_metrics_show_a_popping_group(
+    finchmq_server_factory: Any,
+    name: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What 5.x's mqadmin and broker metrics show of a group that pops: consumerStatus's
+    ``#Consumer Pop Detail#`` (with -i, and in the files it writes without), consumerProgress's
+    offsets of the topic and of the group's pop retry topic (the broker moves them as it hands
+    messages out), and the broker's rocketmq_pop_* series for the group."""
+    prom = {"metricsExporterType": "PROM", "metricsPromExporterPort": "0"}
+    server = finchmq_server_factory({**POP_BROKER, **prom})
+    namesrv = server.namesrv_addr
+    group = f"g_{name}"
+    pop_retry = build_pop_retry_topic_v1(name, group)
+    monkeypatch.chdir(tmp_path)  # consumerStatus writes <now>/<clientId> files, as mqadmin
+
+    async def admin(*args: str) -> str:
+        code = await asyncio.to_thread(main, ["admin", *args, "-n", namesrv])  # off the test's loop
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out
+
+    await create_topic(namesrv, name, 2)
+    await admin("setConsumeMode", "-c", "DefaultCluster", "-t", name, "-g", group, "-m", "POP")
+    rec = Recorder(fail={"m1"})  # once: m1 goes through the pop retry topic
+    consumer = pop_consumer(namesrv, group)
+    consumer.subscribe(name)
+    consumer.register_message_listener(rec)
+    async with consumer:
+        await eventually(lambda: consumer.rebalance.pop_process_queue_table, what="the POP assignment")
+        await produce(namesrv, name, 3)
+        await eventually(lambda: len(rec.msgs) >= 4, what="m1 back once")
+        await eventually(lambda: revive_settled(server), what="every message acked")
+        assert rec.bodies() == ["m0", "m1", "m1", "m2"]
+
+        status = await admin("consumerStatus", "-g", group, "-i", consumer.client_id)
+        detail = status.split("#Consumer Pop Detail#\n", 1)[1].splitlines()
+        assert detail[0].split() == ["#Topic", "#Broker", "Name", "#QID", "#ProcessQueueInfo"]
+        assert detail[1].split()[:5] == [name, "broker-a", "-1", "PopProcessQueueInfo", "[waitAckCount:0,"]
+        summary = (await admin("consumerStatus", "-g", group)).splitlines()
+        [row] = [line for line in summary[1:] if consumer.client_id in line]
+        written = (tmp_path / row.split()[-1]).read_text()
+        assert f"{name:<32}  broker-a" in written.split("#Consumer Pop Detail#", 1)[1]
+
+        progress = json.loads(await admin("consumerProgress", "-g", group, "--json"))
+        offsets = {
+            (q["topic"], q["queueId"]): (q["brokerOffset"], q["consumerOffset"]) for q in progress["queues"]
+        }
+        assert offsets[(name, 0)][0] + offsets[(name, 1)][0] == 3
+        assert all(broker == consumer_offset for broker, consumer_offset in offsets.values())
+        assert offsets[(pop_retry, 0)] == (1, 1)  # m1's retry copy, popped
+        assert progress["diffTotal"] == 0
+        text = (await admin("consumerProgress", "-g", group)).splitlines()
+        assert [line.split()[0] for line in text[1:] if line.startswith(pop_retry)] == [pop_retry]
+
+    assert server.broker is not None and server.broker.metrics_server is not None
+    samples = await scrape(server.broker.metrics_server.port)
+    for kind in ("CK", "ACK"):
+        assert value(samples, "rocketmq_pop_revive_in_message_total", consumer_group=group, topic=name,
+                     revive_message_type=kind, put_status="PUT_OK") >= 1  # fmt: skip
+        out = samples["rocketmq_pop_revive_out_message_total"]  # one series per revive queue
+        wanted = {"consumer_group": group, "topic": name, "revive_message_type": kind}
+        assert sum(v for labels, v in out if wanted.items() <= labels.items()) >= 1
+    assert value(samples, "rocketmq_pop_revive_retry_messages_total", consumer_group=group, topic=name,
+                 put_status="PUT_OK") == 1  # fmt: skip
+    for gauge in ("rocketmq_pop_offset_buffer_size", "rocketmq_pop_checkpoint_buffer_size"):
+        assert gauge in samples

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.bodies import BatchAck, BatchAckMessageRequestBody, JavaBitSet
+from finchmq.protocol.bodies import BatchAck, BatchAckMessageRequestBody, JavaBitSet, KVTable
 from finchmq.protocol.headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -35,6 +35,7 @@ from finchmq.protocol.pop import (
 )
 from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
+from tests.waiting import eventually
 
 RPC_TIMEOUT_MS = 30_000
 
@@ -201,8 +202,35 @@ class PopClient:
             return response, None
         return response, NotificationResponseHeader.from_ext_fields(response.ext_fields)
 
+    async def revive_settled(self) -> bool:
+        """Every check point the broker wrote was read, and each acked or revived (nothing
+        pending), as its runtime info says."""
+        response = await self.call(RequestCode.GET_BROKER_RUNTIME_INFO, {})
+        info = KVTable.from_json(response.body).table
+        return (
+            info["popRevivePendingCheckPoints"] == "0"
+            and info["popReviveBehindMessages"] == "0"
+            and info["popOffsetBufferSize"] == "0"
+        )
+
     async def polling_info(self, topic: str, *, queue_id: int = -1) -> int:
         header = PollingInfoRequestHeader(consumer_group=self.group, topic=topic, queue_id=queue_id)
         response = await self.call(RequestCode.POLLING_INFO, header.to_ext_fields())
         assert response.code == ResponseCode.SUCCESS, response.remark
         return PollingInfoResponseHeader.from_ext_fields(response.ext_fields).polling_num
+
+
+async def pop_until(
+    client: PopClient, topic: str, want: int, *, what: str, **options: object
+) -> list[Popped]:
+    """Pop (long polling) until ``want`` messages came; returns them."""
+    got: list[Popped] = []
+
+    async def more() -> bool:
+        answer = await client.pop(topic, poll_ms=1000, **options)  # type: ignore[arg-type]
+        assert answer.code in (ResponseCode.SUCCESS, ResponseCode.POLLING_TIMEOUT), answer.response.remark
+        got.extend(answer.messages)
+        return len(got) >= want
+
+    await eventually(more, what=what)
+    return got

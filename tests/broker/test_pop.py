@@ -7,6 +7,7 @@ revive service has dealt with the check point and then looks."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
@@ -18,7 +19,7 @@ from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.pop import REVIVE_GROUP, ConsumeInitMode, ExtraInfo
 from finchmq.remoting import RemotingClient
 from tests.broker.conftest import Broker
-from tests.broker.pop_client import PopClient, Popped
+from tests.broker.pop_client import PopClient, Popped, pop_until
 from tests.client.conftest import TEST_BROKER
 from tests.scrape import scrape, value
 from tests.waiting import eventually
@@ -73,22 +74,6 @@ async def revive_settled(broker: Broker) -> bool:
     )
 
 
-async def pop_until(
-    client: PopClient, topic: str, want: int, *, what: str, **options: object
-) -> list[Popped]:
-    """Pop (long polling) until ``want`` messages came; returns them."""
-    got: list[Popped] = []
-
-    async def more() -> bool:
-        answer = await client.pop(topic, poll_ms=1000, **options)  # type: ignore[arg-type]
-        assert answer.code in (ResponseCode.SUCCESS, ResponseCode.POLLING_TIMEOUT), answer.response.remark
-        got.extend(answer.messages)
-        return len(got) >= want
-
-    await eventually(more, what=what)
-    return got
-
-
 def bodies(messages: list[Popped]) -> list[bytes]:
     return sorted(m.body for m in messages)
 
@@ -139,9 +124,11 @@ async def test_unacked_message_is_revived_through_the_retry_topic(broker: Broker
     back = await pop_until(client, topic, 1, what="the unacked message back")
     assert [m.body for m in back] == [b"drop"]
     again = back[0]
+    assert first.header is not None
+    assert again.extra.pop_time >= first.header.pop_time + 1000, "handed out again while still invisible"
     assert again.msg.topic == topic, "answered as a message of the topic popped"
     assert again.msg.reconsume_times == 1
-    assert again.msg.properties[MessageConst.PROPERTY_FIRST_POP_TIME] == str(first.header.pop_time)  # type: ignore[union-attr]
+    assert again.msg.properties[MessageConst.PROPERTY_FIRST_POP_TIME] == str(first.header.pop_time)
     assert again.extra.retry == "1" and again.extra.real_topic(topic, group) == f"%RETRY%{group}_{topic}"
     assert again.msg.msg_id != dropped.msg.msg_id  # a new copy in the retry topic
     assert (await client.ack(again)).code == ResponseCode.SUCCESS
@@ -200,6 +187,8 @@ async def test_dead_letter_after_retry_max_times(broker: Broker) -> None:
     client = PopClient(broker.client, broker.addr, group)
     deliveries = await pop_until(client, topic, 3, what="three deliveries", invisible_ms=500)
     assert [m.msg.reconsume_times for m in deliveries] == [0, 1, 2]  # retryMaxTimes + 1 deliveries
+    for earlier, later in itertools.pairwise(deliveries):  # each after the invisible time of the one before
+        assert later.extra.pop_time >= earlier.extra.pop_time + 500
 
     async def dead_letter() -> list[object]:
         _response, found = await broker.pull(f"%DLQ%{group}", 0, 0, group="G_dlq_reader")

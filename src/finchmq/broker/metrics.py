@@ -737,15 +737,17 @@ class BrokerMetrics:
             pop.buffer_merge.buffered_ck_size,
             common,
         )
+        # Java: the lag is getReviveBehindMessages, the latency getReviveBehindMillis (both declared
+        # with unit "milliseconds")
         out.gauges(
             "rocketmq_pop_revive_lag",
             "The processing lag of revive topic",
-            (({**common, "queue_id": str(s.queue_id)}, s.behind_millis()) for s in pop.revive_services),
+            (({**common, "queue_id": str(s.queue_id)}, s.behind_messages()) for s in pop.revive_services),
         )
         out.gauges(
             "rocketmq_pop_revive_latency",
             "The processing latency of revive topic",
-            (({**common, "queue_id": str(s.queue_id)}, s.behind_messages()) for s in pop.revive_services),
+            (({**common, "queue_id": str(s.queue_id)}, s.behind_millis()) for s in pop.revive_services),
         )
         out.gauge(
             "finchmq_pop_held_requests",

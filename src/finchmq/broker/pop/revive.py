@@ -103,6 +103,7 @@ class _Pending:
 class _Orphan:
     offsets: set[int]
     low_water: int
+    pop_time: int  # ms: of the check point it acks
     seen_at: float  # monotonic s
 
 
@@ -188,7 +189,7 @@ class PopReviveService:
             self.read_offset = max(self.committed_offset() + 1, 0)
         read, at_end = await self._consume_revive_message()
         revived = await self._merge_and_revive() if at_end else 0
-        self._expire_orphans()
+        self._expire_orphans(at_end)
         self._commit()
         return read, revived
 
@@ -299,7 +300,7 @@ class PopReviveService:
             return  # acked after it was revived: nothing to do (Java answers it SUCCESS as well)
         orphan = self.orphans.get(key)
         if orphan is None:
-            self.orphans[key] = _Orphan(set(ack.offsets()), revive_offset, time.monotonic())
+            self.orphans[key] = _Orphan(set(ack.offsets()), revive_offset, ack.pop_time, time.monotonic())
         else:
             orphan.offsets.update(ack.offsets())
 
@@ -310,13 +311,21 @@ class PopReviveService:
         while len(finished) > _FINISHED_KEPT:
             finished.popitem(last=False)
 
-    def _expire_orphans(self) -> None:
-        wait = self.config().revive_ack_wait_ms / 1000
-        now = time.monotonic()
-        for key in [k for k, o in self.orphans.items() if now - o.seen_at > wait]:
-            log.warning(
-                "reviveQueueId=%d: no check point for ack %s after %.0f s, dropped", self.queue_id, key, wait
-            )
+    def _expire_orphans(self, at_end: bool) -> None:
+        """Forget acks whose check point will not come: one still in the buffer is written at the
+        latest ``popCkStayBufferTime`` after its pop, so once the queue is read to its end an ack
+        older than that has none (a check point acked completely in the buffer, a duplicate, or
+        one revived before a restart). ``reviveAckWaitMs`` bounds the wait in any case."""
+        cfg = self.config()
+        now, clock = time.monotonic(), self.clock()
+        wait = cfg.revive_ack_wait_ms / 1000
+        written_by = cfg.pop_ck_stay_buffer_time + _REVIVE_MARGIN
+        for key in [
+            k
+            for k, o in self.orphans.items()
+            if now - o.seen_at > wait or (at_end and clock - o.pop_time > written_by)
+        ]:
+            log.debug("reviveQueueId=%d: no check point for ack %s, dropped", self.queue_id, key)
             del self.orphans[key]
 
     def _commit(self) -> None:

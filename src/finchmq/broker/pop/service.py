@@ -123,9 +123,27 @@ class PopServices:
         # (group, topic)
         self.ck_nums: Counter[tuple[str, str]] = Counter()
         self.ack_nums: Counter[tuple[str, str]] = Counter()
+        self._last_ck_time: dict[tuple[str, str, int], int] = {}  # (topic, group, queue) -> pop time
 
     def record_ck(self, group: str, topic: str) -> None:
         self.ck_nums[group, topic] += 1
+
+    def note_check_point(self, topic: str, group: str, queue_id: int, pop_time: int) -> None:
+        """A pop wrote (or buffered) a check point of the queue popped at ``pop_time``."""
+        key = (topic, group, queue_id)
+        if pop_time > self._last_ck_time.get(key, -1):
+            self._last_ck_time[key] = pop_time
+
+    def change_time(self, topic: str, group: str, queue_id: int) -> int:
+        """The pop time of a check point made by CHANGE_MESSAGE_INVISIBLETIME: now, but later
+        than every check point of the queue so far. A check point is known by its queue, start
+        offset and pop time; Java takes the clock as it is, so a change in the same millisecond as
+        the pop (or as another change) of the same message makes two check points one, and the
+        ack of the first acks the second: the message is lost. finchmq moves the second on."""
+        key = (topic, group, queue_id)
+        at = max(self.now(), self._last_ck_time.get(key, -1) + 1)
+        self._last_ck_time[key] = at
+        return at
 
     def record_ack(self, group: str, topic: str, count: int) -> None:
         self.ack_nums[group, topic] += count

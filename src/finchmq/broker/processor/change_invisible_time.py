@@ -76,7 +76,7 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
             return request.make_response(ResponseCode.INVALID_PARAMETER, problem)
         if extra.is_order:
             return await self._change_orderly(request, header, extra)
-        now = pop.now()
+        now = pop.change_time(header.topic, header.consumer_group, header.queue_id)
         ck = PopCheckPoint(
             bit_map=0,
             num=1,

@@ -435,6 +435,7 @@ class PopMessageProcessor(BrokerProcessor):
             queue_offset_diff=tuple(o - offset for o in queue_offsets),
         )
         self.pop.record_ck(header.consumer_group, header.topic)
+        self.pop.note_check_point(topic, header.consumer_group, queue_id, popped.pop_time)
         buffer = self.pop.buffer_merge
         if buffer.add_ck(ck, popped.revive_qid, -1, next_begin_offset):
             return True

@@ -76,7 +76,8 @@ class ClientStateError(MQClientError):
 
 class ValidationError(MQClientError, ValueError):
     """A message, topic, group or argument the client refuses before sending anything
-    (Java ``Validators``); ``response_code`` is ``MESSAGE_ILLEGAL`` for message problems."""
+    (Java ``Validators``); ``response_code`` is ``MESSAGE_ILLEGAL`` for message problems and
+    ``INVALID_PARAMETER`` for a pop argument out of range (an invisible duration, a batch size)."""
 
 
 class NoRouteError(MQClientError):

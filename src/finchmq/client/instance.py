@@ -734,13 +734,7 @@ class MQClientInstance:
         props[PROP_NAMESERVER_ADDR] = ns
         props[PROP_CONSUME_TYPE] = consumer.consume_type.name
         props[PROP_CLIENT_VERSION] = f"finchmq-{__version__} (V4_9_8)"
-        return ConsumerRunningInfo(
-            properties=props,
-            subscription_set=info.subscription_set,
-            mq_table=info.mq_table,
-            status_table=info.status_table,
-            jstack=info.jstack,
-        )
+        return replace(info, properties=props)  # the rest as the consumer gave it (5.x: mq_pop_table)
 
 
 def _with_queue_nums(route: TopicRouteData, nums: int) -> TopicRouteData:

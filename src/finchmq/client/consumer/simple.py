@@ -181,7 +181,9 @@ class SimpleConsumer(ClientService, MQConsumerInner):
         delivered again. Each carries its receipt handle (property ``POP_CK``).
 
         Raises:
-            ValidationError: a bad argument, or nothing subscribed.
+            ValidationError: a bad argument (``response_code`` INVALID_PARAMETER, what the broker
+                answers a bad pop parameter; the 5.x proxy's gRPC code is ILLEGAL_INVISIBLE_TIME),
+                or nothing subscribed.
             NoRouteError: no broker serves the topic (yet).
             PollingFullError: the broker holds as many waiting pops as it may; back off.
             MQBrokerError: the broker refused the pop (its code and remark say why).
@@ -189,11 +191,15 @@ class SimpleConsumer(ClientService, MQConsumerInner):
         """
         api = self.pop_api
         if max_message_num <= 0:
-            raise ValidationError(f"max_message_num must be greater than 0, got {max_message_num}")
+            raise ValidationError(
+                f"max_message_num must be greater than 0, got {max_message_num}",
+                response_code=ResponseCode.INVALID_PARAMETER,
+            )
         if not MIN_INVISIBLE_DURATION <= invisible_duration <= MAX_INVISIBLE_DURATION:
             raise ValidationError(
                 f"invisible_duration={invisible_duration} ms is out of range [{MIN_INVISIBLE_DURATION}, "
-                f"{MAX_INVISIBLE_DURATION}] (it is in milliseconds)"
+                f"{MAX_INVISIBLE_DURATION}] (it is in milliseconds)",
+                response_code=ResponseCode.INVALID_PARAMETER,
             )
         if not self._subscriptions:
             raise ValidationError("There is no topic to receive message: subscribe() first")
@@ -276,13 +282,15 @@ class SimpleConsumer(ClientService, MQConsumerInner):
         receipt handle: ack that one, the old one no longer works.
 
         Raises:
-            ValidationError: ``invisible_duration`` out of range.
+            ValidationError: ``invisible_duration`` out of range (``response_code``
+                INVALID_PARAMETER).
             InvalidReceiptHandleError: as for ``ack``.
             MQBrokerError, MQNetworkError: as for ``ack``.
         """
         if not 0 <= invisible_duration <= MAX_INVISIBLE_DURATION:
             raise ValidationError(
-                f"invisible_duration={invisible_duration} ms is out of range [0, {MAX_INVISIBLE_DURATION}]"
+                f"invisible_duration={invisible_duration} ms is out of range [0, {MAX_INVISIBLE_DURATION}]",
+                response_code=ResponseCode.INVALID_PARAMETER,
             )
         return await self.pop_api.change_invisible_time(message, invisible_duration)
 

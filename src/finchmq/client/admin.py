@@ -37,6 +37,7 @@ from finchmq.protocol.bodies import (
     OffsetWrapper,
     PermName,
     ProducerConnection,
+    SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicRouteData,
@@ -322,6 +323,24 @@ class AdminClient(ClientService):
             )
         )
         return addrs
+
+    async def message_request_modes(
+        self, cluster: str | None = None
+    ) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        """Every PULL/POP mode set on the masters (of the cluster), topic -> group -> mode, read
+        concurrently (GET_ALL_MESSAGE_REQUEST_MODE); a topic and group not listed is read PULL.
+        Where brokers disagree, the first broker by name wins."""
+        masters = await self.master_addrs(cluster)
+        api = self.instance.api
+        tables = await asyncio.gather(
+            *(api.get_all_message_request_mode(masters[n], _TIMEOUT_MS) for n in sorted(masters))
+        )
+        out: dict[str, dict[str, SetMessageRequestModeRequestBody]] = {}
+        for table in tables:
+            for topic, groups in table.items():
+                for group, mode in groups.items():
+                    out.setdefault(topic, {}).setdefault(group, mode)
+        return out
 
     async def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
         """Every consumer group's settings on the masters (of the cluster), by name; a group on

@@ -42,6 +42,7 @@ from finchmq.protocol.bodies import (
     MessageModel,
     MessageQueueAssignment,
     MessageRequestMode,
+    MessageRequestModeSerializeWrapper,
     ProducerConnection,
     QueryAssignmentRequestBody,
     QueryAssignmentResponseBody,
@@ -555,6 +556,15 @@ class MQClientAPI:
             topic=topic, consumer_group=consumer_group, mode=mode, pop_share_queue_num=pop_share_queue_num
         )
         await self._call(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, None, timeout_millis, body.to_json())
+
+    async def get_all_message_request_mode(
+        self, addr: str, timeout_millis: int
+    ) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        """GET_ALL_MESSAGE_REQUEST_MODE on one broker: every mode set there, topic -> group -> mode."""
+        response = await self._call(addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, None, timeout_millis)
+        if not response.body:
+            return {}
+        return MessageRequestModeSerializeWrapper.from_json(response.body).message_request_mode_map
 
     # -- heartbeats and groups ------------------------------------------------------------------
 

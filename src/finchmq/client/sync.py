@@ -32,6 +32,7 @@ from finchmq.protocol.bodies import (
     ConsumeStatsList,
     MessageRequestMode,
     ProducerConnection,
+    SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
     TopicRouteData,
     TopicStatsTable,
@@ -711,6 +712,11 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
                 topic, group, mode, pop_share_queue_num, cluster=cluster, broker_addr=broker_addr
             )
         )
+
+    def message_request_modes(
+        self, cluster: str | None = None
+    ) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        return self._call(self.admin.message_request_modes(cluster))
 
     def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
         return self._call(self.admin.subscription_groups(cluster))

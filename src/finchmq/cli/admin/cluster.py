@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 from finchmq.client import BlockingAdminClient, BlockingProducer, MQClientError
 from finchmq.client.sync import Portal
-from finchmq.client.views import cluster_broker_dict
+from finchmq.client.views import cluster_broker_dict, timer_backlog_dict
 from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import java_key_hash
 from finchmq.protocol.message import Message
@@ -46,18 +46,13 @@ def timer_progress(stats: Mapping[str, str]) -> str:
     in units of 10,000 "w", timerEnqueueTps, timerDequeueTps)``, e.g. ``0-0(1.5w, 120.3, 98.0)``: the
     seconds the wheel's delivery is behind the clock, the timer-topic messages not yet in the
     wheel, the timers waiting. Zeros when the broker does not say (a 4.x broker), as Java's."""
-    try:
-        read_behind = int(stats["timerReadBehind"])
-        offset_behind = int(stats["timerOffsetBehind"])
-        congest = int(stats["timerCongestNum"])
-        enqueue_tps = float(stats["timerEnqueueTps"])
-        dequeue_tps = float(stats["timerDequeueTps"])
-    except (KeyError, ValueError):
-        read_behind = offset_behind = congest = 0
-        enqueue_tps = dequeue_tps = 0.0
+    timer = timer_backlog_dict(stats) or {
+        "pending": 0, "readBehind": 0, "offsetBehind": 0, "enqueueTps": 0.0, "dequeueTps": 0.0
+    }  # fmt: skip
     # Java's figures are floats (congestNum / 10000.0f) formatted with %.1f
-    w, enq, deq = (java_fixed(_f32(x), 1) for x in (congest / 10000, enqueue_tps, dequeue_tps))
-    return f"{read_behind}-{offset_behind}({w}w, {enq}, {deq})"
+    figures = (timer["pending"] / 10000, timer["enqueueTps"], timer["dequeueTps"])
+    w, enq, deq = (java_fixed(_f32(x), 1) for x in figures)
+    return f"{timer['readBehind']}-{timer['offsetBehind']}({w}w, {enq}, {deq})"
 
 
 def _f32(value: float) -> float:

@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any
 
 from finchmq.client.errors import MQClientError
-from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult
 from finchmq.protocol.message import MessageExt, MessageQueue
 
-from .consume_concurrently import reset_retry_topic
-from .consume_service import ConsumeMessageService, consume_directly
-from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
+from .consume_service import ConcurrentlyConsumeRequest, ConcurrentlyServiceBase, reset_retry_topic
+from .executor import AsyncConsumeExecutor
 from .listener import (
     CONSUME_CONTEXT_TYPE,
-    ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeMessageContext,
     consume_return_type,
@@ -37,7 +34,7 @@ from .listener import (
 from .pop import receipt_handle
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from .consume_service import PopServiceConsumer
     from .process_queue import PopProcessQueue
@@ -46,8 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["ConsumeMessagePopConcurrentlyService", "pop_time_out"]
 
 log = logging.getLogger(__name__)
-
-_DIRECT_RESULTS: Final = ((ConsumeConcurrentlyStatus.CONSUME_SUCCESS, CMResult.CR_SUCCESS),)
 
 
 def pop_time_out(msgs: list[MessageExt]) -> bool:
@@ -64,50 +59,21 @@ def pop_time_out(msgs: list[MessageExt]) -> bool:
     return int(time.time() * 1000) - extra.pop_time >= extra.invisible_time
 
 
-class _PopConsumeRequest:
+class _PopConsumeRequest(ConcurrentlyConsumeRequest["PopProcessQueue"]):
     """One listener call's worth of popped messages."""
 
-    __slots__ = ("begin", "context", "message_queue", "msgs", "process_queue", "status")
-
-    def __init__(self, msgs: list[MessageExt], pq: PopProcessQueue, mq: MessageQueue) -> None:
-        self.msgs = msgs
-        self.process_queue = pq
-        self.message_queue = mq
-        self.context = ConsumeConcurrentlyContext(mq)
-        self.status: ConsumeConcurrentlyStatus | None = None
-        self.begin = 0.0
+    __slots__ = ()
 
 
-class ConsumeMessagePopConcurrentlyService(ConsumeMessageService):
+class ConsumeMessagePopConcurrentlyService(ConcurrentlyServiceBase["PopProcessQueue"]):
     """See the module docstring."""
 
     def __init__(self, consumer: PopServiceConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        super().__init__(consumer, listener)
+        super().__init__(consumer, listener, is_async, "consume-pop", "ConsumeMessagePopThread")
         self.pop_consumer = consumer
-        self.executor: ThreadConsumeExecutor | AsyncConsumeExecutor
-        if is_async:
-            self.executor = AsyncConsumeExecutor(f"consume-pop-{self.group}", self.config.consume_thread_max)
-        else:
-            self.executor = ThreadConsumeExecutor(
-                f"ConsumeMessagePopThread_{self.group}",
-                self.config.consume_thread_min,
-                self.config.consume_thread_max,
-            )
-        self._stopped = False
 
     def start(self) -> None:
         """Nothing periodic (Java's is empty too)."""
-
-    async def shutdown(self) -> None:
-        self._stopped = True
-        if isinstance(self.executor, AsyncConsumeExecutor):
-            await self.executor.shutdown()
-        else:
-            self.executor.shutdown()
-
-    @property
-    def core_pool_size(self) -> int:
-        return self.executor.core_pool_size
 
     # -- submission -----------------------------------------------------------------------------
 
@@ -125,7 +91,7 @@ class ConsumeMessagePopConcurrentlyService(ConsumeMessageService):
 
     # -- running the listener -------------------------------------------------------------------
 
-    def _skip(self, request: _PopConsumeRequest) -> bool:
+    def _skip(self, request: ConcurrentlyConsumeRequest[PopProcessQueue]) -> bool:
         if request.process_queue.dropped:
             log.info(
                 "the message queue not be able to consume, because it's dropped(pop). group=%s %s",
@@ -140,7 +106,9 @@ class ConsumeMessagePopConcurrentlyService(ConsumeMessageService):
             return True
         return False
 
-    def _before(self, request: _PopConsumeRequest) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
+    def _before(
+        self, request: ConcurrentlyConsumeRequest[PopProcessQueue]
+    ) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
         msgs = reset_retry_topic(request.msgs, self.group)
         hook_context = None
         if self.consumer.hooks:
@@ -150,7 +118,10 @@ class ConsumeMessagePopConcurrentlyService(ConsumeMessageService):
         return msgs, hook_context
 
     def _after(
-        self, request: _PopConsumeRequest, status: object, hook_context: ConsumeMessageContext | None
+        self,
+        request: ConcurrentlyConsumeRequest[PopProcessQueue],
+        status: object,
+        hook_context: ConsumeMessageContext | None,
     ) -> None:
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
@@ -165,32 +136,6 @@ class ConsumeMessagePopConcurrentlyService(ConsumeMessageService):
             hook_context.success = ok
             self.consumer.execute_hook_after(hook_context)
         request.status = status or ConsumeConcurrentlyStatus.RECONSUME_LATER
-
-    def _run_blocking(self, request: _PopConsumeRequest) -> None:
-        if self._skip(request):
-            return
-        msgs, hook_context = self._before(request)
-        status: object = None
-        try:
-            status = self.listener(msgs, request.context)
-        except Exception:
-            log.warning(
-                "consumeMessage exception, Group: %s %s", self.group, request.message_queue, exc_info=True
-            )
-        self._after(request, status, hook_context)
-
-    async def _run_async(self, request: _PopConsumeRequest) -> None:
-        if self._skip(request):
-            return
-        msgs, hook_context = self._before(request)
-        status: object = None
-        try:
-            status = await self.listener(msgs, request.context)
-        except Exception:
-            log.warning(
-                "consumeMessage exception, Group: %s %s", self.group, request.message_queue, exc_info=True
-            )
-        self._after(request, status, hook_context)
 
     def _finish(self, request: _PopConsumeRequest, _result: object, exc: BaseException | None) -> None:
         pq = request.process_queue
@@ -264,19 +209,3 @@ class ConsumeMessagePopConcurrentlyService(ConsumeMessageService):
             )
         except MQClientError as exc:
             log.error("forward %s to the dead letter queue failed: %s", msg.client_msg_id, exc)
-
-    # -- consume directly -------------------------------------------------------------------------
-
-    async def consume_message_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        context = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        msgs = reset_retry_topic([msg], self.group)
-        executor = self.executor
-
-        def call() -> Awaitable[object]:
-            if isinstance(executor, AsyncConsumeExecutor):
-                return cast("Awaitable[object]", self.listener(msgs, context))
-            return executor.run(self.listener, msgs, context)
-
-        return await consume_directly(call, _DIRECT_RESULTS, order=False, auto_commit=lambda: True)

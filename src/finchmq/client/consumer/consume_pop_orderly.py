@@ -23,26 +23,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from finchmq.client.errors import MQClientError
-from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult
+from finchmq.protocol.bodies import CMResult
 from finchmq.protocol.message import MessageExt, MessageQueue
 
 from .consume_pop_concurrently import pop_time_out
-from .consume_service import ConsumeMessageService, consume_directly
-from .executor import ThreadConsumeExecutor
+from .consume_service import OrderlyServiceBase
 from .listener import (
-    CONSUME_CONTEXT_TYPE,
     ConsumeMessageContext,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
-    consume_return_type,
 )
 from .pop import receipt_handle
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from .consume_service import PopServiceConsumer
     from .process_queue import PopProcessQueue
@@ -67,39 +64,16 @@ def _queue_of(msg: MessageExt) -> tuple[str, str, int]:
     return extra.retry, extra.broker_name, msg.queue_id
 
 
-class ConsumeMessagePopOrderlyService(ConsumeMessageService):
+class ConsumeMessagePopOrderlyService(OrderlyServiceBase):
     """See the module docstring."""
 
     def __init__(self, consumer: PopServiceConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        super().__init__(consumer, listener)
+        super().__init__(consumer, listener, is_async, "ConsumeMessagePopThread")
         self.pop_consumer = consumer
-        self.executor = (
-            None
-            if is_async
-            else ThreadConsumeExecutor(
-                f"ConsumeMessagePopThread_{self.group}",
-                self.config.consume_thread_min,
-                self.config.consume_thread_max,
-            )
-        )
         self._queue_locks: dict[tuple[str, str, int], asyncio.Lock] = {}
-        self._stopped = False
 
     def start(self) -> None:
         """Nothing periodic: the broker, not a lock, keeps a queue to one consumer."""
-
-    async def shutdown(self) -> None:
-        self._stopped = True
-        if self.executor is not None:
-            self.executor.shutdown()
-
-    @property
-    def core_pool_size(self) -> int:
-        return self.executor.core_pool_size if self.executor is not None else self.config.consume_thread_max
-
-    def max_reconsume_times(self) -> int:
-        """-1 means unlimited, as Java's orderly consumption."""
-        return _INT_MAX if self.config.max_reconsume_times == -1 else self.config.max_reconsume_times
 
     # -- submission -----------------------------------------------------------------------------
 
@@ -186,50 +160,10 @@ class ConsumeMessagePopOrderlyService(ConsumeMessageService):
             return len(msgs)
         return done
 
-    async def _call_listener(
-        self,
-        msgs: list[MessageExt],
-        context: ConsumeOrderlyContext,
-        hook_context: ConsumeMessageContext | None,
-    ) -> object:
-        consumer = self.consumer
-
-        def finish(status: object) -> object:
-            if hook_context is not None:
-                ok = status is not ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT and isinstance(
-                    status, ConsumeOrderlyStatus
-                )
-                hook_context.status = (
-                    status.value
-                    if isinstance(status, ConsumeOrderlyStatus)
-                    else "SUSPEND_CURRENT_QUEUE_A_MOMENT"
-                )
-                hook_context.success = ok
-                hook_context.props[CONSUME_CONTEXT_TYPE] = consume_return_type(status, ok)
-                consumer.execute_hook_after(hook_context)
-            return status
-
-        if self.executor is None:
-            if hook_context is not None:
-                consumer.execute_hook_before(hook_context)
-            try:
-                status = await self.listener(msgs, context)
-            except Exception:
-                finish(None)
-                raise
-            return finish(status)
-
-        def blocking() -> object:
-            if hook_context is not None:
-                consumer.execute_hook_before(hook_context)
-            try:
-                status = self.listener(msgs, context)
-            except Exception:
-                finish(None)
-                raise
-            return finish(status)
-
-        return await self.executor.run(blocking)
+    def _hook_success(self, status: object) -> bool:
+        return status is not ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT and isinstance(
+            status, ConsumeOrderlyStatus
+        )
 
     def _suspend_time(self, context: ConsumeOrderlyContext) -> int:
         wanted = context.suspend_current_queue_time_millis
@@ -256,20 +190,3 @@ class ConsumeMessagePopOrderlyService(ConsumeMessageService):
             log.error("forward %s to the dead letter queue failed: %s", msg.client_msg_id, exc)
             return False
         return True
-
-    # -- consume directly -------------------------------------------------------------------------
-
-    async def consume_message_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        context = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        executor = self.executor
-
-        def call() -> Awaitable[object]:
-            if executor is None:
-                return cast("Awaitable[object]", self.listener([msg], context))
-            return executor.run(self.listener, [msg], context)
-
-        return await consume_directly(
-            call, _DIRECT_RESULTS, order=True, auto_commit=lambda: context.auto_commit
-        )

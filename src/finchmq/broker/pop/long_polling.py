@@ -24,11 +24,11 @@ import enum
 import heapq
 import itertools
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from finchmq.broker.config import BrokerConfig
+from finchmq.broker.long_polling import ArrivalBuffer, QueueArrivals
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import RemotingCommand
 from finchmq.protocol.pop import is_pop_retry_topic_v2, parse_normal_topic
@@ -39,7 +39,6 @@ __all__ = ["PollingResult", "PopLongPollingService", "PopRequest"]
 
 log = logging.getLogger(__name__)
 
-_MAX_TRACKED = 64  # arrivals of one queue remembered between two drains (then: any filter matches)
 PollingKey = tuple[str, str, int]
 
 
@@ -70,14 +69,6 @@ class PopRequest:
         return now_ms > self.expired - 50
 
 
-@dataclass(slots=True)
-class _Arrivals:
-    count: int = 0
-    max_offset: int = -1
-    tags_codes: set[int] | None = field(default_factory=set)
-    properties: list[Mapping[str, str]] | None = field(default_factory=list)
-
-
 class PopLongPollingService:
     """Held pops (or notifications) by key; ``wakeup`` runs a woken request again."""
 
@@ -100,16 +91,13 @@ class PopLongPollingService:
         self._timeouts: list[tuple[int, int, PopRequest]] = []
         self._timeout_changed = asyncio.Event()
         self._tasks = BackgroundTasks(name)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._arrivals: dict[tuple[str, int], _Arrivals] = {}
-        self._arrivals_lock = threading.Lock()
-        self._drain_scheduled = False
+        self._arrivals = ArrivalBuffer(self._drain_arrivals)
         self._stopped = False
         self.holds_total = 0
         self.wakeups = {"arrival": 0, "timeout": 0}
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._arrivals.start()
         self._tasks.spawn(self._run(), "timeouts")
 
     async def close(self) -> None:
@@ -320,37 +308,14 @@ class PopLongPollingService:
         properties: Mapping[str, str] | None,
     ) -> None:
         """The store's message-arrival hook; safe to call from any thread."""
-        if self._loop is None:
+        if not self._arrivals.started:
             return
         watched = topic if not is_pop_retry_topic_v2(topic) else parse_normal_topic(topic)
         if watched not in self.topic_cid_map:
             return  # nobody ever polled the topic
-        key = (topic, queue_id)
-        with self._arrivals_lock:
-            arrivals = self._arrivals.get(key)
-            if arrivals is None:
-                arrivals = self._arrivals[key] = _Arrivals()
-            arrivals.count += 1
-            arrivals.max_offset = max(arrivals.max_offset, logic_offset)
-            if arrivals.tags_codes is not None:
-                arrivals.tags_codes.add(tags_code)
-                if len(arrivals.tags_codes) > _MAX_TRACKED:
-                    arrivals.tags_codes = None
-            if arrivals.properties is not None:
-                if properties is None or len(arrivals.properties) >= _MAX_TRACKED:
-                    arrivals.properties = None
-                else:
-                    arrivals.properties.append(properties)
-            if self._drain_scheduled:
-                return
-            self._drain_scheduled = True
-        with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
-            self._loop.call_soon_threadsafe(self._drain_arrivals)
+        self._arrivals.add(topic, queue_id, logic_offset, tags_code, properties)
 
-    def _drain_arrivals(self) -> None:
-        with self._arrivals_lock:
-            arrivals, self._arrivals = self._arrivals, {}
-            self._drain_scheduled = False
+    def _drain_arrivals(self, arrivals: dict[tuple[str, int], QueueArrivals]) -> None:
         for (topic, queue_id), seen in arrivals.items():
             self.notify_topic_arriving(
                 topic,

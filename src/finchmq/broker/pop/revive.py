@@ -428,20 +428,7 @@ class PopReviveService:
         else:
             retry_topic = build_pop_retry_topic(topic, group, cfg.enable_retry_topic_v2)
         self._add_retry_topic_if_not_exist(retry_topic, group)
-        host = self.store_host()
-        inner = MessageExtBrokerInner(
-            topic=retry_topic,
-            body=msg.body,
-            queue_id=0,
-            flag=msg.flag,
-            properties=properties,
-            properties_string=stored_properties_string(properties),
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=host,
-            store_host=host,
-            reconsume_times=msg.reconsume_times + 1,
-        )
+        inner = self._revived(msg, retry_topic, 0, properties)
         result = await settled(await self.put_service.append(inner))
         self.retry_puts[group, topic, result.status.name] += 1
         if result.status not in STORED_STATUSES:
@@ -456,6 +443,25 @@ class PopReviveService:
         self.inflight.decrement_check_point(ck)
         self.stats.record_put(retry_topic, 1, len(msg.body))
         return True
+
+    def _revived(
+        self, msg: MessageExt, topic: str, queue_id: int, properties: dict[str, str]
+    ) -> MessageExtBrokerInner:
+        """``msg`` written again to ``topic`` by this broker, one reconsume time more."""
+        host = self.store_host()
+        return MessageExtBrokerInner(
+            topic=topic,
+            body=msg.body,
+            queue_id=queue_id,
+            flag=msg.flag,
+            properties=properties,
+            properties_string=stored_properties_string(properties),
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=host,
+            store_host=host,
+            reconsume_times=msg.reconsume_times + 1,
+        )
 
     def _add_retry_topic_if_not_exist(self, topic: str, group: str) -> None:
         if self.topics.select_topic_config(topic) is not None:
@@ -483,20 +489,7 @@ class PopReviveService:
         self.topics.create_topic_in_send_message_back_method(
             topic, _DLQ_NUMS_PER_GROUP, PermName.WRITE | PermName.READ, 0
         )
-        host = self.store_host()
-        inner = MessageExtBrokerInner(
-            topic=topic,
-            body=msg.body,
-            queue_id=random.randrange(_DLQ_NUMS_PER_GROUP),
-            flag=msg.flag,
-            properties=properties,
-            properties_string=stored_properties_string(properties),
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=host,
-            store_host=host,
-            reconsume_times=msg.reconsume_times + 1,
-        )
+        inner = self._revived(msg, topic, random.randrange(_DLQ_NUMS_PER_GROUP), properties)
         result = await settled(await self.put_service.append(inner))
         if result.status not in STORED_STATUSES:
             log.error(

@@ -40,29 +40,18 @@ from finchmq.remoting import (
     RemotingServerConfig,
     RequestDispatcher,
 )
-from finchmq.store import MessageStoreConfig
 from finchmq.testing import EmbeddedServer
 from tests.waiting import eventually
 
-from .conftest import Broker
+from .conftest import Broker, small_store_config
 
 AVG = AllocateMessageQueueAveragely()
-
-
-def _store_config(root: Path) -> MessageStoreConfig:
-    return MessageStoreConfig(
-        store_path_root_dir=root,
-        mapped_file_size_commit_log=1024 * 1024,
-        mapped_file_size_consume_queue=1000 * 20,
-        max_hash_slot_num=1000,
-        max_index_num=4000,
-    )
 
 
 def _context(root: Path, **config: object) -> BrokerContext:
     server = RemotingServer(RemotingServerConfig(listen_port=0), name="unit")  # never started
     broker2client = Broker2Client(server, lambda coro, name: coro.close())
-    return build_broker_context(BrokerConfig(**config), _store_config(root), broker2client)  # type: ignore[arg-type]
+    return build_broker_context(BrokerConfig(**config), small_store_config(root), broker2client)  # type: ignore[arg-type]
 
 
 @pytest.fixture

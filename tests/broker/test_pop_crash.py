@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +18,8 @@ from finchmq.protocol.pop import ConsumeInitMode
 from finchmq.remoting import RemotingClient, RemotingError
 from tests.broker.conftest import send_request
 from tests.broker.pop_client import PopClient
-from tests.broker.test_crash import free_port
-from tests.waiting import eventually, wait_until
+from tests.broker.test_crash import Server, free_port
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -31,31 +28,6 @@ CONF = (
     "reviveInterval=200\nreviveMaxSlow=1\nflushConsumerOffsetInterval=500\n"
     "mappedFileSizeCommitLog=16777216\nmappedFileSizeConsumeQueue=120000\n"
 )
-
-
-class Server:
-    def __init__(self, data: Path, namesrv_port: int, broker_port: int, conf: str) -> None:
-        data.mkdir(parents=True, exist_ok=True)
-        path = data / "broker.conf"
-        path.write_text(conf)
-        self.addr = f"127.0.0.1:{broker_port}"
-        self.log = data / f"server-{time.monotonic_ns()}.out"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(data), "--namesrv-port",
-                 str(namesrv_port), "--broker-port", str(broker_port), "--broker-ip", "127.0.0.1",
-                 "--bind", "127.0.0.1", "--console-port", "0", "-c", str(path)],
-                stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        wait_until(self.ready, what="the server ready")
-
-    def ready(self) -> bool:
-        assert self.proc.poll() is None, self.log.read_text()
-        return "ready in" in self.log.read_text()
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
 
 
 @pytest.fixture

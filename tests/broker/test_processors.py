@@ -54,7 +54,7 @@ from finchmq.remoting import (
     RequestExecutor,
     handles,
 )
-from finchmq.store import MessageStoreConfig
+from tests.broker.conftest import small_store_config
 
 PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     SendMessageProcessor,
@@ -76,22 +76,12 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
 )
 
 
-def _store_config(root: Path) -> MessageStoreConfig:
-    return MessageStoreConfig(
-        store_path_root_dir=root,
-        mapped_file_size_commit_log=1024 * 1024,
-        mapped_file_size_consume_queue=1000 * 20,
-        max_hash_slot_num=1000,
-        max_index_num=4000,
-    )
-
-
 @pytest.fixture
 async def context(tmp_path: Path) -> AsyncIterator[BrokerContext]:
     server = RemotingServer(RemotingServerConfig(listen_port=0), name="unit")  # never started
     spawned: list[object] = []
     broker2client = Broker2Client(server, lambda coro, name: spawned.append(coro.close()))
-    ctx = build_broker_context(BrokerConfig(), _store_config(tmp_path), broker2client)
+    ctx = build_broker_context(BrokerConfig(), small_store_config(tmp_path), broker2client)
     ctx.store.load()
     ctx.store.start()
     ctx.put_service.start()
@@ -152,7 +142,7 @@ def test_a_code_handled_twice_is_refused_at_class_creation() -> None:
 
 
 async def test_the_controller_registers_every_code_from_the_tables(tmp_path: Path) -> None:
-    controller = BrokerController(BrokerConfig(listen_port=0), _store_config(tmp_path))
+    controller = BrokerController(BrokerConfig(listen_port=0), small_store_config(tmp_path))
     dispatcher = controller.server.dispatcher
     for processor in PROCESSORS:
         for code, executor in processor.executors_by_code().items():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 import time
 from collections import defaultdict
@@ -41,7 +40,7 @@ from finchmq.testing import EmbeddedServer
 from tests.scrape import scrape, value
 from tests.waiting import eventually
 
-from .conftest import FAST_CLIENT, create_topic, dead_letter, produce
+from .conftest import FAST_CLIENT, create_topic, dead_letter, produce, short_name
 from .test_simple_consumer import POP_BROKER, revive_settled
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -55,15 +54,8 @@ def server(finchmq_server_factory: Any) -> EmbeddedServer:
 
 
 @pytest.fixture
-def namesrv(server: EmbeddedServer) -> str:
-    return server.namesrv_addr
-
-
-@pytest.fixture
 def name(request: pytest.FixtureRequest) -> str:
-    """Short: the pop retry topic ``%RETRY%group_topic`` must fit a stored topic's 127 bytes."""
-    base = re.sub(r"[^a-zA-Z0-9_-]", "_", request.node.name.removeprefix("test_"))[:24]
-    return f"{base}_{time.monotonic_ns() % 100000}"
+    return short_name(request)
 
 
 def pop_consumer(namesrv: str, group: str, **kwargs: Any) -> PushConsumer:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import threading
 import time
 from collections import defaultdict
@@ -39,7 +38,7 @@ from finchmq.remoting import RemotingClient
 from finchmq.testing import EmbeddedServer
 from tests.waiting import eventually, wait_until
 
-from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, dead_letter, produce
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, dead_letter, produce, short_name
 
 # revive rounds every 200 ms (Java: 1 s, and up to 3 more when idle): redeliveries within a test
 POP_BROKER = {**FAST_BROKER, "reviveInterval": "200", "reviveMaxSlow": "1", "enablePropertyFilter": "true"}
@@ -52,16 +51,8 @@ def server(finchmq_server_factory: Any) -> EmbeddedServer:
 
 
 @pytest.fixture
-def namesrv(server: EmbeddedServer) -> str:
-    return server.namesrv_addr
-
-
-@pytest.fixture
 def name(request: pytest.FixtureRequest) -> str:
-    """A short name from the test id: a pop retry topic (``%RETRY%group_topic``) must stay within
-    the 127 bytes a stored topic may have."""
-    base = re.sub(r"[^a-zA-Z0-9_-]", "_", request.node.name.removeprefix("test_"))[:24]
-    return f"{base}_{time.monotonic_ns() % 100000}"
+    return short_name(request)
 
 
 def simple(namesrv: str, group: str, **kwargs: Any) -> SimpleConsumer:

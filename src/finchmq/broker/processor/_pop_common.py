@@ -13,6 +13,8 @@ from finchmq.broker.pop.long_polling import PopRequest
 from finchmq.protocol import RemotingCommand, ResponseCode
 from finchmq.protocol.bodies import PermName, TopicConfig
 from finchmq.protocol.filter import build_subscription_data
+from finchmq.protocol.headers import AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader
+from finchmq.protocol.pop import POP_ORDER_REVIVE_QUEUE, AckMsg, ExtraInfo
 from finchmq.protocol.sql92 import SQLSyntaxError
 from finchmq.remoting import Later, QueuedRequest, RemotingContext, RequestExecutor, RequestProcessor
 from finchmq.store import DefaultMessageStore, MessageFilter
@@ -21,11 +23,15 @@ __all__ = [
     "BORN_TIME",
     "FAQ_GROUP",
     "FAQ_TOPIC",
+    "ack_of",
+    "check_ack_queue",
     "check_broker_readable",
+    "check_extra_info",
     "check_group",
     "check_topic",
     "message_filter",
     "min_offset",
+    "revive_qid_problem",
     "run_again_when_woken",
     "with_born_time",
     "with_header",
@@ -118,6 +124,73 @@ def check_topic(
             None,
         )
     return None, topic_config
+
+
+def check_ack_queue(
+    context: BrokerContext, request: RemotingCommand, topic: str, queue_id: int, ctx: RemotingContext
+) -> tuple[RemotingCommand | None, int, int]:
+    """ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME: the topic exists and the queue id is one of
+    its queues (MESSAGE_ILLEGAL otherwise, as Java).
+
+    Returns ``(refusal, 0, 0)`` or ``(None, the queue's first offset, its max offset)``."""
+    topic_config = context.topic_config_manager.select_topic_config(topic)
+    if topic_config is None:
+        return (
+            request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {FAQ_TOPIC}"
+            ),
+            0,
+            0,
+        )
+    if not 0 <= queue_id < topic_config.read_queue_nums:
+        return (
+            request.make_response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config.read_queue_nums}] consumer:[{ctx.remote_addr}]",
+            ),
+            0,
+            0,
+        )
+    store = context.store
+    return None, min_offset(store, topic, queue_id), store.get_max_offset_in_queue(topic, queue_id)
+
+
+def revive_qid_problem(context: BrokerContext, revive_qid: int) -> str | None:
+    """Why ``revive_qid`` names no revive queue of this broker, or None."""
+    queues = context.pop.revive_queue_num
+    if revive_qid == POP_ORDER_REVIVE_QUEUE or 0 <= revive_qid < queues:
+        return None
+    return f"reviveQid {revive_qid} in extraInfo is not a revive queue of this broker (0..{queues - 1}, 999)"
+
+
+def check_extra_info(
+    context: BrokerContext, request: RemotingCommand, extra_info: str
+) -> ExtraInfo | RemotingCommand:
+    """The extra info of an ack or a change of invisible time, parsed; or the refusal
+    (INVALID_PARAMETER) when it names a revive queue this broker does not have.
+
+    Raises:
+        ExtraInfoError: the extra info does not parse.
+    """
+    extra = ExtraInfo.parse(extra_info)
+    problem = revive_qid_problem(context, extra.revive_qid)
+    if problem is not None:
+        return request.make_response(ResponseCode.INVALID_PARAMETER, problem)
+    return extra
+
+
+def ack_of(header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader, extra: ExtraInfo) -> AckMsg:
+    """The ack of the message ``header`` names in the check point ``extra`` names."""
+    return AckMsg(
+        ack_offset=header.offset,
+        start_offset=extra.ck_queue_offset,
+        consumer_group=header.consumer_group,
+        topic=header.topic,
+        queue_id=header.queue_id,
+        pop_time=extra.pop_time,
+        broker_name=extra.broker_name,
+    )
 
 
 def check_group(context: BrokerContext, request: RemotingCommand, group: str) -> RemotingCommand | None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from finchmq.broker.context import BrokerContext
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import BatchAck, BatchAckMessageRequestBody
 from finchmq.protocol.headers import AckMessageRequestHeader
@@ -28,26 +27,17 @@ from finchmq.protocol.pop import (
     POP_ORDER_REVIVE_QUEUE,
     AckMsg,
     BatchAckMsg,
-    ExtraInfo,
     build_polling_key,
     real_topic,
 )
 from finchmq.remoting import ExecutorName, RemotingContext, handles
 
 from ._base import BrokerProcessor
-from ._pop_common import FAQ_TOPIC, min_offset
+from ._pop_common import ack_of, check_ack_queue, check_extra_info, min_offset, revive_qid_problem
 
-__all__ = ["AckMessageProcessor", "revive_qid_problem"]
+__all__ = ["AckMessageProcessor"]
 
 log = logging.getLogger(__name__)
-
-
-def revive_qid_problem(context: BrokerContext, revive_qid: int) -> str | None:
-    """Why ``revive_qid`` names no revive queue of this broker, or None."""
-    queues = context.pop.revive_queue_num
-    if revive_qid == POP_ORDER_REVIVE_QUEUE or 0 <= revive_qid < queues:
-        return None
-    return f"reviveQid {revive_qid} in extraInfo is not a revive queue of this broker (0..{queues - 1}, 999)"
 
 
 class AckMessageProcessor(BrokerProcessor):
@@ -57,30 +47,18 @@ class AckMessageProcessor(BrokerProcessor):
     async def ack_message(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
         c = self.context
         header = AckMessageRequestHeader.from_ext_fields(request.ext_fields)
-        topic_config = c.topic_config_manager.select_topic_config(header.topic)
-        if topic_config is None:
-            return request.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{header.topic}] not exist, apply first please! {FAQ_TOPIC}",
-            )
-        if not 0 <= header.queue_id < topic_config.read_queue_nums:
-            return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                f"[{topic_config.read_queue_nums}] consumer:[{ctx.remote_addr}]",
-            )
-        first = min_offset(c.store, header.topic, header.queue_id)
-        last = c.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        refusal, first, last = check_ack_queue(c, request, header.topic, header.queue_id, ctx)
+        if refusal is not None:
+            return refusal
         if not first <= header.offset <= last:
             return request.make_response(
                 ResponseCode.NO_MESSAGE,
                 f"offset is illegal, key:{header.topic}@{header.queue_id}, commit:{header.offset}, "
                 f"store:{first}~{last}",
             )
-        extra = ExtraInfo.parse(header.extra_info)
-        problem = revive_qid_problem(c, extra.revive_qid)
-        if problem is not None:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, problem)
+        extra = check_extra_info(c, request, header.extra_info)
+        if isinstance(extra, RemotingCommand):
+            return extra
         response = request.make_response(ResponseCode.SUCCESS)
         if extra.is_order:
             return await self.ack_orderly(
@@ -93,15 +71,7 @@ class AckMessageProcessor(BrokerProcessor):
                 extra.pop_time,
                 extra.invisible_time,
             )
-        ack = AckMsg(
-            ack_offset=header.offset,
-            start_offset=extra.ck_queue_offset,
-            consumer_group=header.consumer_group,
-            topic=header.topic,
-            queue_id=header.queue_id,
-            pop_time=extra.pop_time,
-            broker_name=extra.broker_name,
-        )
+        ack = ack_of(header, extra)
         await self._append_ack(ack, extra.revive_qid, extra.invisible_time, 1)
         return response
 

@@ -22,12 +22,11 @@ import logging
 from finchmq.broker.pop.revive_log import STORED_STATUSES
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader
-from finchmq.protocol.pop import AckMsg, ExtraInfo, PopCheckPoint, build_polling_key
+from finchmq.protocol.pop import ExtraInfo, PopCheckPoint, build_polling_key
 from finchmq.remoting import ExecutorName, RemotingContext, handles
 
 from ._base import BrokerProcessor
-from ._pop_common import FAQ_TOPIC, min_offset, with_header
-from .ack import revive_qid_problem
+from ._pop_common import ack_of, check_ack_queue, check_extra_info, with_header
 from .pop import invisible_time_problem
 
 __all__ = ["ChangeInvisibleTimeProcessor"]
@@ -51,29 +50,17 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
         c = self.context
         pop = c.pop
         header = ChangeInvisibleTimeRequestHeader.from_ext_fields(request.ext_fields)
-        topic_config = c.topic_config_manager.select_topic_config(header.topic)
-        if topic_config is None:
-            return request.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{header.topic}] not exist, apply first please! {FAQ_TOPIC}",
-            )
-        if not 0 <= header.queue_id < topic_config.read_queue_nums:
-            return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                f"[{topic_config.read_queue_nums}] consumer:[{ctx.remote_addr}]",
-            )
-        first = min_offset(c.store, header.topic, header.queue_id)
-        last = c.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        refusal, first, last = check_ack_queue(c, request, header.topic, header.queue_id, ctx)
+        if refusal is not None:
+            return refusal
         if not first <= header.offset < last:
             return request.make_response(ResponseCode.NO_MESSAGE)
         problem = invisible_time_problem(header.invisible_time)
         if problem is not None:
             return request.make_response(ResponseCode.INVALID_PARAMETER, problem)
-        extra = ExtraInfo.parse(header.extra_info)
-        problem = revive_qid_problem(c, extra.revive_qid)
-        if problem is not None:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, problem)
+        extra = check_extra_info(c, request, header.extra_info)
+        if isinstance(extra, RemotingCommand):
+            return extra
         if extra.is_order:
             return await self._change_orderly(request, header, extra)
         now = pop.change_time(header.topic, header.consumer_group, header.queue_id)
@@ -105,15 +92,7 @@ class ChangeInvisibleTimeProcessor(BrokerProcessor):
 
     async def _ack_origin(self, header: ChangeInvisibleTimeRequestHeader, extra: ExtraInfo) -> None:
         pop = self.context.pop
-        ack = AckMsg(
-            ack_offset=header.offset,
-            start_offset=extra.ck_queue_offset,
-            consumer_group=header.consumer_group,
-            topic=header.topic,
-            queue_id=header.queue_id,
-            pop_time=extra.pop_time,
-            broker_name=extra.broker_name,
-        )
+        ack = ack_of(header, extra)
         pop.record_ack(header.consumer_group, header.topic, 1)
         if pop.buffer_merge.add_ak(extra.revive_qid, ack):
             return

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from finchmq.client.errors import MQClientError
 from finchmq.protocol.message import MessageExt, MessageQueue
 
-from .consume_service import ConcurrentlyConsumeRequest, ConcurrentlyServiceBase, reset_retry_topic
+from .consume_service import (
+    ConcurrentlyConsumeRequest,
+    ConcurrentlyServiceBase,
+    ack_popped,
+    forward_popped_to_dlq,
+    reset_retry_topic,
+)
 from .executor import AsyncConsumeExecutor
 from .listener import (
     CONSUME_CONTEXT_TYPE,
@@ -175,21 +181,16 @@ class ConsumeMessagePopConcurrentlyService(ConcurrentlyServiceBase["PopProcessQu
         pq = request.process_queue
         tasks = self.consumer.tasks
         for msg in msgs[: ack_index + 1]:
-            tasks.spawn(self._ack(msg), "pop-ack")
+            tasks.spawn(ack_popped(self.pop_consumer, msg), "pop-ack")
             pq.ack()
         delay_level = request.context.delay_level_when_next_consume
         for msg in msgs[ack_index + 1 :]:
             pq.ack()
-            if delay_level < 0 or msg.reconsume_times >= self.pop_consumer.max_reconsume_times():
-                tasks.spawn(self._to_dead_letter_queue(msg), "pop-dlq")
+            max_times = self.pop_consumer.max_reconsume_times()
+            if delay_level < 0 or msg.reconsume_times >= max_times:
+                tasks.spawn(forward_popped_to_dlq(self.pop_consumer, msg, max_times), "pop-dlq")
             else:
                 tasks.spawn(self._change_invisible_time(msg, delay_level), "pop-retry")
-
-    async def _ack(self, msg: MessageExt) -> None:
-        try:
-            await self.pop_consumer.pop_api.ack(msg)
-        except MQClientError as exc:
-            log.warning("Ack message fail. msgId: %s: %s", msg.client_msg_id, exc)
 
     async def _change_invisible_time(self, msg: MessageExt, delay_level: int) -> None:
         """Java ``changePopInvisibleTime``: visible again after the delay level's seconds."""
@@ -201,11 +202,3 @@ class ConsumeMessagePopConcurrentlyService(ConcurrentlyServiceBase["PopProcessQu
             await self.pop_consumer.pop_api.change_invisible_time(msg, delay_s * 1000)
         except MQClientError as exc:
             log.error("changePopInvisibleTimeAsync fail. msgId: %s error info: %s", msg.client_msg_id, exc)
-
-    async def _to_dead_letter_queue(self, msg: MessageExt) -> None:
-        try:
-            await self.pop_consumer.pop_api.forward_to_dead_letter_queue(
-                msg, self.pop_consumer.max_reconsume_times()
-            )
-        except MQClientError as exc:
-            log.error("forward %s to the dead letter queue failed: %s", msg.client_msg_id, exc)

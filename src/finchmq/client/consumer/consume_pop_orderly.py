@@ -30,7 +30,7 @@ from finchmq.protocol.bodies import CMResult
 from finchmq.protocol.message import MessageExt, MessageQueue
 
 from .consume_pop_concurrently import pop_time_out
-from .consume_service import OrderlyServiceBase
+from .consume_service import OrderlyServiceBase, ack_popped, forward_popped_to_dlq
 from .listener import (
     ConsumeMessageContext,
     ConsumeOrderlyContext,
@@ -137,7 +137,7 @@ class ConsumeMessagePopOrderlyService(OrderlyServiceBase):
             ):
                 stats.inc_consume_ok_tps(self.group, mq.topic, len(taken))
                 for msg in taken:
-                    await self._ack(msg)
+                    await ack_popped(self.pop_consumer, msg)
                     pq.ack()
                 done += len(taken)
                 continue
@@ -145,7 +145,11 @@ class ConsumeMessagePopOrderlyService(OrderlyServiceBase):
                 log.warning("consumeMessage returned %r, not a ConsumeOrderlyStatus", status)
             stats.inc_consume_failed_tps(self.group, mq.topic, len(taken))
             over = [m for m in taken if m.reconsume_times >= self.max_reconsume_times()]
-            dead = {id(m) for m in over if await self._to_dead_letter_queue(m)}
+            dead = {
+                id(m)
+                for m in over
+                if await forward_popped_to_dlq(self.pop_consumer, m, self.max_reconsume_times())
+            }
             for _ in dead:
                 pq.ack()
             if len(dead) == len(taken):  # nothing of the call is left: go on with the queue
@@ -171,22 +175,8 @@ class ConsumeMessagePopOrderlyService(OrderlyServiceBase):
             wanted = self.config.suspend_current_queue_time_millis
         return min(max(wanted, _MIN_SUSPEND_MS), _MAX_SUSPEND_MS)
 
-    async def _ack(self, msg: MessageExt) -> None:
-        try:
-            await self.pop_consumer.pop_api.ack(msg)
-        except MQClientError as exc:
-            log.warning("Ack message fail. msgId: %s: %s", msg.client_msg_id, exc)
-
     async def _change_invisible_time(self, msg: MessageExt, invisible_ms: int) -> None:
         try:
             await self.pop_consumer.pop_api.change_invisible_time(msg, invisible_ms)
         except MQClientError as exc:
             log.error("changePopInvisibleTime fail. msgId: %s error info: %s", msg.client_msg_id, exc)
-
-    async def _to_dead_letter_queue(self, msg: MessageExt) -> bool:
-        try:
-            await self.pop_consumer.pop_api.forward_to_dead_letter_queue(msg, self.max_reconsume_times())
-        except MQClientError as exc:
-            log.error("forward %s to the dead letter queue failed: %s", msg.client_msg_id, exc)
-            return False
-        return True

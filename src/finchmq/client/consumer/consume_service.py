@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, cast
 
+from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult
 from finchmq.protocol.message import MessageQueue
 from finchmq.protocol.message_const import MessageConst
@@ -52,7 +53,9 @@ __all__ = [
     "PopServiceConsumer",
     "QueueOwnership",
     "ServiceConsumer",
+    "ack_popped",
     "consume_directly",
+    "forward_popped_to_dlq",
     "reset_retry_topic",
 ]
 
@@ -370,3 +373,23 @@ class OrderlyServiceBase(ConsumeMessageService):
         return await consume_directly(
             call, _ORDERLY_DIRECT_RESULTS, order=True, auto_commit=lambda: context.auto_commit
         )
+
+
+async def ack_popped(consumer: PopServiceConsumer, msg: MessageExt) -> None:
+    """Ack a popped message; a failure is only logged (the broker delivers it again)."""
+    try:
+        await consumer.pop_api.ack(msg)
+    except MQClientError as exc:
+        log.warning("Ack message fail. msgId: %s: %s", msg.client_msg_id, exc)
+
+
+async def forward_popped_to_dlq(
+    consumer: PopServiceConsumer, msg: MessageExt, max_reconsume_times: int
+) -> bool:
+    """Send a popped message to ``%DLQ%group`` (and ack it); False (logged) if that failed."""
+    try:
+        await consumer.pop_api.forward_to_dead_letter_queue(msg, max_reconsume_times)
+    except MQClientError as exc:
+        log.error("forward %s to the dead letter queue failed: %s", msg.client_msg_id, exc)
+        return False
+    return True

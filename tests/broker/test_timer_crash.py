@@ -15,10 +15,10 @@ import pytest
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import KVTable
-from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag, SendMessageRequestHeaderV2
+from finchmq.protocol.headers import SendMessageRequestHeaderV2
 from finchmq.protocol.message import MessageExt, properties_to_string
-from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
+from finchmq.testing.audit import stored_messages
 from finchmq.testing.process import ServerProcess
 from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually
@@ -71,24 +71,7 @@ async def send_all(addr: str, deliver_at: dict[int, int]) -> None:
 
 
 async def delivered(addr: str) -> list[MessageExt]:
-    found: list[MessageExt] = []
-    async with RemotingClient() as client:
-        for queue_id in range(QUEUES):
-            offset = 0
-            while True:
-                header = PullMessageRequestHeader(
-                    consumer_group="auditor", topic=TOPIC, queue_id=queue_id, queue_offset=offset,
-                    max_msg_nums=32, sys_flag=int(PullSysFlag.SUBSCRIPTION), commit_offset=0,
-                    suspend_timeout_millis=0, sub_version=0, subscription="*",
-                )  # fmt: skip
-                reply = await client.invoke(
-                    addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()), 30_000
-                )
-                if reply.code != ResponseCode.SUCCESS:
-                    break
-                found += decode_stored_all(reply.body)
-                offset = int(reply.ext_fields["nextBeginOffset"])
-    return found
+    return await stored_messages(addr, TOPIC, queues=QUEUES)
 
 
 async def delivered_count(addr: str) -> int:
@@ -138,8 +121,8 @@ def test_sigkill_with_pending_timers_delivers_each_once_and_none_early(tmp_path:
 
         server = start(data)
         servers.append(server)
-        addr = f"127.0.0.1:{server.broker_port}"
-        time.sleep(rng.uniform(0.2, 1.5))  # scenario: the kill lands in the replay after the restart
+        # start() returns once the broker serves, with the replay of the checkpoint's range under way
+        # (its state stays in the checkpoint until the replay is over): the kill lands in it
         kill(server)
 
         server = start(data)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageReques
 from finchmq.protocol.message import MessageExt, properties_to_string
 from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient
+from finchmq.store import MessageStoreConfig
 from finchmq.testing import EmbeddedServer
 from tests.client.conftest import TEST_BROKER
 from tests.waiting import DEFAULT_TIMEOUT
@@ -125,3 +127,14 @@ async def broker(finchmq_server_factory: Any, request: pytest.FixtureRequest) ->
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "broker_conf(dict): broker.conf settings for the `broker` fixture")
+
+
+def small_store_config(root: Path) -> MessageStoreConfig:
+    """A store under ``root`` with small files (1 MiB commit log), for brokers built in-process."""
+    return MessageStoreConfig(
+        store_path_root_dir=root,
+        mapped_file_size_commit_log=1024 * 1024,
+        mapped_file_size_consume_queue=1000 * 20,
+        max_hash_slot_num=1000,
+        max_index_num=4000,
+    )

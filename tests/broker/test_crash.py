@@ -38,10 +38,10 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data: Path, namesrv_port: int, broker_port: int) -> None:
+    def __init__(self, data: Path, namesrv_port: int, broker_port: int, conf_text: str = CONF) -> None:
         conf = data / "broker.conf"
         data.mkdir(parents=True, exist_ok=True)
-        conf.write_text(CONF)
+        conf.write_text(conf_text)
         self.addr = f"127.0.0.1:{broker_port}"
         self.offsets_file = data / "store" / "config" / "consumerOffset.json"
         self.log = data / f"server-{time.monotonic_ns()}.out"

@@ -15,13 +15,21 @@ from finchmq.broker.broker2client import Broker2Client
 from finchmq.broker.context import BrokerContext, build_broker_context
 from finchmq.broker.long_polling import PullRequestHoldService
 from finchmq.broker.processor import (
+    AckMessageProcessor,
     AdminBrokerProcessor,
     BrokerProcessor,
+    ChangeInvisibleTimeProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
     EndTransactionProcessor,
+    NotificationProcessor,
+    PeekMessageProcessor,
+    PollingInfoProcessor,
+    PopMessageProcessor,
     PullMessageProcessor,
+    QueryAssignmentProcessor,
     QueryMessageProcessor,
+    RecallMessageProcessor,
     SendMessageProcessor,
 )
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -46,7 +54,7 @@ from finchmq.remoting import (
     RequestExecutor,
     handles,
 )
-from finchmq.store import MessageStoreConfig
+from tests.broker.conftest import small_store_config
 
 PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     SendMessageProcessor,
@@ -56,17 +64,16 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     ConsumerManageProcessor,
     AdminBrokerProcessor,
     EndTransactionProcessor,
+    RecallMessageProcessor,
+    QueryAssignmentProcessor,
+    # 5.x: POP
+    PopMessageProcessor,
+    AckMessageProcessor,
+    ChangeInvisibleTimeProcessor,
+    PeekMessageProcessor,
+    NotificationProcessor,
+    PollingInfoProcessor,
 )
-
-
-def _store_config(root: Path) -> MessageStoreConfig:
-    return MessageStoreConfig(
-        store_path_root_dir=root,
-        mapped_file_size_commit_log=1024 * 1024,
-        mapped_file_size_consume_queue=1000 * 20,
-        max_hash_slot_num=1000,
-        max_index_num=4000,
-    )
 
 
 @pytest.fixture
@@ -74,7 +81,7 @@ async def context(tmp_path: Path) -> AsyncIterator[BrokerContext]:
     server = RemotingServer(RemotingServerConfig(listen_port=0), name="unit")  # never started
     spawned: list[object] = []
     broker2client = Broker2Client(server, lambda coro, name: spawned.append(coro.close()))
-    ctx = build_broker_context(BrokerConfig(), _store_config(tmp_path), broker2client)
+    ctx = build_broker_context(BrokerConfig(), small_store_config(tmp_path), broker2client)
     ctx.store.load()
     ctx.store.start()
     ctx.put_service.start()
@@ -135,7 +142,7 @@ def test_a_code_handled_twice_is_refused_at_class_creation() -> None:
 
 
 async def test_the_controller_registers_every_code_from_the_tables(tmp_path: Path) -> None:
-    controller = BrokerController(BrokerConfig(listen_port=0), _store_config(tmp_path))
+    controller = BrokerController(BrokerConfig(listen_port=0), small_store_config(tmp_path))
     dispatcher = controller.server.dispatcher
     for processor in PROCESSORS:
         for code, executor in processor.executors_by_code().items():
@@ -147,7 +154,7 @@ async def test_the_controller_registers_every_code_from_the_tables(tmp_path: Pat
     claimed = {code for processor in PROCESSORS for code in processor.handlers}
     assert dispatcher.codes == claimed
     # the VIP channel: everything but the pull executor's codes (Java's fast remoting server)
-    pull_codes = {c for c, e in PullMessageProcessor.executors_by_code().items() if e is ExecutorName.PULL}
+    pull_codes = {c for p in PROCESSORS for c, e in p.executors_by_code().items() if e is ExecutorName.PULL}
     assert pull_codes and controller.fast_server.dispatcher.codes == claimed - pull_codes
 
 

@@ -64,6 +64,13 @@ def name(request: pytest.FixtureRequest) -> str:
     return f"{base}_{time.monotonic_ns() % 100000}"
 
 
+def short_name(request: pytest.FixtureRequest) -> str:
+    """A short name from the test id: a pop retry topic (``%RETRY%group_topic``) must stay within
+    the 127 bytes a stored topic may have."""
+    base = re.sub(r"[^a-zA-Z0-9_-]", "_", request.node.name.removeprefix("test_"))[:24]
+    return f"{base}_{time.monotonic_ns() % 100000}"
+
+
 async def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
     """Create ``topic`` with ``queues`` read/write queues and wait until the name server routes it."""
     async with AdminClient(namesrv_addr=namesrv) as admin:

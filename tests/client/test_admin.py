@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from finchmq.cli.__main__ import main
+from finchmq.cli.admin.cluster import timer_progress
 from finchmq.client import (
     AdminClient,
     ConsumeConcurrentlyStatus,
@@ -389,3 +392,44 @@ async def test_view_broker_stats_data(server: EmbeddedServer, namesrv: str, name
             await admin.view_broker_stats_data(server.broker_addr, "GROUP_GET_NUMS", f"{name}@nobody")
     assert info.value.code == ResponseCode.SYSTEM_ERROR
     assert f"The stats <GROUP_GET_NUMS> <{name}@nobody> not exist" in str(info.value)
+
+
+def test_timer_progress_is_5x_cluster_list_s_column() -> None:
+    stats = {
+        "timerReadBehind": "2",
+        "timerOffsetBehind": "15",
+        "timerCongestNum": "15000",
+        "timerEnqueueTps": "1234.56",
+        "timerDequeueTps": "0.0",
+    }
+    assert timer_progress(stats) == "2-15(1.5w, 1234.6, 0.0)"
+    assert timer_progress({}) == "0-0(0.0w, 0.0, 0.0)"  # a 4.x broker: zeros, as Java's
+
+
+def test_cli_cluster_list_and_broker_status_show_the_timer_backlog(
+    server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = admin_cli(server.namesrv_addr, capsys)
+    an_hour_ahead = int(time.time() * 1000) + 3_600_000
+    with BlockingProducer("pg", namesrv_addr=server.namesrv_addr, instance_name="cli-timer") as producer:
+        for i in range(3):
+            producer.send(Message(name, f"t{i}".encode()).with_deliver_time_ms(an_hour_ahead))
+
+    def backlog() -> dict[str, str] | None:
+        stats = json.loads(run("brokerStatus", "-b", server.broker_addr, "--json"))[server.broker_addr]
+        return stats if stats["timerCongestNum"] == "3" else None
+
+    stats = wait_until(
+        backlog, what="brokerStatus shows the 3 pending timers (timerCongestNum)", interval=0.2
+    )
+    assert stats["timerOffsetBehind"] == "0"
+    status = run("brokerStatus", "-b", server.broker_addr)
+    assert re.search(r"^timerCongestNum\s+: 3$", status, re.M)
+    for key in ("timerReadBehind", "timerOffsetBehind", "timerEnqueueTps", "timerDequeueTps"):
+        assert re.search(rf"^{key}\s+: ", status, re.M)
+    table = run("clusterList").splitlines()
+    assert table[0].split()[-1] == "#Timer(Progress)"
+    row = next(line for line in table if server.broker_addr in line)
+    assert re.search(r"  \d+-0\(0\.0w, \d+\.\d, \d+\.\d\)$", row)
+    listed = json.loads(run("clusterList", "--json"))
+    assert [b["stats"]["timerCongestNum"] for b in listed] == ["3"]

@@ -7,14 +7,22 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from finchmq.client import (
     AdminClient,
+    BlockingAdminClient,
+    BlockingProducer,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
     Message,
+    MessageExt,
+    MessageRequestMode,
     Producer,
 )
 from finchmq.console import Sampler
@@ -38,6 +46,25 @@ def test_cluster_lists_the_broker_with_its_figures(cluster: Cluster) -> None:
     topics = {t["topic"]: t["kind"] for t in cluster.ok("GET", "/api/topics")}
     assert topics["TBW102"] == "SYSTEM" and topics[broker["brokerName"]] == "SYSTEM"
     assert topics["DefaultCluster_REPLY_TOPIC"] == "SYSTEM"
+
+
+def test_cluster_shows_the_timer_backlog(cluster: Cluster, name: str) -> None:
+    """Timer messages an hour ahead are counted in the broker's pending timers (5.x
+    ``timerCongestNum``, clusterList's ``#Timer(Progress)``); the POP figures are there too."""
+    [before] = cluster.ok("GET", "/api/cluster")["brokers"]
+    assert set(before["timer"]) == {"pending", "readBehind", "offsetBehind", "enqueueTps", "dequeueTps"}
+    assert before["pop"]["inflight"] >= 0 and before["pop"]["revivePendingCheckPoints"] >= 0
+    cluster.create_topic(name, queues=1)
+    an_hour_ahead = int(time.time() * 1000) + 3_600_000
+    with BlockingProducer(f"PG_{name}", namesrv_addr=cluster.namesrv) as producer:
+        for i in range(2):
+            producer.send(Message.create(name, f"later{i}".encode()).with_deliver_time_ms(an_hour_ahead))
+    pending = before["timer"]["pending"] + 2
+    timer = wait_until(
+        lambda: (t := cluster.ok("GET", "/api/cluster")["brokers"][0]["timer"])["pending"] == pending and t,
+        what=f"{pending} pending timers in the cluster's figures",
+    )
+    assert timer["offsetBehind"] == 0 and timer["readBehind"] >= 0
 
 
 def test_topic_create_update_route_status_delete(cluster: Cluster, name: str) -> None:
@@ -141,6 +168,7 @@ def test_group_progress_and_reset_offset_by_time(cluster: Cluster, name: str) ->
         assert online["connection"]["consumeType"] == "CONSUME_PASSIVELY"
         assert name in online["connection"]["subscriptionTable"]
         assert online["config"]["groupName"] == group
+        assert online["requestModes"] == [] and online["pop"] == [], "it pulls: no mode set, nothing popped"
         listed = {g["group"]: g for g in cluster.ok("GET", "/api/groups")}
         assert listed[group]["clients"] == 1 and listed[group]["diffTotal"] == 0
         assert listed["TOOLS_CONSUMER"]["system"] and not listed[group]["system"]
@@ -157,6 +185,51 @@ def test_group_progress_and_reset_offset_by_time(cluster: Cluster, name: str) ->
 
     status, error = cluster.call("POST", f"/api/groups/{group}/reset-offset", {"topic": name})
     assert status == 400 and "timestamp" in error["error"]
+
+
+def test_a_popping_group_shows_its_mode_and_popped_queues(cluster: Cluster, name: str) -> None:
+    """A push consumer the broker has told to pop (5.x ``setConsumeMode``): the group's page
+    shows the mode and the client's popped queue (``consumerStatus``'s pop detail), with the
+    message it holds waiting for its ack, and the broker's inflight count has it."""
+    group = f"G_{name}"
+    cluster.create_topic(name, queues=2)
+    with BlockingAdminClient(namesrv_addr=cluster.namesrv) as admin:
+        admin.set_message_request_mode(name, group, MessageRequestMode.POP, cluster="DefaultCluster")
+    release = threading.Event()
+    seen: list[str] = []
+
+    def hold(msgs: list[MessageExt], ctx: Any) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.body.decode() for m in msgs)
+        release.wait(60)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = cluster.consumer(
+        group,
+        name,
+        hold,
+        client_rebalance=False,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    try:
+        cluster.send(name, ["held"])
+        wait_until(lambda: seen == ["held"], what="the consumer to pop the message")
+
+        def popped(waiting: int) -> dict[str, Any] | None:
+            info = cluster.ok("GET", f"/api/groups/{group}")
+            return info if [q["waitAckCount"] for q in info["pop"]] == [waiting] else None
+
+        info = wait_until(lambda: popped(1), what="the popped queue with the message waiting for its ack")
+        assert info["requestModes"] == [{"topic": name, "mode": "POP", "popShareQueueNum": 0}]
+        [queue] = info["pop"]
+        assert queue["clientId"] == consumer.consumer.client_id
+        assert (queue["topic"], queue["brokerName"], queue["queueId"]) == (name, "broker-a", -1)
+        assert not queue["droped"] and queue["lastPopTimestamp"] > 0
+        assert cluster.ok("GET", "/api/cluster")["brokers"][0]["pop"]["inflight"] >= 1
+        release.set()
+        wait_until(lambda: popped(0), what="the ack")
+    finally:
+        release.set()
+        consumer.shutdown()
 
 
 def test_dead_letter_listed_and_resent_to_an_online_consumer(cluster: Cluster, name: str) -> None:

@@ -5,6 +5,7 @@ Skipped, with the reason, where chromium or Playwright is missing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -72,6 +73,8 @@ def test_every_page_loads(page: Page, cluster: Cluster) -> None:
     broker_addr = f"127.0.0.1:{cluster.server.broker_port}"
     expect(page.locator("main table:not(.u-legend)")).to_contain_text(broker_addr)
     expect(page.locator("#tps-chart")).to_be_visible()
+    expect(page.locator("main thead").first).to_contain_text("Timers (pending)")
+    expect(page.locator(".timer-pending")).to_have_text(re.compile(r"^[\d,]+$"))  # a count, not "-"
     for link, heading in (("Topics", "Topics"), ("Consumers", "Consumer groups"), ("Messages", "Messages"),
                           ("Dead letters", "Dead letters"), ("Cluster", "Cluster")):  # fmt: skip
         page.click(f"nav >> text={link}")
@@ -135,6 +138,7 @@ def test_reset_offset_by_time_changes_the_lag(page: Page, cluster: Cluster, name
     visit(page, cluster, f"#/group/{consumed.group}")
     expect(page.locator("#lag-total")).to_have_text("0")
     expect(page.locator("#connection-error")).to_contain_text("not online")
+    expect(page.locator("#request-modes")).to_contain_text("no mode set")
     page.fill("#reset-topic", name)
     page.fill("#reset-time", datetime.fromtimestamp(consumed.before / 1000).strftime("%Y-%m-%dT%H:%M:%S"))
     page.click("#reset-submit")

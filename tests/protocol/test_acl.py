@@ -124,6 +124,11 @@ def test_what_requests_need() -> None:
     assert parse_access_request(unregister, "h:1").resources == {}  # producers need nothing
     admin = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "T"})
     assert parse_access_request(admin, "h:1").resources == {}
+    # 5.x POP: as a pull; an ack of a message from the pop retry topic names the topic it serves
+    pop = RemotingCommand.request(RequestCode.POP_MESSAGE, {"topic": "T", "consumerGroup": "G"})
+    assert parse_access_request(pop, "h:1").resources == {"T": SUB, "%RETRY%G": SUB}
+    ack = RemotingCommand.request(RequestCode.ACK_MESSAGE, {"topic": "%RETRY%G_T", "consumerGroup": "G"})
+    assert parse_access_request(ack, "h:1").resources == {"T": SUB, "%RETRY%G": SUB}
 
 
 def test_a_heartbeat_needs_its_groups_and_topics() -> None:

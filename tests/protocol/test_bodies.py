@@ -108,6 +108,8 @@ def strategy_for(tp: Any) -> st.SearchStrategy[Any]:
         return st.floats(allow_nan=False, allow_infinity=False)
     if tp is MessageQueue:
         return MQS
+    if tp is bodies.JavaBitSet:
+        return st.frozensets(st.integers(0, 300), max_size=8).map(bodies.JavaBitSet)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return st.sampled_from(list(tp))
     if isinstance(tp, type) and issubclass(tp, RemotingSerializable):

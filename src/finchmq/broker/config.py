@@ -1,5 +1,6 @@
 """Broker settings with RocketMQ 4.9.8's names (``BrokerConfig`` + the remoting server's) and
-defaults. The store has its own ``MessageStoreConfig``; ``broker.conf`` feeds both."""
+defaults (5.x's for the 5.x features, in blocks marked so). The store has its own
+``MessageStoreConfig``; ``broker.conf`` feeds both."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from finchmq.common.metrics import MetricsExporterType
+from finchmq.protocol.bodies import MessageRequestMode
 
 __all__ = ["BrokerConfig", "MetricsExporterType"]
 
@@ -61,6 +63,8 @@ class BrokerConfig:
     consumer_manager_thread_pool_queue_capacity: int = 1_000_000
     heartbeat_thread_pool_queue_capacity: int = 50_000
     end_transaction_pool_queue_capacity: int = 100_000
+    load_balance_processor_thread_pool_nums: int = 32  # 5.x: QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE
+    load_balance_thread_pool_queue_capacity: int = 100_000
 
     # fast failure (seed 000/001)
     broker_fast_failure_enable: bool = True
@@ -91,6 +95,14 @@ class BrokerConfig:
     max_error_rate_of_bloom_filter: int = 20  # unused (no SQL92 filter); kept for broker.conf compatibility
     enable_property_filter: bool = False
 
+    # 5.x: queues assigned by the broker (QUERY_ASSIGNMENT, broker/processor/assignment.py). A
+    # group/topic without a mode set by SET_MESSAGE_REQUEST_MODE reads its queues in the default
+    # mode; serverLoadBalancerEnable=false hands every member every queue.
+    server_load_balancer_enable: bool = True
+    default_message_request_mode: MessageRequestMode = MessageRequestMode.PULL
+    default_pop_share_queue_num: int = -1  # -1: in POP mode, every member pops every queue
+    load_balance_poll_name_server_interval: int = 30_000  # ms: the assigned topics' routes refresh
+
     # request-reply: also store replies in <cluster>_REPLY_TOPIC (Java's default)
     store_reply_message_enable: bool = True
 
@@ -105,12 +117,45 @@ class BrokerConfig:
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
 
+    # 5.x recall of timer messages (RECALL_MESSAGE, broker/processor/recall.py)
+    recall_message_enable: bool = False
+    allow_recall_when_broker_not_writeable: bool = True
+
     # metrics (Java 5.x keys): PROM serves GET /metrics in Prometheus' text format, see
     # docs/metrics.md; an empty host means bindAddress; metricsLabel adds "k:v,k2:v2" labels
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     metrics_prom_exporter_host: str = ""
     metrics_prom_exporter_port: int = 5557  # 0 = any free port
     metrics_label: str = ""
+
+    # 5.x: POP (broker/pop/, docs/pop.md), Java 5.3.3's keys and defaults
+    ack_message_thread_pool_nums: int = 16
+    ack_thread_pool_queue_capacity: int = 100_000
+    wait_time_mills_in_ack_queue: int = 3000  # ms
+    revive_queue_num: int = 8  # queues of rmq_sys_REVIVE_LOG_<cluster>; read at start-up only
+    revive_interval: int = 1000  # ms between revive rounds
+    revive_max_slow: int = 3  # an idle revive queue waits up to this many more intervals
+    revive_scan_time: int = 10_000  # ms one round may read the revive queue
+    revive_ack_wait_ms: int = 180_000  # ms an ack waits for its check point to be read
+    enable_pop_buffer_merge: bool = False
+    pop_ck_stay_buffer_time: int = 10_000  # ms
+    pop_ck_stay_buffer_time_out: int = 3000  # ms
+    pop_ck_max_buffer_size: int = 200_000
+    pop_ck_offset_max_queue_size: int = 20_000
+    enable_pop_batch_ack: bool = False
+    pop_polling_size: int = 1024  # held pops per topic@group@queueId
+    pop_polling_map_size: int = 100_000
+    max_pop_polling_size: int = 100_000  # held pops in all
+    pop_long_polling_force_notify_interval: int = 800
+    enable_notify_after_pop_order_lock_release: bool = True
+    init_pop_offset_by_check_msg_in_mem: bool = True
+    enable_retry_topic_v2: bool = False
+    retrieve_message_from_pop_retry_topic_v1: bool = True
+    pop_from_retry_probability: int = 20  # %
+    pop_response_return_actual_retry_topic: bool = False
+    enable_pop_message_threshold: bool = False
+    pop_inflight_message_threshold: int = 10_000
+    enable_pop_log: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
@@ -139,6 +184,9 @@ class BrokerConfig:
             "consumer_manager_thread_pool_queue_capacity",
             "heartbeat_thread_pool_queue_capacity",
             "end_transaction_pool_queue_capacity",
+            "load_balance_processor_thread_pool_nums",
+            "load_balance_thread_pool_queue_capacity",
+            "load_balance_poll_name_server_interval",
             "wait_time_mills_in_send_queue",
             "wait_time_mills_in_pull_queue",
             "wait_time_mills_in_heartbeat_queue",
@@ -164,6 +212,25 @@ class BrokerConfig:
             key, sep, value = item.partition(":")
             if not sep or not _LABEL_NAME.match(key.strip()) or not value.strip() or ":" in value:
                 raise ValueError(f"metricsLabel must be 'key:value,key:value', got {self.metrics_label!r}")
+        for name in (  # 5.x: POP
+            "ack_message_thread_pool_nums",
+            "ack_thread_pool_queue_capacity",
+            "wait_time_mills_in_ack_queue",
+            "revive_queue_num",
+            "revive_interval",
+            "revive_scan_time",
+            "pop_ck_max_buffer_size",
+            "pop_ck_offset_max_queue_size",
+            "pop_polling_size",
+            "pop_polling_map_size",
+            "max_pop_polling_size",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.pop_from_retry_probability <= 100:
+            raise ValueError(
+                f"pop_from_retry_probability must be in 0..100, got {self.pop_from_retry_probability!r}"
+            )
         if not 0 <= self.overload_pause_read_mills <= 60_000:
             raise ValueError(
                 f"overload_pause_read_mills must be in 0..60000, got {self.overload_pause_read_mills!r}"

@@ -52,16 +52,25 @@ from .long_polling import PullRequestHoldService
 from .metrics import BrokerMetrics
 from .outer_api import BrokerOuterAPI
 from .processor import (
+    AckMessageProcessor,
     AdminBrokerProcessor,
+    ChangeInvisibleTimeProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
     EndTransactionProcessor,
+    NotificationProcessor,
+    PeekMessageProcessor,
+    PollingInfoProcessor,
+    PopMessageProcessor,
     PullMessageProcessor,
+    QueryAssignmentProcessor,
     QueryMessageProcessor,
+    RecallMessageProcessor,
     SendMessageProcessor,
 )
 from .slave_sync import SlaveSynchronize
 from .stats import java_human_bytes
+from .timer import timer_runtime_info
 from .transaction import TransactionalMessageService
 
 __all__ = ["VERSION_DESC", "BrokerController"]
@@ -124,8 +133,14 @@ class BrokerController(AsyncService):
         self.flow_control = context.flow_control
         self.put_service = context.put_service
         self.schedule_message_service = context.schedule_message_service
+        self.message_request_mode_manager = context.message_request_mode_manager
+        self.topic_route_info_manager = context.topic_route_info_manager
         self.namesrv_client = RemotingClient(name="broker-outer")
         self.outer_api = BrokerOuterAPI(self.namesrv_client)
+        if config.namesrv_addrs:  # QUERY_ASSIGNMENT divides the cluster's queues, as routed
+            self.topic_route_info_manager.fetch = lambda topic: (
+                self.outer_api.get_topic_route_info_from_name_server(self.config.namesrv_addrs, topic)
+            )
 
         self.send_executor = RequestExecutor(
             ExecutorName.SEND,
@@ -170,6 +185,17 @@ class BrokerController(AsyncService):
             workers=config.end_transaction_thread_pool_nums,
             capacity=config.end_transaction_pool_queue_capacity,
         )
+        self.load_balance_executor = RequestExecutor(
+            ExecutorName.LOAD_BALANCE,
+            workers=config.load_balance_processor_thread_pool_nums,
+            capacity=config.load_balance_thread_pool_queue_capacity,
+        )
+        # 5.x: POP's ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (Java ackMessageExecutor)
+        self.ack_executor = RequestExecutor(
+            ExecutorName.ACK,
+            workers=config.ack_message_thread_pool_nums,
+            capacity=config.ack_thread_pool_queue_capacity,
+        )
         self.transactions = TransactionalMessageService(context)
         self.ha_service = HAService(self.store, bind_address=config.bind_address, port=0)
         self.slave_synchronize = SlaveSynchronize(context, self.namesrv_client, lambda: self.broker_addr)
@@ -190,6 +216,17 @@ class BrokerController(AsyncService):
         self.consumer_manage_processor = ConsumerManageProcessor(context)
         self.admin_processor = AdminBrokerProcessor(context)
         self.end_transaction_processor = EndTransactionProcessor(context, self.transactions)
+        self.recall_processor = RecallMessageProcessor(context)
+        self.query_assignment_processor = QueryAssignmentProcessor(context)
+        # 5.x: POP (pop, peek, notification and polling info on the pull executor, as Java)
+        self.pop_processors = (
+            PopMessageProcessor(context, self.pull_executor),
+            AckMessageProcessor(context),
+            ChangeInvisibleTimeProcessor(context),
+            PeekMessageProcessor(context),
+            NotificationProcessor(context, self.pull_executor),
+            PollingInfoProcessor(context),
+        )
         executors = {
             executor.name: executor
             for executor in (
@@ -201,6 +238,8 @@ class BrokerController(AsyncService):
                 self.client_manage_executor,
                 self.consumer_manage_executor,
                 self.end_transaction_executor,
+                self.load_balance_executor,
+                self.ack_executor,
             )
         }
         for processor in (
@@ -211,6 +250,9 @@ class BrokerController(AsyncService):
             self.consumer_manage_processor,
             self.admin_processor,
             self.end_transaction_processor,
+            self.recall_processor,
+            self.query_assignment_processor,
+            *self.pop_processors,
         ):
             self.server.dispatcher.register_processor(processor, executors)
             # Java's VIP channel serves every processor but the pull processor's
@@ -237,6 +279,7 @@ class BrokerController(AsyncService):
                 (self.pull_executor, lambda: self.config.wait_time_mills_in_pull_queue),
                 (self.heartbeat_executor, lambda: self.config.wait_time_mills_in_heartbeat_queue),
                 (self.end_transaction_executor, lambda: self.config.wait_time_mills_in_transaction_queue),
+                (self.ack_executor, lambda: self.config.wait_time_mills_in_ack_queue),  # 5.x
             ],
         )
 
@@ -290,8 +333,17 @@ class BrokerController(AsyncService):
         self._started = True
         began = time.monotonic()
         await asyncio.to_thread(self._load)
-        self.store.register_message_arriving_listener(self.pull_hold_service.arrival_listener)
+        pull_arrival, pop_arrival = self.pull_hold_service.arrival_listener, self.context.pop.arrival_listener
+
+        def arriving(*args: Any) -> None:  # Java NotifyMessageArrivingListener: pulls, then pops (5.x)
+            pull_arrival(*args)
+            pop_arrival(*args)
+
+        self.store.register_message_arriving_listener(arriving)
         self.store.start()
+        timer = self.context.timer_message_store
+        if timer is not None and self.store.config.broker_role is not BrokerRole.SLAVE:
+            timer.start(should_running_dequeue=True)  # a slave's timer is not run (docs/timer.md)
         self.put_service.start()
         await self.server.start()
         try:
@@ -310,6 +362,7 @@ class BrokerController(AsyncService):
         self.ha_service.port = port + 1 if self.config.listen_port else 0
         await self.ha_service.start()
         self.pull_hold_service.start()
+        self.context.pop.start()  # 5.x
         is_slave = self.store.config.broker_role is BrokerRole.SLAVE
         if not is_slave:  # Java: a slave's delay levels are the master's to deliver
             self.schedule_message_service.start()
@@ -325,6 +378,8 @@ class BrokerController(AsyncService):
         interval = self.config.flush_consumer_offset_interval
         every(interval, self.consumer_offset_manager.persist, "offsets", interval)
         every(1000, self._persist_dirty_state, "persist", 1000)
+        interval = self.config.load_balance_poll_name_server_interval
+        every(interval, self.topic_route_info_manager.update_all, "assignment-routes", 1000)
         every(_CLIENT_SCAN_INTERVAL * 1000, self._scan_clients, "client-scan", _CLIENT_SCAN_INTERVAL * 1000)
         every(1000, self._sample_stats, "stats", 1000)
         if self.acl is not None:
@@ -378,8 +433,12 @@ class BrokerController(AsyncService):
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
+        self.message_request_mode_manager.load()
         self.schedule_message_service.load()
+        self.context.pop.load()  # 5.x: consumerOrderInfo.json
         self.store.load()
+        if self.context.timer_message_store is not None:
+            self.context.timer_message_store.load()
         self.topic_config_manager.rebuild_from_consume_queues(self.store.config.consume_queue_dir)
         managers = (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager)
         for manager in managers:
@@ -409,6 +468,8 @@ class BrokerController(AsyncService):
         await self.server.close()
         await self.ha_service.close()
         await self.pull_hold_service.close()
+        if self._started:
+            await self.context.pop.close()  # 5.x: writes the check points it buffers
         await self.schedule_message_service.close()
         await self.fast_failure.close()
         await self._tasks.close()
@@ -418,12 +479,15 @@ class BrokerController(AsyncService):
 
     def _shutdown_blocking(self) -> None:
         self.put_service.close()
+        if self.context.timer_message_store is not None:
+            self.context.timer_message_store.shutdown()
         if self._started:
             self.store.shutdown()
             for manager in (
                 self.consumer_offset_manager,
                 self.topic_config_manager,
                 self.subscription_group_manager,
+                self.message_request_mode_manager,
                 self.schedule_message_service.offsets,
             ):
                 manager.persist_blocking()
@@ -438,6 +502,7 @@ class BrokerController(AsyncService):
     async def _persist_dirty_state(self) -> None:
         await self.topic_config_manager.persist_if_dirty()
         await self.subscription_group_manager.persist_if_dirty()
+        await self.message_request_mode_manager.persist_if_dirty()
         await self.schedule_message_service.offsets.persist_if_dirty()
 
     def _scan_clients(self) -> None:
@@ -451,13 +516,15 @@ class BrokerController(AsyncService):
                 channel.close()
 
     def _sample_stats(self) -> None:
+        if self.context.timer_deliveries is not None:
+            self.context.timer_deliveries.drain_into(self.stats)
         self.stats.sample()
 
     def forget_channel(self, conn: Channel) -> None:
         """A client's connection is gone: drop it from groups and its held pulls."""
         groups = self.consumer_manager.do_channel_close_event(conn)
         self.producer_manager.do_channel_close_event(conn)
-        held = self.pull_hold_service.drop_channel(conn)
+        held = self.pull_hold_service.drop_channel(conn) + self.context.pop.drop_channel(conn)
         if groups or held:
             log.info("client %s left (groups %s, %d held pulls dropped)", conn.remote_addr, groups, held)
 
@@ -594,6 +661,9 @@ class BrokerController(AsyncService):
             "queryThreadPoolQueueSize": str(len(self.query_executor)),
             "queryThreadPoolQueueCapacity": str(self.query_executor.capacity),
             "queryThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.query_executor),
+            "ackThreadPoolQueueSize": str(len(self.ack_executor)),  # 5.x
+            "ackThreadPoolQueueCapacity": str(self.ack_executor.capacity),
+            "ackThreadPoolQueueHeadWaitTimeMills": head_wait_ms(self.ack_executor),
             "EndTransactionQueueSize": "0",  # no transactions yet: nothing ever waits there
             "EndTransactionThreadPoolQueueCapacity": "100000",
             "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
@@ -619,6 +689,8 @@ class BrokerController(AsyncService):
             info[f"scheduleMessageOffset_{level}"] = f"{delivered},{max_offset}"
         for kind, count in sorted(self.flow_control.snapshot().items()):
             info[f"flowControl.{kind}"] = str(count)
+        info.update(self.context.pop.runtime_info())  # 5.x: finchmq's pop figures
         # half messages given up after transactionCheckMax checks (moved to TRANS_CHECK_MAX_TIME_TOPIC)
         info["transactionCheckMaxDiscarded"] = str(self.transactions.discarded)
+        info.update(timer_runtime_info(self.context.timer_message_store))
         return info

@@ -72,6 +72,7 @@ WATCHED_EXECUTORS = (
     ExecutorName.PULL,
     ExecutorName.HEARTBEAT,
     ExecutorName.END_TRANSACTION,
+    ExecutorName.ACK,  # 5.x
 )
 
 

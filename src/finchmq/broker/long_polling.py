@@ -20,18 +20,89 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol import RemotingCommand
 from finchmq.remoting import Channel, RemotingContext
 from finchmq.store.message_filter import MessageFilter
 
-__all__ = ["PullRequest", "PullRequestHoldService"]
+__all__ = ["ArrivalBuffer", "PullRequest", "PullRequestHoldService", "QueueArrivals"]
 
 log = logging.getLogger(__name__)
 
-_MAX_TRACKED_TAGS = 64
+_MAX_TRACKED = 64  # arrivals of one queue remembered between two drains (then: any filter matches)
+
+
+@dataclass(slots=True)
+class QueueArrivals:
+    """What arrived in one queue since the last drain: how many, the highest offset, and their
+    tags codes and properties (None once there are more than 64: then any filter matches)."""
+
+    count: int = 0
+    max_offset: int = -1
+    tags_codes: set[int] | None = field(default_factory=set)
+    properties: list[Mapping[str, str]] | None = field(default_factory=list)
+
+
+class ArrivalBuffer:
+    """Message arrivals reported from the store's thread (``add``), handed to ``drain`` on the
+    event loop by (topic, queue id), one loop callback for all that arrived in between. Nothing
+    is recorded before ``start`` (no loop to hand them to)."""
+
+    def __init__(self, drain: Callable[[dict[tuple[str, int], QueueArrivals]], None]) -> None:
+        self._drain = drain
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._arrivals: dict[tuple[str, int], QueueArrivals] = {}
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def add(
+        self,
+        topic: str,
+        queue_id: int,
+        logic_offset: int,
+        tags_code: int,
+        properties: Mapping[str, str] | None,
+    ) -> None:
+        """Record an arrival; safe to call from any thread."""
+        loop = self._loop
+        if loop is None:
+            return
+        key = (topic, queue_id)
+        with self._lock:
+            arrivals = self._arrivals.get(key)
+            if arrivals is None:
+                arrivals = self._arrivals[key] = QueueArrivals()
+            arrivals.count += 1
+            arrivals.max_offset = max(arrivals.max_offset, logic_offset)
+            if arrivals.tags_codes is not None:
+                arrivals.tags_codes.add(tags_code)
+                if len(arrivals.tags_codes) > _MAX_TRACKED:
+                    arrivals.tags_codes = None
+            if arrivals.properties is not None:
+                if properties is None or len(arrivals.properties) >= _MAX_TRACKED:
+                    arrivals.properties = None
+                else:
+                    arrivals.properties.append(properties)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
+            loop.call_soon_threadsafe(self._run_drain)
+
+    def _run_drain(self) -> None:
+        with self._lock:
+            arrivals, self._arrivals = self._arrivals, {}
+            self._scheduled = False
+        self._drain(arrivals)
 
 
 @dataclass(slots=True)
@@ -66,16 +137,9 @@ class PullRequestHoldService:
         self.long_polling_enable = long_polling_enable
         self.short_polling_time_mills = short_polling_time_mills
         self._table: dict[tuple[str, int], list[PullRequest]] = {}  # by (topic, queueId)
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks = BackgroundTasks("pull-hold")
         # arrivals reported from the store's thread, drained on the loop
-        # queue -> (max offset, tags codes, properties) of what arrived since the last drain;
-        # None once there are too many to keep (then any held pull may match)
-        self._arrivals: dict[
-            tuple[str, int], tuple[int, set[int] | None, list[Mapping[str, str]] | None]
-        ] = {}
-        self._arrivals_lock = threading.Lock()
-        self._drain_scheduled = False
+        self._arrivals = ArrivalBuffer(self._drain_arrivals)
         self.holds_total = 0  # pulls ever held (metrics)
         self.wakeups = {"arrival": 0, "timeout": 0}  # held pulls run again, by why (metrics)
 
@@ -84,7 +148,7 @@ class PullRequestHoldService:
         return sum(len(requests) for requests in self._table.values())
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._arrivals.start()
         self._tasks.spawn(self._run(), "check")
 
     async def close(self) -> None:
@@ -188,37 +252,11 @@ class PullRequestHoldService:
         properties: Mapping[str, str] | None,
     ) -> None:
         """The store's message-arrival hook; safe to call from any thread."""
-        queue_key = (topic, queue_id)
-        if queue_key not in self._table or self._loop is None:
-            return  # nobody waits on this queue
-        with self._arrivals_lock:
-            previous = self._arrivals.get(queue_key)
-            codes: set[int] | None
-            arrived: list[Mapping[str, str]] | None
-            if previous is None:
-                codes = {tags_code}
-                arrived = [properties] if properties is not None else None
-            else:
-                codes, arrived = previous[1], previous[2]
-                if codes is not None:
-                    codes.add(tags_code)
-                    if len(codes) > _MAX_TRACKED_TAGS:
-                        codes = None
-                if arrived is not None:
-                    if properties is None or len(arrived) >= _MAX_TRACKED_TAGS:
-                        arrived = None
-                    else:
-                        arrived.append(properties)
-            self._arrivals[queue_key] = (logic_offset + 1, codes, arrived)
-            if self._drain_scheduled:
-                return
-            self._drain_scheduled = True
-        with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
-            self._loop.call_soon_threadsafe(self._drain_arrivals)
+        if (topic, queue_id) in self._table:  # somebody waits on this queue
+            self._arrivals.add(topic, queue_id, logic_offset, tags_code, properties)
 
-    def _drain_arrivals(self) -> None:
-        with self._arrivals_lock:
-            arrivals, self._arrivals = self._arrivals, {}
-            self._drain_scheduled = False
-        for (topic, queue_id), (max_offset, codes, arrived) in arrivals.items():
-            self.notify_message_arriving(topic, queue_id, max_offset, codes, arrived)
+    def _drain_arrivals(self, arrivals: dict[tuple[str, int], QueueArrivals]) -> None:
+        for (topic, queue_id), seen in arrivals.items():
+            self.notify_message_arriving(
+                topic, queue_id, seen.max_offset + 1, seen.tags_codes, seen.properties
+            )

@@ -66,6 +66,7 @@ _PROCESSORS = {
     ExecutorName.END_TRANSACTION: "transaction",
     ExecutorName.CONSUMER_MANAGE: "consumer_manager",
     ExecutorName.ADMIN: "admin",
+    ExecutorName.ACK: "ack",  # 5.x
 }
 # Java StoreStatsService putMessageDistributeTime ranges as rocketmq-exporter names them (seconds)
 _PMDT = (
@@ -215,8 +216,10 @@ class BrokerMetrics:
         self._write_connections(out, common)
         self._write_lag(out, common)
         self._write_store(out, common)
+        self._write_timer(out, common)
         self.rpc.write(out, common)
         self._write_exporter(out)
+        self._write_pop(out, common)
         self._write_finchmq(out, common)
 
     def _write_broker(self, out: Exposition, common: Mapping[str, str]) -> None:
@@ -471,6 +474,70 @@ class BrokerMetrics:
                 labels,
             )
 
+    def _write_timer(self, out: Exposition, common: Mapping[str, str]) -> None:
+        """Java 5.x ``DefaultStoreMetricsManager``'s timer figures (timerWheelEnable only)."""
+        timer = self.broker.context.timer_message_store
+        if timer is None:
+            return
+        out.gauge(
+            "rocketmq_timer_enqueue_lag",
+            "Timer enqueue messages lag",
+            timer.get_enqueue_behind_messages(),
+            common,
+        )
+        out.gauge(
+            "rocketmq_timer_enqueue_latency",
+            "Timer enqueue latency (milliseconds)",
+            timer.get_enqueue_behind_millis(),
+            common,
+        )
+        out.gauge(
+            "rocketmq_timer_dequeue_lag",
+            "Timer dequeue messages lag",
+            timer.get_dequeue_behind_messages(),
+            common,
+        )
+        # Java records getDequeueBehind() here, in seconds, though the instrument says milliseconds
+        out.gauge(
+            "rocketmq_timer_dequeue_latency", "Timer dequeue latency", timer.get_dequeue_behind(), common
+        )
+        out.gauges(
+            "rocketmq_timing_messages",
+            "Current message number in timing",
+            (
+                ({**common, "topic": topic}, count)
+                for topic, count in sorted(timer.timer_metrics.counts().items())
+            ),
+        )
+        enqueued, dequeued = timer.totals()
+        out.counters(
+            "rocketmq_timer_enqueue_total",
+            "Total number of timer enqueue",
+            (({**common, "topic": topic}, n) for topic, n in sorted(enqueued.items())),
+        )
+        out.counters(
+            "rocketmq_timer_dequeue_total",
+            "Total number of timer dequeue",
+            (({**common, "topic": topic}, n) for topic, n in sorted(dequeued.items())),
+        )
+        out.gauges(
+            "rocketmq_timer_message_snapshot",
+            "Timer message distribution snapshot, only count timing messages in 24h.",
+            (({**common, "timer_bound_s": str(bound)}, n) for bound, n in sorted(timer.distribution.items())),
+        )
+        out.declare(
+            "rocketmq_delay_message_latency", "histogram", "Timer message set latency distribution (seconds)"
+        )
+        out.histograms(
+            "rocketmq_delay_message_latency",
+            "Timer message set latency distribution (seconds)",
+            (
+                ({**common, "topic": topic}, histogram)
+                for topic, histogram in list(timer.delay_latency.by_key.items())
+                if isinstance(topic, str)
+            ),
+        )
+
     # -- rocketmq-exporter's names ----------------------------------------------------------
 
     def _write_exporter(self, out: Exposition) -> None:
@@ -673,6 +740,92 @@ class BrokerMetrics:
                 max(end - acked, 0),
                 common,
             )
+
+    def _write_pop(self, out: Exposition, common: Mapping[str, str]) -> None:
+        """5.x: Java ``PopMetricsManager``'s figures (names, labels and units)."""
+        pop = self.broker.context.pop
+        out.histogram(
+            "rocketmq_pop_buffer_scan_time_consume",
+            "Time consuming of pop buffer scan",
+            pop.buffer_merge.scan_time_ms,
+            common,
+        )
+        out.counters(
+            "rocketmq_pop_revive_in_message_total",
+            "Total number of put message to revive topic",
+            (
+                (
+                    {**common, "consumer_group": g, "topic": t, "revive_message_type": k, "put_status": st},
+                    n,
+                )
+                for (g, t, k, st), n in sorted(pop.revive_log.puts.items())
+            ),
+        )
+        out.counters(
+            "rocketmq_pop_revive_out_message_total",
+            "Total number of get message from revive topic",
+            (
+                (
+                    {
+                        **common,
+                        "consumer_group": g,
+                        "topic": t,
+                        "queue_id": str(s.queue_id),
+                        "revive_message_type": k,
+                    },
+                    n,
+                )
+                for s in pop.revive_services
+                for (g, t, k), n in sorted(s.got.items())
+            ),
+        )
+        retries: Counter[tuple[str, str, str]] = Counter()
+        for service in pop.revive_services:
+            retries.update(service.retry_puts)
+        out.counters(
+            "rocketmq_pop_revive_retry_messages_total",
+            "Total number of put message to pop retry topic",
+            (
+                ({**common, "consumer_group": g, "topic": t, "put_status": st}, n)
+                for (g, t, st), n in sorted(retries.items())
+            ),
+        )
+        out.gauge(
+            "rocketmq_pop_offset_buffer_size",
+            "Time number of buffered offset",
+            pop.buffer_merge.offset_total_size(),
+            common,
+        )
+        out.gauge(
+            "rocketmq_pop_checkpoint_buffer_size",
+            "The number of buffered checkpoint",
+            pop.buffer_merge.buffered_ck_size,
+            common,
+        )
+        # Java: the lag is getReviveBehindMessages, the latency getReviveBehindMillis (both declared
+        # with unit "milliseconds")
+        out.gauges(
+            "rocketmq_pop_revive_lag",
+            "The processing lag of revive topic",
+            (({**common, "queue_id": str(s.queue_id)}, s.behind_messages()) for s in pop.revive_services),
+        )
+        out.gauges(
+            "rocketmq_pop_revive_latency",
+            "The processing latency of revive topic",
+            (({**common, "queue_id": str(s.queue_id)}, s.behind_millis()) for s in pop.revive_services),
+        )
+        out.gauge(
+            "finchmq_pop_held_requests",
+            "POP requests held by long polling",
+            pop.long_polling.total_polling_num,
+            common,
+        )
+        out.counter(
+            "finchmq_pop_dead_letter_messages_total",
+            "Popped messages moved to the DLQ by revive after retryMaxTimes + 1 deliveries",
+            sum(s.dead_lettered for s in pop.revive_services),
+            common,
+        )
 
     def _write_finchmq(self, out: Exposition, common: Mapping[str, str]) -> None:
         b = self.broker

@@ -1,5 +1,6 @@
 """``BrokerOuterAPI``: the broker's calls to name servers (register, unregister), to all of them
-at once, as Java's ``BrokerOuterAPI.registerBrokerAll`` does with its thread pool."""
+at once, as Java's ``BrokerOuterAPI.registerBrokerAll`` does with its thread pool; and (5.x) a
+topic's route, from the first name server that answers."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import zlib
 from dataclasses import dataclass
 
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
+from finchmq.protocol.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicRouteData
 from finchmq.protocol.headers import (
+    GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
@@ -114,3 +116,33 @@ class BrokerOuterAPI:
                 log.warning("unregister broker %s from name server %s failed: %s", broker_name, addr, exc)
 
         await asyncio.gather(*(one(addr) for addr in namesrv_addrs))
+
+    async def get_topic_route_info_from_name_server(
+        self, namesrv_addrs: list[str], topic: str, timeout_millis: int = 3000
+    ) -> TopicRouteData | None:
+        """``topic``'s route from the first name server that answers; None when it does not know
+        the topic (TOPIC_NOT_EXIST).
+
+        Raises:
+            RemotingError: no name server answered (the last one's error), or none is configured.
+        """
+        header = GetRouteInfoRequestHeader(topic=topic)
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields())
+        last: RemotingError = RemotingError(f"no name server to ask for the route of {topic}")
+        for addr in namesrv_addrs:
+            try:
+                response = await self.client.invoke(addr, request, timeout_millis)
+            except RemotingError as exc:
+                log.warning("route of %s from name server %s failed: %s", topic, addr, exc)
+                last = exc
+                continue
+            if response.code == ResponseCode.TOPIC_NOT_EXIST:
+                return None
+            if response.code != ResponseCode.SUCCESS or not response.body:
+                last = RemotingError(
+                    f"name server {addr} answered the route of {topic} with code {response.code} "
+                    f"{response.remark or ''}"
+                )
+                continue
+            return TopicRouteData.from_json(response.body)
+        raise last

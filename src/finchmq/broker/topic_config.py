@@ -19,6 +19,7 @@ from finchmq.protocol.bodies import (
     TopicConfigSerializeWrapper,
     TopicFilterType,
 )
+from finchmq.protocol.pop import build_cluster_revive_topic
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     BENCHMARK_TOPIC,
@@ -26,6 +27,7 @@ from finchmq.protocol.topics import (
     RMQ_SYS_TRACE_TOPIC,
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
+    TIMER_TOPIC,
     reply_topic,
 )
 
@@ -41,9 +43,17 @@ _RW = PermName.READ | PermName.WRITE
 
 
 class TopicConfigManager(JsonConfigManager):
-    def __init__(self, path: Path, config: BrokerConfig, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        config: BrokerConfig,
+        on_change: Callable[[], None] | None = None,
+        *,
+        timer_wheel_enable: bool = False,
+    ) -> None:
         super().__init__(path)
         self.config = config
+        self.timer_wheel_enable = timer_wheel_enable  # 5.x: the timer topic is a system topic
         self.data_version = DataVersion()
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.on_change = on_change  # e.g. re-register with the name servers now
@@ -71,6 +81,10 @@ class TopicConfigManager(JsonConfigManager):
         self._put_system(reply_topic(cfg.broker_cluster_name), 1, _RW)
         if cfg.trace_topic_enable:
             self._put_system(RMQ_SYS_TRACE_TOPIC, 1, _RW)
+        if self.timer_wheel_enable:
+            self._put_system(TIMER_TOPIC, 1, _RW)
+        # 5.x: POP's check points and acks (Java TopicConfigManager: perm RW, reviveQueueNum queues)
+        self._put_system(build_cluster_revive_topic(cfg.broker_cluster_name), cfg.revive_queue_num, _RW)
 
     # -- persistence ------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from finchmq.store.inner import stored_properties_string
 
 from .context import BrokerContext
 from .put_service import settled
+from .timer import handle_schedule_message, timer_status_response
 
 __all__ = [
     "CHECK_MAX_TIME_TOPIC",
@@ -115,7 +116,10 @@ class TransactionalMessageService:
         if key[1] and key in self._committed:  # asked twice (two checks raced a restart): once only
             await self._put_op(half)
             return ResponseCode.SUCCESS, None
-        result = await self._put(self._final_message(half, header))
+        final = self._final_message(half, header)
+        if isinstance(final, PutMessageStatus):  # a timer message the hook refuses (Java's answers)
+            return timer_status_response(final, c.store.config)
+        result = await self._put(final)
         if result.status is not PutMessageStatus.PUT_OK:
             return ResponseCode.SYSTEM_ERROR, f"commit of {half.msg_id} failed: {result.status.name}"
         self.context.stats.record_put(self._real_topic(half), 1, len(half.body))
@@ -143,14 +147,23 @@ class TransactionalMessageService:
     def _real_topic(half: MessageExt) -> str:
         return half.properties.get(MessageConst.PROPERTY_REAL_TOPIC, "")
 
-    def _final_message(self, half: MessageExt, header: EndTransactionRequestHeader) -> MessageExtBrokerInner:
+    def _final_message(
+        self, half: MessageExt, header: EndTransactionRequestHeader
+    ) -> MessageExtBrokerInner | PutMessageStatus:
         """Java ``endMessageTransaction``: the message in its real topic and queue, COMMIT_TYPE,
-        pointing back at the half message; a delay level applies from now."""
+        pointing back at the half message; a delay level or a timer applies from now (a timer
+        the store refuses: its status)."""
+        c = self.context
         properties = dict(half.properties)
         topic = properties.pop(MessageConst.PROPERTY_REAL_TOPIC, "")
         queue_id = int(properties.pop(MessageConst.PROPERTY_REAL_QUEUE_ID, "0") or 0)
         properties.pop(MessageConst.PROPERTY_TRANSACTION_PREPARED, None)
-        topic, queue_id = self.context.schedule_message_service.maybe_delay(topic, queue_id, properties)
+        status, topic, queue_id = handle_schedule_message(
+            c.timer_message_store, c.store.config.timer_wheel_enable, c.schedule_message_service,
+            topic, queue_id, properties, _COMMIT,
+        )  # fmt: skip
+        if status is not None:
+            return status
         properties[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
         return MessageExtBrokerInner.from_message_ext(
             half,

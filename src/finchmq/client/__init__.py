@@ -4,6 +4,7 @@ Imports: ``finchmq.protocol``, ``finchmq.remoting`` and ``finchmq.common``; neve
 name server or store. Works against finchmq and, being wire compatible, Apache RocketMQ.
 
     Producer, PushConsumer, LitePullConsumer, PullConsumer, AdminClient   asyncio (the core)
+    SimpleConsumer                                    asyncio: RocketMQ 5.x's, over POP
     BlockingProducer, BlockingPushConsumer, ...                             the same, blocking
 
 See ``docs/client.md`` for a guide; ``finchmq.compat.rocketmq`` mirrors the official Python
@@ -13,7 +14,7 @@ client's API for a drop-in switch.
 from __future__ import annotations
 
 from finchmq.protocol.acl import SessionCredentials
-from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
+from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel, MessageRequestMode
 from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst
@@ -32,6 +33,7 @@ from .config import (
     ProducerConfig,
     PullConsumerConfig,
     PushConsumerConfig,
+    SimpleConsumerConfig,
 )
 from .consumer.listener import (
     AsyncMessageListenerConcurrently,
@@ -49,21 +51,33 @@ from .consumer.lite_pull import LitePullConsumer
 from .consumer.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .consumer.pull import PullConsumer
 from .consumer.push import PushConsumer
+from .consumer.simple import SimpleConsumer
 from .errors import (
     AclRefusedError,
     BrokerBusyError,
     ClientStateError,
+    InvalidReceiptHandleError,
     MQBrokerError,
     MQClientError,
     MQConnectError,
     MQNetworkError,
     MQTimeoutError,
     NoRouteError,
+    PollingFullError,
     RequestTimeoutError,
     ValidationError,
 )
 from .producer import Producer, create_reply_message, split_batch
-from .results import PullResult, PullStatus, SendResult, SendStatus
+from .results import (
+    AckResult,
+    AckStatus,
+    PopResult,
+    PopStatus,
+    PullResult,
+    PullStatus,
+    SendResult,
+    SendStatus,
+)
 from .selector import MessageQueueSelector, select_message_queue_by_hash, select_message_queue_by_random
 from .sync import (
     BlockingAdminClient,
@@ -71,6 +85,7 @@ from .sync import (
     BlockingProducer,
     BlockingPullConsumer,
     BlockingPushConsumer,
+    BlockingSimpleConsumer,
     BlockingTransactionProducer,
     Portal,
 )
@@ -83,6 +98,8 @@ from .transaction import (
 )
 
 __all__ = [
+    "AckResult",
+    "AckStatus",
     "AclRefusedError",
     "AdminClient",
     "AllocateMessageQueueAveragely",
@@ -97,6 +114,7 @@ __all__ = [
     "BlockingProducer",
     "BlockingPullConsumer",
     "BlockingPushConsumer",
+    "BlockingSimpleConsumer",
     "BlockingTransactionProducer",
     "BrokerBusyError",
     "ClientConfig",
@@ -109,6 +127,7 @@ __all__ = [
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "HalfMessage",
+    "InvalidReceiptHandleError",
     "LitePullConsumer",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
@@ -126,9 +145,13 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageRequestMode",
     "MessageSelector",
     "NoRouteError",
     "OffsetStore",
+    "PollingFullError",
+    "PopResult",
+    "PopStatus",
     "Portal",
     "Producer",
     "ProducerConfig",
@@ -144,6 +167,8 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "SessionCredentials",
+    "SimpleConsumer",
+    "SimpleConsumerConfig",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

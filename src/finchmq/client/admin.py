@@ -33,9 +33,11 @@ from finchmq.protocol.bodies import (
     ConsumeStatsList,
     ConsumeType,
     DataVersion,
+    MessageRequestMode,
     OffsetWrapper,
     PermName,
     ProducerConnection,
+    SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicRouteData,
@@ -293,6 +295,52 @@ class AdminClient(ClientService):
             for topic in (retry_topic(group), dlq_topic(group)):
                 await self.delete_topic(topic, cluster)
         return addrs
+
+    async def set_message_request_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: int = 0,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """How ``group``'s push consumers that let the broker assign queues read ``topic``: PULL or
+        POP (5.x mqadmin ``setConsumeMode``), on one broker or every master of a cluster;
+        returns the brokers set. In POP mode, ``pop_share_queue_num`` > 0 has each member pop
+        its share of queues and those of the next N members (else every member pops every queue).
+
+        Raises:
+            MQBrokerError: a broker refused (a retry topic, an unknown topic or group).
+        """
+        addrs = await self._brokers(cluster, broker_addr)
+        api = self.instance.api
+        await asyncio.gather(
+            *(
+                api.set_message_request_mode(a, topic, group, mode, pop_share_queue_num, _TIMEOUT_MS)
+                for a in addrs
+            )
+        )
+        return addrs
+
+    async def message_request_modes(
+        self, cluster: str | None = None
+    ) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        """Every PULL/POP mode set on the masters (of the cluster), topic -> group -> mode, read
+        concurrently (GET_ALL_MESSAGE_REQUEST_MODE); a topic and group not listed is read PULL.
+        Where brokers disagree, the first broker by name wins."""
+        masters = await self.master_addrs(cluster)
+        api = self.instance.api
+        tables = await asyncio.gather(
+            *(api.get_all_message_request_mode(masters[n], _TIMEOUT_MS) for n in sorted(masters))
+        )
+        out: dict[str, dict[str, SetMessageRequestModeRequestBody]] = {}
+        for table in tables:
+            for topic, groups in table.items():
+                for group, mode in groups.items():
+                    out.setdefault(topic, {}).setdefault(group, mode)
+        return out
 
     async def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
         """Every consumer group's settings on the masters (of the cluster), by name; a group on

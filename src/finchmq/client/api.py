@@ -18,11 +18,13 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from finchmq.common import format_properties, parse_properties
+from finchmq.protocol import pop
 from finchmq.protocol.bodies import (
+    BatchAckMessageRequestBody,
     BrokerStatsData,
     CheckClientRequestBody,
     ClusterInfo,
@@ -37,8 +39,15 @@ from finchmq.protocol.bodies import (
     KVTable,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    MessageModel,
+    MessageQueueAssignment,
+    MessageRequestMode,
+    MessageRequestModeSerializeWrapper,
     ProducerConnection,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
     ResetOffsetBody,
+    SetMessageRequestModeRequestBody,
     SubscriptionData,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -52,8 +61,11 @@ from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import Body, RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
+    AckMessageRequestHeader,
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
     CloneGroupOffsetRequestHeader,
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
@@ -83,6 +95,8 @@ from finchmq.protocol.headers import (
     GetProducerConnectionListRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     PutKVConfigRequestHeader,
@@ -90,6 +104,8 @@ from finchmq.protocol.headers import (
     QueryConsumerOffsetResponseHeader,
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
@@ -103,12 +119,22 @@ from finchmq.protocol.headers import (
     WipeWritePermOfBrokerResponseHeader,
 )
 from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
 from finchmq.protocol.stored import decode_stored, decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.remoting.errors import RemotingConnectError, RemotingError
 
 from .errors import MQBrokerError, MQClientError, MQConnectError, MQTimeoutError, network_error
-from .results import PullStatus, SendResult, SendStatus, new_send_result
+from .results import (
+    AckResult,
+    AckStatus,
+    PopResult,
+    PopStatus,
+    PullStatus,
+    SendResult,
+    SendStatus,
+    new_send_result,
+)
 
 __all__ = ["MAX_DECOMPRESSED_BODY", "MQClientAPI", "PullResultExt"]
 
@@ -122,6 +148,12 @@ _SEND_STATUS: Final = {
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_POP_STATUS: Final = {
+    ResponseCode.SUCCESS: PopStatus.FOUND,
+    ResponseCode.POLLING_FULL: PopStatus.POLLING_FULL,
+    ResponseCode.POLLING_TIMEOUT: PopStatus.POLLING_NOT_FOUND,
+    ResponseCode.PULL_NOT_FOUND: PopStatus.POLLING_NOT_FOUND,
 }
 _PULL_STATUS: Final = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
@@ -326,6 +358,7 @@ class MQClientAPI:
             answer.transaction_id,
             answer.msg_region,
             answer.trace_on if answer.trace_on is not None else True,
+            answer.recall_handle,
         )
 
     async def send_message_oneway(
@@ -396,6 +429,142 @@ class MQClientAPI:
             return decode_stored_all(body, decompress_max_size=MAX_DECOMPRESSED_BODY)
         except ProtocolError as exc:
             raise MQClientError(f"undecodable messages from {addr}: {exc}") from exc
+
+    # -- pop (5.x) -------------------------------------------------------------------------------
+
+    async def pop_message(
+        self, broker_name: str, addr: str, header: PopMessageRequestHeader, timeout_millis: int
+    ) -> PopResult:
+        """POP_MESSAGE to ``broker_name`` at ``addr``: FOUND (every message carries its ``POP_CK``),
+        POLLING_NOT_FOUND (nothing came while the broker held it) or POLLING_FULL; else raises
+        ``MQBrokerError`` with the broker's code and remark (Java ``popMessageAsync``)."""
+        request = RemotingCommand.request(RequestCode.POP_MESSAGE, header.to_ext_fields())
+        what = f"pop {header.topic}@{broker_name}:{header.queue_id}"
+        response = await self._invoke(addr, request, timeout_millis, what)
+        return self.process_pop_response(broker_name, response, header, addr)
+
+    @classmethod
+    def process_pop_response(
+        cls, broker_name: str, response: RemotingCommand, header: PopMessageRequestHeader, addr: str
+    ) -> PopResult:
+        """Java ``processPopResponse``: decode the messages, give each its check-point info
+        (``POP_CK``: the start offset of its check point from ``startOffsetInfo``, its own queue
+        offset from ``msgOffsetInfo``), its first pop time, the consume count of an orderly pop
+        (``orderCountInfo``) as ``reconsume_times``, and the topic asked for (a message popped
+        from the pop retry topic shows its original topic; ``POP_CK`` says it was a retry)."""
+        status = _POP_STATUS.get(response.code)  # type: ignore[call-overload]
+        if status is None:
+            raise MQBrokerError.from_response(response.code, response.remark, addr)
+        try:
+            answer = PopMessageResponseHeader.from_ext_fields(response.ext_fields)
+        except ProtocolError as exc:
+            if status is PopStatus.FOUND:
+                raise MQClientError(f"bad pop response from {addr}: {exc}") from exc
+            return PopResult(pop_status=status)
+        if status is not PopStatus.FOUND:
+            return PopResult(pop_status=status, rest_num=answer.rest_num)
+        msgs = cls.decode_messages(response.body, addr)
+        try:
+            msgs = _with_pop_check_points(broker_name, header, answer, msgs)
+        except pop.ExtraInfoError as exc:
+            raise MQClientError(f"bad pop response from {addr}: {exc}") from exc
+        return PopResult(
+            pop_status=status,
+            msg_found_list=msgs,
+            pop_time=answer.pop_time,
+            invisible_time=answer.invisible_time,
+            rest_num=answer.rest_num,
+        )
+
+    async def ack_message(self, addr: str, header: AckMessageRequestHeader, timeout_millis: int) -> None:
+        """ACK_MESSAGE: the message (``header.extra_info``, its ``POP_CK``) was consumed.
+
+        Raises:
+            MQBrokerError: the broker refused it (NO_MESSAGE: the offset is no longer in the
+                queue; TOPIC_NOT_EXIST...), with its remark. (Java reports ``AckStatus.NO_EXIST``.)
+        """
+        await self._call(addr, RequestCode.ACK_MESSAGE, header, timeout_millis)
+
+    async def batch_ack_message(
+        self, addr: str, body: BatchAckMessageRequestBody, timeout_millis: int
+    ) -> None:
+        """BATCH_ACK_MESSAGE: several messages of one broker's check points acked at once."""
+        await self._call(addr, RequestCode.BATCH_ACK_MESSAGE, None, timeout_millis, body.to_json())
+
+    async def change_invisible_time(
+        self, broker_name: str, addr: str, header: ChangeInvisibleTimeRequestHeader, timeout_millis: int
+    ) -> AckResult:
+        """CHANGE_MESSAGE_INVISIBLETIME: the message becomes visible ``header.invisible_time`` ms
+        from now; the result's ``extra_info`` is its new ``POP_CK`` (the old one no longer acks it).
+
+        Raises:
+            MQBrokerError: the broker refused it, with its code and remark.
+        """
+        response = await self._call(addr, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header, timeout_millis)
+        try:
+            answer = ChangeInvisibleTimeResponseHeader.from_ext_fields(response.ext_fields)
+        except ProtocolError as exc:
+            raise MQClientError(f"bad change-invisible-time response from {addr}: {exc}") from exc
+        extra = pop.ExtraInfo.build(
+            header.offset,
+            answer.pop_time,
+            answer.invisible_time,
+            answer.revive_qid,
+            header.topic,
+            broker_name,
+            header.queue_id,
+            header.offset,
+        )
+        return AckResult(status=AckStatus.OK, extra_info=extra.encode(), pop_time=answer.pop_time)
+
+    # -- queues assigned by the broker (5.x) ----------------------------------------------------
+
+    async def query_assignment(
+        self,
+        addr: str,
+        topic: str,
+        consumer_group: str,
+        client_id: str,
+        strategy_name: str,
+        message_model: MessageModel,
+        timeout_millis: int,
+    ) -> set[MessageQueueAssignment] | None:
+        """QUERY_ASSIGNMENT: the queues of ``topic`` this client should read, each PULL or POP;
+        None when the broker cannot tell (keep what you have)."""
+        body = QueryAssignmentRequestBody(
+            topic=topic,
+            consumer_group=consumer_group,
+            client_id=client_id,
+            strategy_name=strategy_name,
+            message_model=message_model,
+        )
+        response = await self._call(addr, RequestCode.QUERY_ASSIGNMENT, None, timeout_millis, body.to_json())
+        assignments = QueryAssignmentResponseBody.from_json(response.body).message_queue_assignments
+        return None if assignments is None else set(assignments)
+
+    async def set_message_request_mode(
+        self,
+        addr: str,
+        topic: str,
+        consumer_group: str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: int,
+        timeout_millis: int,
+    ) -> None:
+        """SET_MESSAGE_REQUEST_MODE on one broker (mqadmin ``setConsumeMode``)."""
+        body = SetMessageRequestModeRequestBody(
+            topic=topic, consumer_group=consumer_group, mode=mode, pop_share_queue_num=pop_share_queue_num
+        )
+        await self._call(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, None, timeout_millis, body.to_json())
+
+    async def get_all_message_request_mode(
+        self, addr: str, timeout_millis: int
+    ) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        """GET_ALL_MESSAGE_REQUEST_MODE on one broker: every mode set there, topic -> group -> mode."""
+        response = await self._call(addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, None, timeout_millis)
+        if not response.body:
+            return {}
+        return MessageRequestModeSerializeWrapper.from_json(response.body).message_request_mode_map
 
     # -- heartbeats and groups ------------------------------------------------------------------
 
@@ -590,6 +759,15 @@ class MQClientAPI:
         body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
         await self._call(addr, RequestCode.CHECK_CLIENT_CONFIG, None, 3_000, body.to_json())
 
+    async def recall_message(self, addr: str, header: RecallMessageRequestHeader, timeout_millis: int) -> str:
+        """RECALL_MESSAGE (5.x): withdraw a timer message; its UNIQ_KEY as the broker answers it.
+
+        Raises:
+            MQBrokerError: the broker refused (an invalid or expired handle: ILLEGAL_OPERATION).
+        """
+        response = await self._call(addr, RequestCode.RECALL_MESSAGE, header, timeout_millis)
+        return RecallMessageResponseHeader.from_ext_fields(response.ext_fields).msg_id
+
     async def end_transaction_oneway(
         self, addr: str, header: EndTransactionRequestHeader, remark: str | None, timeout_millis: int
     ) -> None:
@@ -767,3 +945,71 @@ class MQClientAPI:
         )
         response = await self._call(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header, timeout_millis)
         return ConsumeMessageDirectlyResult.from_json(response.body)
+
+
+def _with_pop_check_points(
+    broker_name: str,
+    header: PopMessageRequestHeader,
+    answer: PopMessageResponseHeader,
+    msgs: list[MessageExt],
+) -> list[MessageExt]:
+    """The popped messages as Java's ``processPopResponse`` leaves them (see there)."""
+    start_offsets = pop.parse_start_offset_info(answer.start_offset_info)
+    msg_offsets = pop.parse_msg_offset_info(answer.msg_offset_info)
+    order_counts = pop.parse_order_count_info(answer.order_count_info)
+    sorted_offsets = _queue_offset_sorted_map(msgs)
+    first_pop_time = str(answer.pop_time)
+    by_queue: dict[str, str] = {}  # the old form (no startOffsetInfo): one check point per queue
+    out = []
+    for msg in msgs:
+        props = msg.properties
+        assert isinstance(props, dict)  # the decoder made it for us alone
+        reconsume_times = msg.reconsume_times
+        if start_offsets is None:
+            key = f"{msg.topic}{msg.queue_id}"
+            if key not in by_queue:
+                by_queue[key] = pop.ExtraInfo.build(
+                    msg.queue_offset, answer.pop_time, answer.invisible_time, answer.revive_qid,
+                    msg.topic, broker_name, msg.queue_id,
+                ).encode()  # fmt: skip
+            props[MessageConst.PROPERTY_POP_CK] = f"{by_queue[key]}{KEY_SEPARATOR}{msg.queue_offset}"
+        elif MessageConst.PROPERTY_POP_CK not in props:
+            queue_key = pop.start_offset_map_key(msg.topic, msg.queue_id)
+            offset_key = pop.queue_offset_map_key(msg.topic, msg.queue_id, msg.queue_offset)
+            start = start_offsets.get(queue_key)
+            offsets = (msg_offsets or {}).get(queue_key)
+            index = sorted_offsets.get(queue_key, []).index(msg.queue_offset)
+            if start is None or offsets is None or index >= len(offsets):
+                raise pop.ExtraInfoError(
+                    f"no check point for {msg.topic}:{msg.queue_id} offset {msg.queue_offset} in "
+                    f"startOffsetInfo={answer.start_offset_info!r} msgOffsetInfo={answer.msg_offset_info!r}"
+                )
+            queue_offset = offsets[index]
+            if queue_offset != msg.queue_offset:
+                log.warning(
+                    "Queue offset[%d] of msg is strange, not equal to the stored in msg, %s",
+                    queue_offset,
+                    msg.client_msg_id,
+                )
+            props[MessageConst.PROPERTY_POP_CK] = pop.ExtraInfo.build(
+                start, answer.pop_time, answer.invisible_time, answer.revive_qid,
+                msg.topic, broker_name, msg.queue_id, queue_offset,
+            ).encode()  # fmt: skip
+            if header.order and order_counts is not None:
+                count = order_counts.get(offset_key, order_counts.get(queue_key))
+                if count is not None and count > 0:
+                    reconsume_times = count
+        props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, first_pop_time)
+        out.append(replace(msg, topic=header.topic, reconsume_times=reconsume_times))
+    return out
+
+
+def _queue_offset_sorted_map(msgs: list[MessageExt]) -> dict[str, list[int]]:
+    """Java ``buildQueueOffsetSortedMap``: each queue's popped offsets (``mark@queueId``), in
+    the order the broker sent them (its check point's order)."""
+    table: dict[str, list[int]] = {}
+    for msg in msgs:
+        ck = msg.properties.get(MessageConst.PROPERTY_POP_CK)
+        mark = pop.ExtraInfo.parse(ck).retry if ck is not None else pop.topic_mark(msg.topic)
+        table.setdefault(f"{mark}@{msg.queue_id}", []).append(msg.queue_offset)
+    return table

@@ -2,7 +2,8 @@
 
 Owns: ``ClientConfig`` (Java ``ClientConfig``), ``ProducerConfig`` (``DefaultMQProducer``),
 ``PushConsumerConfig`` (``DefaultMQPushConsumer``, seed 002's defaults), ``LitePullConsumerConfig``
-(``DefaultLitePullConsumer``) and ``PullConsumerConfig`` (``DefaultMQPullConsumer``); the bases
+(``DefaultLitePullConsumer``), ``PullConsumerConfig`` (``DefaultMQPullConsumer``) and
+``SimpleConsumerConfig`` (the 5.x SDKs' ``SimpleConsumer``, over POP); the bases
 ``ConsumerConfig`` and ``SubscribingConsumerConfig`` hold what several of them have.
 Imports: ``finchmq.protocol`` and the pure ``allocate`` module.
 
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Self, TypeVar, cast
 
 from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
+from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.topics import DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP
 
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
@@ -42,6 +44,7 @@ __all__ = [
     "ProducerConfig",
     "PullConsumerConfig",
     "PushConsumerConfig",
+    "SimpleConsumerConfig",
     "SubscribingConsumerConfig",
     "check_group",
     "local_ip",
@@ -317,6 +320,33 @@ class PushConsumerConfig(SubscribingConsumerConfig):
     rebalance_lock_max_live_time: int = 30_000  # ms; rocketmq.client.rebalance.lockMaxLiveTime
     pull_max_idle_time: int = 120_000  # ms; rocketmq.client.pull.pullMaxIdleTime
     max_time_consume_continuously: int = 60_000  # ms; rocketmq.client.maxTimeConsumeContinuously
+    # 5.x: False asks the broker which queues to read and how (QUERY_ASSIGNMENT): PULL, or POP
+    # when the group's mode on the topic is POP (mqadmin setConsumeMode); broadcasting always
+    # rebalances on the client
+    client_rebalance: bool = True
+    pop_threshold_for_queue: int = 96  # popped messages not yet acked, per queue
+    pop_invisible_time: int = 60_000  # ms, [5000, 300000]
+    pop_batch_nums: int = 32  # [1, 32]
+    # s: how long a message whose listener said RECONSUME_LATER stays invisible, by delay level
+    # (Java's popDelayLevel, a constant there: 10s 30s 1m 2m ... 2h)
+    pop_delay_level: tuple[int, ...] = (
+        10,
+        30,
+        60,
+        120,
+        180,
+        240,
+        300,
+        360,
+        420,
+        480,
+        540,
+        600,
+        1200,
+        1800,
+        3600,
+        7200,
+    )
 
     def __post_init__(self) -> None:
         SubscribingConsumerConfig.__post_init__(self)
@@ -383,6 +413,11 @@ class PushConsumerConfig(SubscribingConsumerConfig):
         _positive("rebalance_lock_max_live_time", self.rebalance_lock_max_live_time)
         _positive("pull_max_idle_time", self.pull_max_idle_time)
         _positive("max_time_consume_continuously", self.max_time_consume_continuously)
+        _positive("pop_threshold_for_queue", self.pop_threshold_for_queue)
+        _in_range("pop_invisible_time", "popInvisibleTime", self.pop_invisible_time, 5_000, 300_000)
+        _in_range("pop_batch_nums", "popBatchNums", self.pop_batch_nums, 1, 32)
+        if not self.pop_delay_level or any(d <= 0 for d in self.pop_delay_level):
+            raise ValueError(f"pop_delay_level must be delays > 0 (s), got {self.pop_delay_level!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -439,6 +474,38 @@ class PullConsumerConfig(ConsumerConfig):
         _positive("consumer_pull_timeout_millis", self.consumer_pull_timeout_millis)
         if self.max_reconsume_times < 0:
             raise ValueError(f"max_reconsume_times must be >= 0, got {self.max_reconsume_times}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimpleConsumerConfig(ClientConfig):
+    """The 5.x ``SimpleConsumer``'s settings (the gRPC SDKs' builder), for a consumer that pops.
+
+    ``subscription`` maps topics to a tag expression or a ``MessageSelector``. ``receive`` waits
+    up to ``await_duration`` for messages (the broker holds the pop). ``fifo`` pops in order: a
+    queue's next messages are handed out only once those before them are acked (or their
+    invisible time is over); every member of a group should agree on it (the 5.x group setting
+    ``consumeMessageOrderly``). A message received ``max_reconsume_times`` + 1 times and never
+    acked goes to ``%DLQ%group`` when it comes once more (the group's ``retryMaxTimes``).
+    """
+
+    consumer_group: str
+    subscription: Mapping[str, str | MessageSelector] = field(default_factory=dict)
+    await_duration: int = 20_000  # ms; 0 answers at once
+    fifo: bool = False
+    max_reconsume_times: int = 16
+
+    def __post_init__(self) -> None:
+        ClientConfig.__post_init__(self)
+        check_group(self.consumer_group, "consumer_group")
+        if self.consumer_group == DEFAULT_CONSUMER_GROUP:
+            raise ValueError(
+                f"consumer_group={self.consumer_group!r}: consumerGroup can not equal "
+                f"{DEFAULT_CONSUMER_GROUP}, please specify another one."
+            )
+        if self.await_duration < 0:
+            raise ValueError(f"await_duration must be >= 0 (ms), got {self.await_duration!r}")
+        if self.max_reconsume_times < 0:
+            raise ValueError(f"max_reconsume_times must be >= 0, got {self.max_reconsume_times!r}")
 
 
 ConfigT = TypeVar("ConfigT", bound=ClientConfig)

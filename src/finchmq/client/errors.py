@@ -31,6 +31,7 @@ __all__ = [
     "BrokerSystemError",
     "ClientStateError",
     "ConsumerNotOnlineError",
+    "InvalidReceiptHandleError",
     "MQBrokerError",
     "MQClientError",
     "MQConnectError",
@@ -40,6 +41,7 @@ __all__ = [
     "MessageIllegalError",
     "NoPermissionError",
     "NoRouteError",
+    "PollingFullError",
     "QueryNotFoundError",
     "RequestCodeNotSupportedError",
     "RequestTimeoutError",
@@ -74,7 +76,8 @@ class ClientStateError(MQClientError):
 
 class ValidationError(MQClientError, ValueError):
     """A message, topic, group or argument the client refuses before sending anything
-    (Java ``Validators``); ``response_code`` is ``MESSAGE_ILLEGAL`` for message problems."""
+    (Java ``Validators``); ``response_code`` is ``MESSAGE_ILLEGAL`` for message problems and
+    ``INVALID_PARAMETER`` for a pop argument out of range (an invisible duration, a batch size)."""
 
 
 class NoRouteError(MQClientError):
@@ -145,9 +148,10 @@ class MQBrokerError(MQClientError):
     """
 
     code: ClassVar[int | None] = None
+    code_name: ClassVar[str | None] = None  # a 5.x name for a number 4.9.8 gave another meaning
 
     def __init__(self, response_code: int, remark: str | None, broker_addr: str | None = None) -> None:
-        name = _code_name(response_code)
+        name = self.code_name or _code_name(response_code)
         where = f" from {broker_addr}" if broker_addr else ""
         super().__init__(
             f"CODE: {response_code} ({name}) DESC: {remark or ''}{where}", response_code=response_code
@@ -249,6 +253,30 @@ class SubscriptionGroupNotExistError(MQBrokerError):
 
 class ConsumerNotOnlineError(MQBrokerError):
     code = ResponseCode.CONSUMER_NOT_ONLINE
+
+
+# -- POP (5.x) ------------------------------------------------------------------------------------
+
+
+class PollingFullError(MQBrokerError):
+    """POLLING_FULL: the broker already holds as many long-polling pops as it allows
+    (``maxPopPollingSize``). Back off and receive again. (Code 209, which 4.9.8 calls
+    UPDATE_AND_CREATE_ACL_CONFIG_FAILED: not registered by code, made where a pop answers.)"""
+
+    code_name = "POLLING_FULL"
+    retriable = True
+
+
+class InvalidReceiptHandleError(MQClientError):
+    """A popped message's receipt handle (its ``POP_CK``) cannot ack it or change its invisible
+    time any more: its invisible time is over, so the broker makes it visible again and delivers
+    it again (ack that new delivery), or the broker no longer has it (``response_code``
+    NO_MESSAGE), or the handle is not one (it does not parse). The 5.x proxy's
+    INVALID_RECEIPT_HANDLE; ``receipt_handle`` is the handle refused."""
+
+    def __init__(self, message: str, receipt_handle: str | None, *, response_code: int | None = None) -> None:
+        super().__init__(message, response_code=response_code)
+        self.receipt_handle = receipt_handle
 
 
 # Java DefaultMQProducer.retryResponseCodes: answers after which a send moves to another broker.

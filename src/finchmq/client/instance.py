@@ -43,6 +43,7 @@ from finchmq.protocol.bodies import (
     ConsumeType,
     HeartbeatData,
     MessageModel,
+    MessageQueueAssignment,
     ProducerData,
     SubscriptionData,
     TopicRouteData,
@@ -546,6 +547,25 @@ class MQClientInstance:
             return None
         return route.broker_datas[0].select_broker_addr()
 
+    async def query_assignment(
+        self, topic: str, group: str, strategy_name: str, message_model: MessageModel, timeout_millis: int
+    ) -> set[MessageQueueAssignment] | None:
+        """The queues of ``topic`` a broker of it assigns this client, each PULL or POP (5.x
+        QUERY_ASSIGNMENT); None when no broker is known or it cannot tell.
+
+        Raises:
+            MQClientError: the broker refused or did not answer.
+        """
+        addr = self.find_broker_addr_by_topic(topic)
+        if addr is None:
+            await self.update_topic_route_info_from_name_server(topic)
+            addr = self.find_broker_addr_by_topic(topic)
+        if addr is None:
+            return None
+        return await self.api.query_assignment(
+            addr, topic, group, self.client_id, strategy_name, message_model, timeout_millis
+        )
+
     async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
         """Every client id of ``group`` as one broker of ``topic`` knows them; None on failure."""
         addr = self.find_broker_addr_by_topic(topic)
@@ -714,13 +734,7 @@ class MQClientInstance:
         props[PROP_NAMESERVER_ADDR] = ns
         props[PROP_CONSUME_TYPE] = consumer.consume_type.name
         props[PROP_CLIENT_VERSION] = f"finchmq-{__version__} (V4_9_8)"
-        return ConsumerRunningInfo(
-            properties=props,
-            subscription_set=info.subscription_set,
-            mq_table=info.mq_table,
-            status_table=info.status_table,
-            jstack=info.jstack,
-        )
+        return replace(info, properties=props)  # the rest as the consumer gave it (5.x: mq_pop_table)
 
 
 def _with_queue_nums(route: TopicRouteData, nums: int) -> TopicRouteData:

@@ -32,7 +32,11 @@ from finchmq.protocol.batch import encode_batch
 from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.compression import compress_body
 from finchmq.protocol.errors import MessageEncodeError
-from finchmq.protocol.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
+from finchmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    RecallMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
 from finchmq.protocol.message import (
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -43,10 +47,12 @@ from finchmq.protocol.message import (
 )
 from finchmq.protocol.message_const import MessageConst, MessageSysFlag
 from finchmq.protocol.msg_id import UniqueKeyGenerator
+from finchmq.protocol.recall import RecallHandleError, RecallMessageHandle
 from finchmq.protocol.stored import MAX_PROPERTIES_LENGTH
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     CLIENT_INNER_PRODUCER_GROUP,
+    is_dlq_topic,
     is_not_allowed_send_topic,
     is_retry_topic,
     reply_topic,
@@ -412,6 +418,39 @@ class Producer(ClientService, MQProducerInner):
             result = await self._dispatch(msg, _Mode.SYNC, queue, selector, arg, timeout)
         assert result is not None
         return result
+
+    async def recall_message(self, topic: str, recall_handle: str) -> str:
+        """Withdraw a timer message before its time (5.x ``recallMessage``): ``recall_handle`` is
+        its ``SendResult.recall_handle``. Returns the message's id (UNIQ_KEY) as the broker
+        answers it; a handle of no pending message is answered all the same.
+
+        Raises:
+            ValidationError: a bad topic, a retry or DLQ topic, a handle that does not decode.
+            MQBrokerError: the broker refused (recall off, an expired or foreign handle).
+        """
+        instance = self._make_sure_state_ok()
+        problem = validate_topic(topic)
+        if problem is not None:
+            raise ValidationError(f"topic {topic!r}: {problem}", response_code=ResponseCode.MESSAGE_ILLEGAL)
+        if is_retry_topic(topic) or is_dlq_topic(topic):
+            raise ValidationError("topic is not supported")
+        try:
+            handle = RecallMessageHandle.decode(recall_handle)
+        except RecallHandleError as exc:
+            raise ValidationError(str(exc)) from exc
+        await self._try_to_find_topic_publish_info(topic)
+        addr = instance.find_broker_address_in_publish(
+            handle.broker_name
+        ) or instance.find_broker_addr_by_topic(topic)
+        if not addr:
+            raise MQClientError("The broker service address not found")
+        header = RecallMessageRequestHeader(
+            producer_group=self.config.producer_group,
+            topic=topic,
+            recall_handle=recall_handle,
+            broker_name=handle.broker_name,
+        )
+        return await instance.api.recall_message(addr, header, self.config.send_msg_timeout)
 
     async def send_oneway(
         self,

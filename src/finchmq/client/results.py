@@ -1,6 +1,8 @@
-"""What sends and pulls return: ``SendResult``/``SendStatus`` and ``PullResult``/``PullStatus``.
+"""What sends, pulls and pops return: ``SendResult``/``SendStatus``, ``PullResult``/``PullStatus``
+and (5.x) ``PopResult``/``PopStatus`` and ``AckResult``/``AckStatus``.
 
-Owns: these frozen values (Java ``SendResult``, ``PullResult``). Imports: ``finchmq.protocol``.
+Owns: these frozen values (Java ``SendResult``, ``PullResult``, ``PopResult``, ``AckResult``).
+Imports: ``finchmq.protocol``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ from typing import Final
 
 from finchmq.protocol.message import MessageExt, MessageQueue
 
-__all__ = ["PullResult", "PullStatus", "SendResult", "SendStatus"]
+__all__ = [
+    "AckResult",
+    "AckStatus",
+    "PopResult",
+    "PopStatus",
+    "PullResult",
+    "PullStatus",
+    "SendResult",
+    "SendStatus",
+]
 
 
 class SendStatus(enum.IntEnum):
@@ -29,7 +40,8 @@ class SendResult:
 
     ``msg_id`` is the client id (UNIQ_KEY; a batch's ids joined with ``,``), ``offset_msg_id``
     the broker's id (store host + commit-log offset), ``queue_offset`` the message's index in
-    ``message_queue`` (the first one of a batch).
+    ``message_queue`` (the first one of a batch). ``recall_handle`` (a 5.x broker, a timer
+    message) withdraws the message before its time: ``Producer.recall_message``.
     """
 
     send_status: SendStatus
@@ -40,6 +52,7 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     trace_on: bool = True
+    recall_handle: str | None = None
 
 
 _new_object: Final = object.__new__
@@ -52,14 +65,15 @@ _new_object: Final = object.__new__
     _set_transaction_id,
     _set_region_id,
     _set_trace_on,
+    _set_recall_handle,
 ) = (
     SendResult.__dict__[name].__set__
     for name in (
         "send_status", "msg_id", "offset_msg_id", "message_queue", "queue_offset", "transaction_id",
-        "region_id", "trace_on",
+        "region_id", "trace_on", "recall_handle",
     )
 )  # fmt: skip
-if len(SendResult.__slots__) != 8:  # pragma: no cover - a field was added but not to new_send_result
+if len(SendResult.__slots__) != 9:  # pragma: no cover - a field was added but not to new_send_result
     raise RuntimeError(f"new_send_result does not set every field of {SendResult.__slots__}")
 
 
@@ -72,6 +86,7 @@ def new_send_result(
     transaction_id: str | None,
     region_id: str | None,
     trace_on: bool,
+    recall_handle: str | None = None,
 ) -> SendResult:
     """``SendResult(...)`` for the send path: the slots filled directly, a third of the cost of
     the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field)."""
@@ -84,6 +99,7 @@ def new_send_result(
     _set_transaction_id(result, transaction_id)
     _set_region_id(result, region_id)
     _set_trace_on(result, trace_on)
+    _set_recall_handle(result, recall_handle)
     return result
 
 
@@ -110,3 +126,42 @@ class PullResult:
     max_offset: int
     msg_found_list: list[MessageExt] = field(default_factory=list)
     suggest_which_broker_id: int = 0
+
+
+class PopStatus(enum.IntEnum):
+    """Java 5.x ``PopStatus``."""
+
+    FOUND = 0
+    NO_NEW_MSG = 1
+    POLLING_FULL = 2  # the broker holds as many long-polling pops as it may; try again later
+    POLLING_NOT_FOUND = 3  # nothing arrived while the broker held the pop
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PopResult:
+    """One pop (POP_MESSAGE): the messages found, each carrying its check-point info in its
+    ``POP_CK`` property (what ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME need), the broker's
+    pop time (ms epoch), the invisible time granted (ms) and how many messages are left."""
+
+    pop_status: PopStatus
+    msg_found_list: list[MessageExt] = field(default_factory=list)
+    pop_time: int = 0
+    invisible_time: int = 0
+    rest_num: int = 0
+
+
+class AckStatus(enum.IntEnum):
+    """Java 5.x ``AckStatus``."""
+
+    OK = 0
+    NO_EXIST = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AckResult:
+    """An ack's or a change of invisible time's outcome; after CHANGE_MESSAGE_INVISIBLETIME,
+    ``extra_info`` is the message's new check-point info (its new ``POP_CK``)."""
+
+    status: AckStatus
+    extra_info: str | None = None
+    pop_time: int = 0

@@ -3,12 +3,13 @@
 
 Owns: ``Portal`` (one daemon thread with its own event loop, shared by every blocking object of
 the process so they share one ``MQClientInstance``) and the blocking façades ``BlockingProducer``,
-``BlockingPushConsumer``, ``BlockingPullConsumer``, ``BlockingLitePullConsumer`` and
-``BlockingAdminClient``. Each method is ``run_coroutine_threadsafe(coro, loop).result(timeout)``
-over the async object of the same name; there is no second copy of any logic. Calling one from
-a thread that runs an event loop raises ``RuntimeError`` (it would block that loop). Blocking
-listeners still run in the consumer's thread pool; send callbacks run in a small callback pool
-(Java's ``clientCallbackExecutorThreads``), never on the loop.
+``BlockingPushConsumer``, ``BlockingPullConsumer``, ``BlockingLitePullConsumer``,
+``BlockingSimpleConsumer`` and ``BlockingAdminClient``. Each method is
+``run_coroutine_threadsafe(coro, loop).result(timeout)`` over the async object of the same name;
+there is no second copy of any logic. Calling one from a thread that runs an event loop raises
+``RuntimeError`` (it would block that loop). Blocking listeners still run in the consumer's
+thread pool; send callbacks run in a small callback pool (Java's
+``clientCallbackExecutorThreads``), never on the loop.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from finchmq.protocol.bodies import (
     ConsumerRunningInfo,
     ConsumeStats,
     ConsumeStatsList,
+    MessageRequestMode,
     ProducerConnection,
+    SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
     TopicRouteData,
     TopicStatsTable,
@@ -47,11 +50,14 @@ from .config import (
     ProducerConfig,
     PullConsumerConfig,
     PushConsumerConfig,
+    SimpleConsumerConfig,
 )
 from .consumer.listener import ConcurrentlyListener, ConsumeMessageHook, OrderlyListener
 from .consumer.lite_pull import LitePullConsumer
+from .consumer.pop import POP_TIMEOUT_MARGIN_MS
 from .consumer.pull import PullConsumer
 from .consumer.push import PushConsumer
+from .consumer.simple import SimpleConsumer
 from .producer import ExceptionCallback, Producer, SendCallback
 from .results import PullResult, SendResult
 from .selector import MessageQueueSelector
@@ -69,6 +75,7 @@ __all__ = [
     "BlockingProducer",
     "BlockingPullConsumer",
     "BlockingPushConsumer",
+    "BlockingSimpleConsumer",
     "Portal",
 ]
 
@@ -297,6 +304,9 @@ class BlockingProducer(_Blocking[ProducerConfig], wraps=Producer):
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self.producer.fetch_publish_message_queues(topic))
 
+    def recall_message(self, topic: str, recall_handle: str) -> str:
+        return self._call_within(self.producer.recall_message(topic, recall_handle), self._send_timeout(None))
+
     def request(self, msg: Message, timeout_millis: int = 3_000) -> MessageExt:
         return self._call_within(self.producer.request(msg, timeout_millis), timeout_millis)
 
@@ -523,6 +533,32 @@ class BlockingLitePullConsumer(_Blocking[LitePullConsumerConfig], wraps=LitePull
         return self._call(self.consumer.offset_for_timestamp(mq, timestamp))
 
 
+class BlockingSimpleConsumer(_Blocking[SimpleConsumerConfig], wraps=SimpleConsumer):
+    """``SimpleConsumer`` for threads: ``receive()`` blocks up to ``await_duration``."""
+
+    def __init__(
+        self, config: SimpleConsumerConfig | str, /, *, portal: Portal | None = None, **overrides: object
+    ) -> None:
+        self.consumer = SimpleConsumer(config, **overrides)
+        super().__init__(self.consumer, portal)
+
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector = "*") -> None:
+        self._call(_run_sync(lambda: self.consumer.subscribe(topic, sub_expression)))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._call(_run_sync(lambda: self.consumer.unsubscribe(topic)))
+
+    def receive(self, max_message_num: int, invisible_duration: int) -> list[MessageExt]:
+        coro = self.consumer.receive(max_message_num, invisible_duration)
+        return self._call_within(coro, self.consumer.config.await_duration + POP_TIMEOUT_MARGIN_MS)
+
+    def ack(self, message: MessageExt) -> None:
+        self._call(self.consumer.ack(message))
+
+    def change_invisible_duration(self, message: MessageExt, invisible_duration: int) -> MessageExt:
+        return self._call(self.consumer.change_invisible_duration(message, invisible_duration))
+
+
 class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
     """``AdminClient`` for scripts and the ``finchmq admin`` command."""
 
@@ -690,6 +726,27 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
 
     def cluster_brokers(self) -> list[ClusterBroker]:
         return self._call(self.admin.cluster_brokers())
+
+    def set_message_request_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: int = 0,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.set_message_request_mode(
+                topic, group, mode, pop_share_queue_num, cluster=cluster, broker_addr=broker_addr
+            )
+        )
+
+    def message_request_modes(
+        self, cluster: str | None = None
+    ) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        return self._call(self.admin.message_request_modes(cluster))
 
     def subscription_groups(self, cluster: str | None = None) -> dict[str, SubscriptionGroupConfig]:
         return self._call(self.admin.subscription_groups(cluster))

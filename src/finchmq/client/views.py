@@ -5,9 +5,10 @@ fields under the same names."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
-from finchmq.protocol.bodies import ConsumeStats, TopicStatsTable
+from finchmq.protocol.bodies import ConsumerRunningInfo, ConsumeStats, TopicStatsTable
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.trace import TraceView
 
@@ -19,6 +20,9 @@ __all__ = [
     "message_dict",
     "message_track_dict",
     "offset_table_rows",
+    "pop_process_queue_rows",
+    "pop_runtime_dict",
+    "timer_backlog_dict",
     "topic_status_rows",
     "trace_view_dict",
 ]
@@ -129,3 +133,62 @@ def cluster_broker_dict(broker: ClusterBroker) -> dict[str, Any]:
     if broker.error is not None:
         out["error"] = broker.error
     return out
+
+
+def timer_backlog_dict(stats: Mapping[str, str]) -> dict[str, Any] | None:
+    """A broker's 5.x timer figures from its runtime info: ``pending`` the timers waiting in
+    the wheel (``timerCongestNum``, as of the wheel's last flush), ``readBehind`` the seconds
+    its delivery is behind the clock, ``offsetBehind`` the timer-topic messages not yet in the
+    wheel, and the timers put in and delivered per second. None when the broker does not say
+    (4.x)."""
+    try:
+        return {
+            "pending": int(stats["timerCongestNum"]),
+            "readBehind": int(stats["timerReadBehind"]),
+            "offsetBehind": int(stats["timerOffsetBehind"]),
+            "enqueueTps": float(stats["timerEnqueueTps"]),
+            "dequeueTps": float(stats["timerDequeueTps"]),
+        }
+    except (KeyError, ValueError):
+        return None
+
+
+_POP_RUNTIME_KEYS = {
+    "inflight": "popInflightMessageNum",
+    "revivePendingCheckPoints": "popRevivePendingCheckPoints",
+    "reviveBehindMessages": "popReviveBehindMessages",
+    "reviveBehindMillis": "popReviveBehindMillis",
+    "bufferedCheckPoints": "popBufferedCheckPointNum",
+    "offsetBufferSize": "popOffsetBufferSize",
+    "polling": "popPollingNum",
+    "notificationPolling": "popNotificationPollingNum",
+}
+
+
+def pop_runtime_dict(stats: Mapping[str, str]) -> dict[str, int] | None:
+    """A finchmq broker's POP figures from its runtime info: messages popped and not yet acked
+    (``inflight``), check points the revive service has read and not settled, its backlog, the
+    check points and offsets still in the buffer, requests held by long polling. None when the
+    broker does not say (Apache RocketMQ's broker has no such keys)."""
+    try:
+        return {name: int(stats[key]) for name, key in _POP_RUNTIME_KEYS.items()}
+    except (KeyError, ValueError):
+        return None
+
+
+def pop_process_queue_rows(client_id: str, info: ConsumerRunningInfo) -> list[dict[str, Any]]:
+    """A popping consumer's queues (5.x mqadmin ``consumerStatus``'s ``#Consumer Pop Detail#``):
+    the messages popped and waiting for their ack, whether the queue was dropped, the last pop.
+    Queue id -1: every queue of that broker."""
+    return [
+        {
+            "clientId": client_id,
+            "topic": mq.topic,
+            "brokerName": mq.broker_name,
+            "queueId": mq.queue_id,
+            "waitAckCount": pq.wait_ack_count,
+            "droped": pq.droped,
+            "lastPopTimestamp": pq.last_pop_timestamp,
+        }
+        for mq, pq in sorted((info.mq_pop_table or {}).items(), key=lambda entry: entry[0])
+    ]

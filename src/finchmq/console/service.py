@@ -31,6 +31,9 @@ from finchmq.client.views import (
     message_dict,
     message_track_dict,
     offset_table_rows,
+    pop_process_queue_rows,
+    pop_runtime_dict,
+    timer_backlog_dict,
     topic_status_rows,
     trace_view_dict,
 )
@@ -126,7 +129,10 @@ class ConsoleService:
 
     async def cluster(self) -> dict[str, Any]:
         """Every broker with its runtime figures; ``inTps``/``outTps`` are the broker's own
-        10-second figures (``putTps``/``getTransferedTps``)."""
+        10-second figures (``putTps``/``getTransferedTps``); ``timer`` its 5.x timer backlog
+        (``timerCongestNum`` and the rest, as mqadmin ``clusterList``'s ``#Timer(Progress)``),
+        ``pop`` finchmq's POP figures (inflight messages, check points not yet revived); each
+        None from a broker that does not report them."""
         brokers = []
         for broker in await self.admin.cluster_brokers():
             row = cluster_broker_dict(broker)
@@ -137,6 +143,8 @@ class ConsoleService:
             row["inTotal"] = int(stats.get("msgPutTotalTodayNow", "0") or 0)
             row["outTotal"] = int(stats.get("msgGetTotalTodayNow", "0") or 0)
             row["runtime"] = stats.get("runtime")
+            row["timer"] = timer_backlog_dict(stats)
+            row["pop"] = pop_runtime_dict(stats)
             brokers.append(row)
         return {"nameServers": self.admin.config.namesrv_addr_list(), "brokers": brokers}
 
@@ -262,12 +270,15 @@ class ConsoleService:
         return list(await asyncio.gather(*(summary(g) for g in configs)))
 
     async def group(self, group: str) -> dict[str, Any]:
-        """A group's settings, online clients and subscriptions, and lag per queue; the parts the
-        cluster refuses carry the error instead (a group with no client online, say)."""
-        configs, progress, conn = await asyncio.gather(
+        """A group's settings, online clients and subscriptions, lag per queue, the PULL/POP mode
+        set for its topics (5.x ``setConsumeMode``) and, for clients that pop, their popped
+        queues (5.x ``consumerStatus``'s pop detail); the parts the cluster refuses carry the
+        error instead (a group with no client online, say)."""
+        configs, progress, conn, modes = await asyncio.gather(
             self.admin.subscription_groups(),
             self.admin.consume_stats(group),
             self.admin.consumer_connection(group),
+            self.admin.message_request_modes(),
             return_exceptions=True,
         )
         out: dict[str, Any] = {"group": group}
@@ -277,7 +288,7 @@ class ConsoleService:
         if config is None and isinstance(progress, BaseException):
             raise ValidationError(f"consumer group {group!r} not found on any broker")
         out["config"] = _standard(config) if config is not None else None
-        for key, answer in (("progress", progress), ("connection", conn)):
+        for key, answer in (("progress", progress), ("connection", conn), ("requestModes", modes)):
             if isinstance(answer, MQClientError | TimeoutError):
                 out[key] = None
                 out[f"{key}Error"] = _error_text(answer)
@@ -285,12 +296,43 @@ class ConsoleService:
                 raise answer
         if not isinstance(progress, BaseException):
             out["progress"] = consume_progress_dict(group, progress)
+        if not isinstance(modes, BaseException):
+            out["requestModes"] = [
+                {"topic": topic, "mode": m.mode.name, "popShareQueueNum": m.pop_share_queue_num}
+                for topic, groups in sorted(modes.items())
+                if (m := groups.get(group)) is not None
+            ]
+        out["pop"] = []
         if not isinstance(conn, BaseException):
             out["connection"] = connection = _standard(conn)
             for client in connection.get("connectionSet", []):
                 if isinstance(client.get("version"), int):
                     client["versionDesc"] = version_desc(client["version"])
+            if any(m["mode"] == "POP" for m in out["requestModes"] or ()):  # else none pops
+                await self._pop_detail(group, [c.client_id for c in conn.connection_set if c.client_id], out)
         return out
+
+    async def _pop_detail(self, group: str, client_ids: list[str], out: dict[str, Any]) -> None:
+        """``out["pop"]``: the popped queues of each online client (its running info's pop
+        table: a push consumer the broker has told to pop); ``popErrors`` the clients that did
+        not answer."""
+        limit = asyncio.Semaphore(_GROUP_CONCURRENCY)
+
+        async def running_info(client_id: str) -> Any:
+            async with limit:
+                return await self.admin.consumer_running_info(group, client_id)
+
+        answers = await asyncio.gather(*(running_info(c) for c in client_ids), return_exceptions=True)
+        errors = {}
+        for client_id, answer in zip(client_ids, answers, strict=True):
+            if isinstance(answer, MQClientError | TimeoutError):
+                errors[client_id] = _error_text(answer)
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                out["pop"] += pop_process_queue_rows(client_id, answer)
+        if errors:
+            out["popErrors"] = errors
 
     async def reset_offset(self, group: str, topic: str, timestamp: int, force: bool) -> dict[str, Any]:
         """Move the group's offsets of ``topic`` to ``timestamp`` (epoch ms; ``resetOffsetByTime``)."""

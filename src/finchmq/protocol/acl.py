@@ -30,6 +30,7 @@ from typing import Final, TypeAlias
 from .bodies import HeartbeatData
 from .codes import RequestCode
 from .command import Body, RemotingCommand
+from .pop import parse_normal_topic
 from .topics import RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC, retry_topic
 
 __all__ = [
@@ -272,7 +273,29 @@ def parse_access_request(request: RemotingCommand, remote_addr: str) -> AccessRe
     elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
         access.add(_retry(ext.get("consumerGroup")), SUB)
         access.add(ext.get("topic"), SUB)
+    elif code == RequestCode.RECALL_MESSAGE:  # 5.x: @RocketMQAction(RECALL_MESSAGE, PUB) on the topic
+        access.add(ext.get("topic"), PUB)
+    elif code in _POP_CODES:
+        # 5.x: what a pull of the topic needs (Java 5.x's headers mark topic and group SUB); an
+        # ack of a message from the pop retry topic names the topic it serves
+        group = ext.get("consumerGroup")
+        topic = ext.get("topic")
+        access.add(parse_normal_topic(topic, group) if topic and group else topic, SUB)
+        access.add(_retry(group), SUB)
     return access
+
+
+# 5.x: POP requests that name their topic and group in the header (BATCH_ACK_MESSAGE: signature only)
+_POP_CODES: Final = frozenset(
+    {
+        RequestCode.POP_MESSAGE,
+        RequestCode.ACK_MESSAGE,
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        RequestCode.PEEK_MESSAGE,
+        RequestCode.NOTIFICATION,
+        RequestCode.POLLING_INFO,
+    }
+)
 
 
 def is_trace_publish(access: AccessRequest) -> bool:

@@ -33,6 +33,8 @@ the body class and the path of the bad value (``TopicRouteData: queueDatas[0].pe
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import enum
 import random
@@ -43,7 +45,7 @@ import typing
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Self
+from typing import Any, ClassVar, Final, Self
 
 from ._json import (
     JSONDecodeError,
@@ -62,6 +64,8 @@ from .message import MessageQueue
 
 __all__ = [
     "MASTER_ID",
+    "BatchAck",
+    "BatchAckMessageRequestBody",
     "BodyError",
     "BrokerData",
     "BrokerStatsData",
@@ -85,16 +89,23 @@ __all__ = [
     "GetConsumerStatusBody",
     "GroupList",
     "HeartbeatData",
+    "JavaBitSet",
     "KVTable",
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "MessageModel",
+    "MessageQueueAssignment",
+    "MessageRequestMode",
+    "MessageRequestModeSerializeWrapper",
     "OffsetSerializeWrapper",
     "OffsetWrapper",
     "PermName",
+    "PopProcessQueueInfo",
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "QueryAssignmentRequestBody",
+    "QueryAssignmentResponseBody",
     "QueryConsumeTimeSpanBody",
     "QueueData",
     "QueueTimeSpan",
@@ -102,6 +113,7 @@ __all__ = [
     "RegisterBrokerBody",
     "RemotingSerializable",
     "ResetOffsetBody",
+    "SetMessageRequestModeRequestBody",
     "SubscriptionData",
     "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper",
@@ -163,6 +175,15 @@ class ConsumeFromWhere(enum.IntEnum):
 class TopicFilterType(enum.IntEnum):
     SINGLE_TAG = 0
     MULTI_TAG = 1
+
+
+class MessageRequestMode(enum.IntEnum):
+    """Java 5.x ``MessageRequestMode``: how a push consumer reads a queue the broker assigned
+    (QUERY_ASSIGNMENT): PULL at offsets it commits, or POP (the broker tracks what is in flight;
+    consumers may share a queue)."""
+
+    PULL = 0
+    POP = 1
 
 
 class CMResult(enum.IntEnum):
@@ -499,8 +520,13 @@ class _BodyCodec:
                 )
             )
         self.fields = tuple(fields)
+        # Getters without a field (Java ``PopCheckPoint.getReviveTime``): written, never read.
+        computed = [
+            _BodyField(name=attr, key=key, aliases=(), codec=_INT, required=False, write=True)
+            for key, attr in cls.json_computed
+        ]
         # fastjson's default SortField: properties in alphabetical order of their JSON names.
-        self.out_fields = tuple(sorted((f for f in fields if f.write), key=lambda f: f.key))
+        self.out_fields = tuple(sorted([*(f for f in fields if f.write), *computed], key=lambda f: f.key))
         self.prepare: Callable[[dict[str, Any]], dict[str, Any]] = cls._prepare_tree
 
     def decode(self, value: object) -> RemotingSerializable:
@@ -566,6 +592,59 @@ class JavaTable:
     size: int
 
 
+class JavaBitSet(frozenset[int]):
+    """A Java ``java.util.BitSet``: the indexes of its set bits (5.x ``BatchAck.bitSet``).
+
+    fastjson writes it (``BitSetSerializerDeserializer``) as the base64 of ``toByteArray()``:
+    little-endian, bit ``i`` in byte ``i // 8``, trailing zero bytes dropped.
+    """
+
+    __slots__ = ()
+    MAX_BYTES: ClassVar[int] = 64 * 1024  # decoding refuses more: 512 Ki offsets past a start
+
+    def __new__(cls, bits: typing.Iterable[int] = ()) -> Self:
+        self = super().__new__(cls, bits)
+        if any(type(bit) is not int or bit < 0 for bit in self):
+            raise ValueError(f"BitSet indexes must be ints >= 0, got {sorted(self, key=repr)!r}")
+        return self
+
+    @classmethod
+    def from_byte_array(cls, data: bytes) -> JavaBitSet:
+        """Java ``BitSet.valueOf(byte[])``."""
+        number = int.from_bytes(data, "little")
+        return cls(i for i in range(number.bit_length()) if number >> i & 1)
+
+    def to_byte_array(self) -> bytes:
+        """Java ``BitSet.toByteArray()``."""
+        number = 0
+        for bit in self:
+            number |= 1 << bit
+        return number.to_bytes((number.bit_length() + 7) // 8, "little")
+
+
+class _BitSetCodec(_Codec):
+    def decode(self, value: object) -> object:
+        if isinstance(value, str):
+            if len(value) > JavaBitSet.MAX_BYTES * 4 // 3 + 4:
+                raise _Invalid(f"BitSet longer than {JavaBitSet.MAX_BYTES} bytes")
+            try:
+                data = base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise _Invalid(f"BitSet is not base64: {_show(value)}") from exc
+        elif isinstance(value, list | tuple):  # fastjson also reads byte[] as an array of numbers
+            if len(value) > JavaBitSet.MAX_BYTES:
+                raise _Invalid(f"BitSet longer than {JavaBitSet.MAX_BYTES} bytes")
+            if not all(type(b) is int and -128 <= b <= 255 for b in value):
+                raise _Invalid(f"BitSet bytes must be numbers in -128..255, got {_show(value)}")
+            data = bytes(b & 0xFF for b in value)
+        else:
+            raise _Invalid(f"expected a base64 BitSet, got {_type_name(value)} {_show(value)}")
+        return JavaBitSet.from_byte_array(data)
+
+    def encode(self, value: Any, compat: bool) -> object:
+        return base64.b64encode(value.to_byte_array()).decode("ascii")
+
+
 def _codec_for(tp: object, where: str) -> _Codec:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -591,6 +670,8 @@ def _codec_for(tp: object, where: str) -> _Codec:
         return _SCALARS[tp]
     elif tp is MessageQueue:
         return _MQCodec()
+    elif tp is JavaBitSet:
+        return _BitSetCodec()
     elif tp is LanguageCode:
         return _EnumCodec(LanguageCode, fallback=LanguageCode.OTHER)
     elif isinstance(tp, type) and issubclass(tp, enum.IntEnum):
@@ -609,6 +690,8 @@ class RemotingSerializable:
     """Base of JSON bodies (Java ``RemotingSerializable``)."""
 
     __slots__ = ()
+    json_computed: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """``(JSON key, int property)`` pairs fastjson writes from a Java getter with no field."""
 
     @classmethod
     def _prepare_tree(cls, tree: dict[str, Any]) -> dict[str, Any]:
@@ -1075,6 +1158,25 @@ class ConsumerRunningInfo(RemotingSerializable):
         default_factory=dict
     )
     jstack: str | None = None
+    # 5.x: the queues popped (pop mode); None (not written, as 4.9.8) when there are none
+    mq_pop_table: typing.Annotated[dict[MessageQueue, PopProcessQueueInfo], JavaCollection.TREE] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PopProcessQueueInfo(RemotingSerializable):
+    """5.x: a queue a push consumer pops (``ConsumerRunningInfo.mq_pop_table``)."""
+
+    wait_ack_count: int = 0
+    droped: bool = False  # sic, Java's spelling
+    last_pop_timestamp: int = 0
+
+    def __str__(self) -> str:
+        """Java ``PopProcessQueueInfo.toString`` (mqadmin ``consumerStatus`` prints it)."""
+        droped = "true" if self.droped else "false"
+        return (
+            f"PopProcessQueueInfo [waitAckCount:{self.wait_ack_count}, droped:{droped}, "
+            f"lastPopTimestamp:{self.last_pop_timestamp}]"
+        )
 
 
 def _reset_offset_array_form(tree: dict[str, Any]) -> dict[str, Any]:
@@ -1169,3 +1271,91 @@ class OffsetSerializeWrapper(RemotingSerializable):
     writes it in fastjson's default form (MessageQueue objects as keys)."""
 
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5.x: POP (Java 5.3.3 remoting/protocol/body/BatchAck*)
+
+
+def _json_field(key: str, alternate: str) -> dict[str, object]:
+    """Field metadata for Java ``@JSONField(name=key, alternateNames={alternate})``."""
+    return {"key": key, "aliases": (alternate,)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchAck(RemotingSerializable):
+    """One check point's acks in a BATCH_ACK_MESSAGE: bit ``i`` of ``bit_set`` acks queue offset
+    ``start_offset + i``; ``retry`` is the extra info's topic mark ("0", "1" v1, "2" v2 retry)."""
+
+    consumer_group: str | None = field(default=None, metadata=_json_field("c", "consumerGroup"))
+    topic: str | None = field(default=None, metadata=_json_field("t", "topic"))
+    retry: str | None = field(default=None, metadata=_json_field("r", "retry"))
+    start_offset: int = field(default=0, metadata=_json_field("so", "startOffset"))
+    queue_id: int = field(default=0, metadata=_json_field("q", "queueId"))
+    revive_queue_id: int = field(default=0, metadata=_json_field("rq", "reviveQueueId"))
+    pop_time: int = field(default=0, metadata=_json_field("pt", "popTime"))
+    invisible_time: int = field(default=0, metadata=_json_field("it", "invisibleTime"))
+    bit_set: JavaBitSet | None = field(default=None, metadata=_json_field("b", "bitSet"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchAckMessageRequestBody(RemotingSerializable):
+    """BATCH_ACK_MESSAGE request body."""
+
+    broker_name: str | None = None
+    acks: tuple[BatchAck, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# 5.x: queues assigned by the broker (Java 5.3.3 QUERY_ASSIGNMENT / SET_MESSAGE_REQUEST_MODE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageQueueAssignment(RemotingSerializable):
+    """One queue the broker assigned and how to read it (a POP queue id may be -1: every queue
+    of that broker)."""
+
+    message_queue: MessageQueue | None = None
+    mode: MessageRequestMode = MessageRequestMode.PULL
+    attachments: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryAssignmentRequestBody(RemotingSerializable):
+    """QUERY_ASSIGNMENT request body: which queues of ``topic`` should ``client_id`` read."""
+
+    topic: str = ""
+    consumer_group: str = ""
+    client_id: str = ""
+    strategy_name: str = ""
+    message_model: MessageModel | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryAssignmentResponseBody(RemotingSerializable):
+    """QUERY_ASSIGNMENT response body (a Java ``HashSet``; None: the broker could not tell)."""
+
+    message_queue_assignments: tuple[MessageQueueAssignment, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetMessageRequestModeRequestBody(RemotingSerializable):
+    """SET_MESSAGE_REQUEST_MODE request body, and one entry of ``messageRequestMode.json``.
+
+    ``pop_share_queue_num``: in POP mode a member also pops the queues of the next N members
+    (0 or less, or at least members - 1: every member pops every queue)."""
+
+    topic: str = ""
+    consumer_group: str = ""
+    mode: MessageRequestMode = MessageRequestMode.PULL
+    pop_share_queue_num: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageRequestModeSerializeWrapper(RemotingSerializable):
+    """``config/messageRequestMode.json`` (Java ``MessageRequestModeManager``) and
+    GET_ALL_MESSAGE_REQUEST_MODE's body: topic -> group -> mode."""
+
+    message_request_mode_map: dict[str, dict[str, SetMessageRequestModeRequestBody]] = field(
+        default_factory=dict
+    )

@@ -2,8 +2,9 @@
 
 Sources: Java ``common/protocol/RequestCode.java``, ``ResponseCode.java``,
 ``remoting/protocol/RemotingSysResponseCode.java``, ``LanguageCode.java`` and
-``SerializeType.java`` at tag rocketmq-all-4.9.8. Codes absent from 4.x are not listed; a
-frame with an unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
+``SerializeType.java`` at tag rocketmq-all-4.9.8, plus the 5.x codes of the 5.x features finchmq
+has (marked ``# 5.x``; numbers from rocketmq-all-5.3.3). Other codes are not listed; a frame with
+an unlisted code still decodes (``RemotingCommand.code`` is a plain ``int``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class RequestCode(IntEnum):
     DELETE_ACL_CONFIG = 51
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    GET_TIMER_CHECK_POINT = 60  # 5.x
+    GET_TIMER_METRICS = 61  # 5.x
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -114,6 +117,19 @@ class RequestCode(IntEnum):
     GET_TOPIC_CONFIG = 351
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370  # 5.x: a timer message's recall
+    # 5.x: the broker assigns queues and says PULL or POP (Java 5.3.3 RequestCode)
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    GET_ALL_MESSAGE_REQUEST_MODE = 402
+    # 5.x: POP consumption (Java 5.3.3 RequestCode)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(IntEnum):
@@ -155,6 +171,12 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604  # 5.x
+    # 5.x: Java 5.3.3 reuses 29, 209 and 210, so these are aliases (ResponseCode(209).name is the
+    # 4.9.8 name); POP answers a long poll that found nothing POLLING_TIMEOUT, a full poll POLLING_FULL
+    INVALID_PARAMETER = 29
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
 
 
 class LanguageCode(IntEnum):

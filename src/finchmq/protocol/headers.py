@@ -53,8 +53,11 @@ from .errors import HeaderError
 
 __all__ = [
     "REQUEST_HEADERS",
+    "AckMessageRequestHeader",
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
+    "ChangeInvisibleTimeRequestHeader",
+    "ChangeInvisibleTimeResponseHeader",
     "CheckTransactionStateRequestHeader",
     "CloneGroupOffsetRequestHeader",
     "CommandHeader",
@@ -92,7 +95,14 @@ __all__ = [
     "GetTopicsByClusterRequestHeader",
     "HeaderField",
     "Long",
+    "NotificationRequestHeader",
+    "NotificationResponseHeader",
     "NotifyConsumerIdsChangedRequestHeader",
+    "PeekMessageRequestHeader",
+    "PollingInfoRequestHeader",
+    "PollingInfoResponseHeader",
+    "PopMessageRequestHeader",
+    "PopMessageResponseHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PullSysFlag",
@@ -105,6 +115,8 @@ __all__ = [
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "QueryTopicConsumeByWhoRequestHeader",
+    "RecallMessageRequestHeader",
+    "RecallMessageResponseHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "ReplyMessageRequestHeader",
@@ -115,6 +127,7 @@ __all__ = [
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
+    "TopicQueueRequestHeader",
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
@@ -311,6 +324,14 @@ def _compile(source: str, name: str, namespace: dict[str, object]) -> Callable[.
     return fn
 
 
+def _slot(cls: type, name: str) -> Any:
+    """The member descriptor of slot ``name``: on ``cls``, or on the header class it extends."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    raise TypeError(f"{cls.__name__}.{name}: no slot")  # pragma: no cover - dataclass made it
+
+
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field, wire))
 def command_header(cls: type[_H]) -> type[_H]:
     """Make ``cls`` a frozen, slotted, keyword-only dataclass with a generated extFields codec.
@@ -348,7 +369,7 @@ def command_header(cls: type[_H]) -> type[_H]:
     namespace = _decoder_namespace(spec)
     namespace["_new"] = object.__new__
     for i, hf in enumerate(spec):
-        namespace[f"_set_{i}"] = dc.__dict__[hf.name].__set__  # the slot's member descriptor
+        namespace[f"_set_{i}"] = _slot(dc, hf.name).__set__  # the slot's member descriptor
     decode = _compile(_decoder_source(spec), "from_ext_fields", namespace)
     encode = _compile(_encoder_source(spec), "to_ext_fields", namespace)
     decode.__qualname__ = f"{dc.__qualname__}.from_ext_fields"
@@ -585,6 +606,7 @@ class SendMessageResponseHeader(CommandHeader):
     transaction_id: str | None = None
     msg_region: str | None = wire("MSG_REGION", default=None)  # broker regionId, "DefaultRegion"
     trace_on: bool | None = wire("TRACE_ON", default=None)  # broker traceOn
+    recall_handle: str | None = None  # 5.x: a timer message's handle for RECALL_MESSAGE
 
 
 @command_header
@@ -616,6 +638,22 @@ class CheckTransactionStateRequestHeader(CommandHeader):
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
+
+
+@command_header
+class RecallMessageRequestHeader(CommandHeader):
+    """RECALL_MESSAGE (5.x): withdraw a timer message by the handle its send answered;
+    ``broker_name`` is the 5.x RpcRequestHeader's ``bname`` the Java client sets."""
+
+    producer_group: str | None = None
+    topic: str
+    recall_handle: str
+    broker_name: str | None = wire("bname", default=None)
+
+
+@command_header
+class RecallMessageResponseHeader(CommandHeader):
+    msg_id: str
 
 
 # ---------------------------------------------------------------------------------------------
@@ -978,6 +1016,116 @@ class GetBrokerAclConfigResponseHeader(CommandHeader):
     cluster_name: str
 
 
+# ---------------------------------------------------------------------------------------------
+# 5.x: POP (Java 5.3.3 remoting/protocol/header/*, rpc/TopicQueueRequestHeader)
+
+
+@command_header
+class TopicQueueRequestHeader(CommandHeader):
+    """Java 5.x ``RpcRequestHeader`` + ``TopicRequestHeader``: the routing fields every 5.x
+    topic/queue request may carry (the Java 5.x client sets ``bname``; finchmq's broker ignores
+    them, as a broker that is not a proxy does)."""
+
+    namespace: str | None = wire("ns", default=None)
+    namespaced: bool | None = wire("nsd", default=None)
+    broker_name: str | None = wire("bname", default=None)
+    oneway: bool | None = wire("oway", default=None)
+    lo: bool | None = None  # "logical" (static topics)
+
+
+@command_header
+class PopMessageRequestHeader(TopicQueueRequestHeader):
+    """POP_MESSAGE. ``queue_id`` -1 pops from every queue; ``poll_time`` is how long (ms) the
+    broker may hold the request, counted from ``born_time`` (the client's clock, ms)."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    invisible_time: Long  # ms
+    poll_time: Long  # ms
+    born_time: Long  # ms epoch
+    init_mode: int  # ConsumeInitMode: 0 MIN, 1 MAX
+    exp_type: str | None = None
+    exp: str | None = None
+    order: bool | None = False  # Java Boolean.FALSE: written unless set to None
+    attempt_id: str | None = None
+
+
+@command_header
+class PopMessageResponseHeader(CommandHeader):
+    pop_time: Long
+    invisible_time: Long
+    revive_qid: int
+    rest_num: Long  # messages left in the queues popped
+    start_offset_info: str | None = None
+    msg_offset_info: str | None = None
+    order_count_info: str | None = None
+
+
+@command_header
+class AckMessageRequestHeader(TopicQueueRequestHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: Long
+
+
+@command_header
+class ChangeInvisibleTimeRequestHeader(TopicQueueRequestHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str  # "startOffset popTime invisibleTime reviveQid ..." (protocol.pop.ExtraInfo)
+    offset: Long
+    invisible_time: Long  # ms, from now
+
+
+@command_header
+class ChangeInvisibleTimeResponseHeader(CommandHeader):
+    pop_time: Long
+    invisible_time: Long
+    revive_qid: int
+
+
+@command_header
+class PeekMessageRequestHeader(TopicQueueRequestHeader):
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    consumer_group: str
+
+
+@command_header
+class NotificationRequestHeader(TopicQueueRequestHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    poll_time: Long  # ms
+    born_time: Long  # ms epoch
+    order: bool | None = False
+    attempt_id: str | None = None
+
+
+@command_header
+class NotificationResponseHeader(CommandHeader):
+    has_msg: bool = wire(default=False, not_null=True)
+    polling_full: bool = False  # a Java boolean: always written
+
+
+@command_header
+class PollingInfoRequestHeader(TopicQueueRequestHeader):
+    consumer_group: str
+    topic: str
+    queue_id: int
+
+
+@command_header
+class PollingInfoResponseHeader(CommandHeader):
+    polling_num: int
+
+
 REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: GetRouteInfoRequestHeader,
     RequestCode.REGISTER_BROKER: RegisterBrokerRequestHeader,
@@ -995,6 +1143,7 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackRequestHeader,
     RequestCode.END_TRANSACTION: EndTransactionRequestHeader,
     RequestCode.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
+    RequestCode.RECALL_MESSAGE: RecallMessageRequestHeader,
     RequestCode.PULL_MESSAGE: PullMessageRequestHeader,
     RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetRequestHeader,
     RequestCode.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetRequestHeader,
@@ -1029,5 +1178,12 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: CreateAccessConfigRequestHeader,
     RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigRequestHeader,
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsConfigRequestHeader,
+    # 5.x: POP (BATCH_ACK_MESSAGE has a body, no header)
+    RequestCode.POP_MESSAGE: PopMessageRequestHeader,
+    RequestCode.ACK_MESSAGE: AckMessageRequestHeader,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeRequestHeader,
+    RequestCode.PEEK_MESSAGE: PeekMessageRequestHeader,
+    RequestCode.NOTIFICATION: NotificationRequestHeader,
+    RequestCode.POLLING_INFO: PollingInfoRequestHeader,
 }
 """Request code -> the header class its receiver decodes (Java's processors)."""

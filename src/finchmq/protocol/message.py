@@ -229,6 +229,30 @@ class Message:
         return value is None or value.lower() == "true"
 
     @property
+    def deliver_time_ms(self) -> int:
+        """TIMER_DELIVER_MS (5.x ``getDeliverTimeMs``), 0 when absent."""
+        return self._long_property(MessageConst.PROPERTY_TIMER_DELIVER_MS)
+
+    @property
+    def delay_time_sec(self) -> int:
+        """TIMER_DELAY_SEC (5.x ``getDelayTimeSec``), 0 when absent."""
+        return self._long_property(MessageConst.PROPERTY_TIMER_DELAY_SEC)
+
+    @property
+    def delay_time_ms(self) -> int:
+        """TIMER_DELAY_MS (5.x ``getDelayTimeMs``), 0 when absent."""
+        return self._long_property(MessageConst.PROPERTY_TIMER_DELAY_MS)
+
+    def _long_property(self, name: str) -> int:
+        value = self.properties.get(name)
+        if value is None:
+            return 0
+        try:
+            return int(value)
+        except ValueError:
+            raise MessageDecodeError(f"property {name}={value!r} is not an integer", field=name) from None
+
+    @property
     def unique_key(self) -> str | None:
         """UNIQ_KEY, the client-generated id (Java ``MessageClientIDSetter.getUniqID``)."""
         return self.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
@@ -272,6 +296,19 @@ class Message:
     def with_delay_time_level(self, level: int) -> Self:
         """A copy with DELAY set (1..18: 1s 5s 10s 30s 1m ... 2h)."""
         return self.with_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL, str(level))
+
+    def with_deliver_time_ms(self, time_ms: int) -> Self:
+        """A copy delivered at ``time_ms`` (epoch ms; 5.x ``setDeliverTimeMs``, TIMER_DELIVER_MS)
+        by a broker with the timer (RocketMQ 5.x, finchmq)."""
+        return self.with_property(MessageConst.PROPERTY_TIMER_DELIVER_MS, str(int(time_ms)))
+
+    def with_delay_time_sec(self, seconds: int) -> Self:
+        """A copy delivered ``seconds`` after the broker stores it (5.x ``setDelayTimeSec``)."""
+        return self.with_property(MessageConst.PROPERTY_TIMER_DELAY_SEC, str(int(seconds)))
+
+    def with_delay_time_ms(self, time_ms: int) -> Self:
+        """A copy delivered ``time_ms`` after the broker stores it (5.x ``setDelayTimeMs``)."""
+        return self.with_property(MessageConst.PROPERTY_TIMER_DELAY_MS, str(int(time_ms)))
 
     def with_wait_store_msg_ok(self, wait: bool) -> Self:
         """A copy with WAIT set (answer only once stored, or at once)."""

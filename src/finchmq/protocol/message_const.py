@@ -36,6 +36,11 @@ class MessageConst:
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final = "UNIQ_KEY"
     PROPERTY_EXTEND_UNIQ_INFO: Final = "EXTEND_UNIQ_INFO"
     PROPERTY_MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    # 5.x: POP. A popped message's check-point info (protocol.pop.ExtraInfo), its offset in the
+    # check point, and the time it was first popped (kept across revives).
+    PROPERTY_POP_CK: Final = "POP_CK"
+    PROPERTY_POP_CK_OFFSET: Final = "POP_CK_OFFSET"
+    PROPERTY_FIRST_POP_TIME: Final = "1ST_POP_TIME"
     PROPERTY_CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
     PROPERTY_INNER_NUM: Final = "INNER_NUM"
     PROPERTY_INNER_BASE: Final = "INNER_BASE"
@@ -56,13 +61,24 @@ class MessageConst:
     PROPERTY_INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
     PROPERTY_INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
     PROPERTY_TRACE_CONTEXT: Final = "TRACE_CONTEXT"
+    # 5.x timer messages (Java 5.x MessageConst)
+    PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+    PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+    PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+    PROPERTY_TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+    PROPERTY_TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+    PROPERTY_TIMER_ROLL_TIMES: Final = "TIMER_ROLL_TIMES"
+    PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+    PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
+    PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
 
     KEY_SEPARATOR: Final = " "
 
 
 KEY_SEPARATOR: Final = " "  # MessageConst.KEY_SEPARATOR: KEYS holds space-separated keys
 
-# Java MessageConst.STRING_HASH_SET: the names Message.putUserProperty refuses (4.x entries).
+# Java MessageConst.STRING_HASH_SET: the names Message.putUserProperty refuses (4.x entries, and
+# the 5.x ones finchmq uses: a user property must not turn a message into a timer message).
 RESERVED_PROPERTY_NAMES: Final = frozenset(
     {
         MessageConst.PROPERTY_TRACE_SWITCH,
@@ -86,6 +102,9 @@ RESERVED_PROPERTY_NAMES: Final = frozenset(
         MessageConst.PROPERTY_RECONSUME_TIME,
         MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
         MessageConst.PROPERTY_MAX_RECONSUME_TIMES,
+        MessageConst.PROPERTY_POP_CK,  # 5.x
+        MessageConst.PROPERTY_POP_CK_OFFSET,  # 5.x
+        MessageConst.PROPERTY_FIRST_POP_TIME,  # 5.x
         MessageConst.PROPERTY_CONSUME_START_TIMESTAMP,
         MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
         MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES,
@@ -101,6 +120,14 @@ RESERVED_PROPERTY_NAMES: Final = frozenset(
         MessageConst.PROPERTY_CLUSTER,
         MessageConst.PROPERTY_MESSAGE_TYPE,
         MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+        MessageConst.PROPERTY_TIMER_DELAY_MS,
+        MessageConst.PROPERTY_TIMER_DELAY_SEC,
+        MessageConst.PROPERTY_TIMER_DELIVER_MS,
+        MessageConst.PROPERTY_TIMER_ENQUEUE_MS,
+        MessageConst.PROPERTY_TIMER_DEQUEUE_MS,
+        MessageConst.PROPERTY_TIMER_ROLL_TIMES,
+        MessageConst.PROPERTY_TIMER_OUT_MS,
+        MessageConst.PROPERTY_TIMER_DEL_UNIQKEY,
     }
 )
 

@@ -24,6 +24,7 @@ __all__ = [
     "SCHEDULE_TOPIC",
     "SELF_TEST_TOPIC",
     "SYSTEM_GROUPS",
+    "TIMER_TOPIC",
     "TOOLS_CONSUMER_GROUP",
     "TOPIC_MAX_LENGTH",
     "dlq_topic",
@@ -39,6 +40,7 @@ __all__ = [
 
 AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC: Final = "rmq_sys_wheel_timer"  # Java 5.x TimerMessageStore.TIMER_TOPIC
 BENCHMARK_TOPIC: Final = "BenchmarkTest"
 SELF_TEST_TOPIC: Final = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"

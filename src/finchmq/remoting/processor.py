@@ -32,6 +32,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import cast
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol.codes import ResponseCode
@@ -337,20 +338,21 @@ class RequestExecutor:
         empty (the caller queues the request)."""
         if self._queue or self._closed:
             return False
-        began = time.monotonic()
+        on_done = self.on_done
+        began = time.monotonic() if on_done is not None else 0.0
         try:
             answer = processor.process(ctx, request)
         except BaseException as exc:
             answer = _error_response(ctx, request, exc)
-        if isinstance(answer, Later):
-            self._enqueue(QueuedRequest(ctx, request, processor, began, later=answer))
+        if type(answer) is Later:
+            self._enqueue(QueuedRequest(ctx, request, processor, began or time.monotonic(), later=answer))
             return True
+        response = cast("RemotingCommand | None", answer)
         if self._take_interval:  # answered with none waiting: the queue keeps up
             self._kept_up()
-        result = _answer(ctx, request, answer)
-        on_done = self.on_done
-        if on_done is not None and (answer is not None or request.is_oneway):
-            on_done(QueuedRequest(ctx, request, processor, began), answer, result)
+        result = _answer(ctx, request, response)
+        if on_done is not None and (response is not None or request.is_oneway):
+            on_done(QueuedRequest(ctx, request, processor, began), response, result)
         return True
 
     async def close(self) -> None:

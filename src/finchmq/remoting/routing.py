@@ -47,6 +47,8 @@ class ExecutorName(enum.StrEnum):
     CLIENT_MANAGE = "client-manage"
     CONSUMER_MANAGE = "consumer-manage"
     END_TRANSACTION = "end-transaction"
+    LOAD_BALANCE = "load-balance"  # 5.x: QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE
+    ACK = "ack"  # 5.x: ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME (ackMessageExecutor)
     NAMESRV = "namesrv"
     CLIENT = "client"
 

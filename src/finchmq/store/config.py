@@ -131,6 +131,27 @@ class MessageStoreConfig:
     disk_space_warning_level_ratio: float = 0.90  # fraction; above it puts are refused (disk full)
     disk_space_clean_forcibly_ratio: float = 0.85  # fraction; above it files are deleted early
     inject_put_delay_millis: int = 0  # ms; finchmq chaos knob: extra time holding the put lock
+    # 5.x timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS; store/timer/)
+    timer_wheel_enable: bool = True
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024  # bytes
+    timer_precision_ms: int = 1000  # ms; as Java's setter: 100, 200, 500 or 1000 (rounded down)
+    timer_roll_window_slot: int = 3600 * 24 * 2  # slots; longer delays roll through the wheel
+    timer_flush_interval_ms: int = 1000  # ms
+    timer_get_message_thread_num: int = 3
+    timer_put_message_thread_num: int = 3
+    timer_enable_disruptor: bool = False  # accepted; the queues are Python's
+    timer_enable_check_metrics: bool = True  # accepted; the periodic recount is not done
+    timer_intercept_delay_level: bool = False  # accepted; unused, as in Java
+    timer_max_delay_sec: int = 3600 * 24 * 3  # s; a later delivery is refused (MESSAGE_ILLEGAL)
+    timer_stop_enqueue: bool = False
+    timer_check_metrics_when: str = "05"
+    timer_skip_unknown_error: bool = False
+    timer_warm_enable: bool = False  # accepted; Java's warm-up is disabled code
+    timer_stop_dequeue: bool = False
+    timer_enable_retry_until_success: bool = False
+    timer_congest_num_each_slot: int = 2**31 - 1  # timers per slot before sends are refused
+    timer_metric_small_threshold: int = 1_000_000
+    timer_progress_log_interval_ms: int = 10_000  # ms
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -157,6 +178,9 @@ class MessageStoreConfig:
             "ha_housekeeping_interval",
             "ha_transfer_batch_size",
             "slave_timeout",
+            "mapped_file_size_timer_log",
+            "timer_flush_interval_ms",
+            "timer_progress_log_interval_ms",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
@@ -179,6 +203,13 @@ class MessageStoreConfig:
                 f"got {self.access_message_in_memory_max_ratio!r}"
             )
         parse_delay_levels(self.message_delay_level)
+        # Java's setTimerPrecisionMs: the largest of 100, 200, 500, 1000 not above the value
+        precision = max((c for c in _TIMER_PRECISIONS if c <= self.timer_precision_ms), default=100)
+        object.__setattr__(self, "timer_precision_ms", precision)
+        if self.mapped_file_size_timer_log < 1024:
+            raise ValueError(
+                f"mapped_file_size_timer_log must be >= 1024, got {self.mapped_file_size_timer_log!r}"
+            )
         for hour in self.delete_when.split(";"):
             if not (hour.strip().isdigit() and 0 <= int(hour) <= 23):
                 raise ValueError(f"delete_when must be ';'-separated hours 00..23, got {self.delete_when!r}")
@@ -208,6 +239,23 @@ class MessageStoreConfig:
     @property
     def lock_path(self) -> Path:
         return self.store_path_root_dir / "lock"
+
+    @property
+    def timer_wheel_path(self) -> Path:
+        return self.store_path_root_dir / "timerwheel"
+
+    @property
+    def timer_log_dir(self) -> Path:
+        return self.store_path_root_dir / "timerlog"
+
+    @property
+    def timer_check_path(self) -> Path:
+        """Java ``BrokerPathConfigHelper.getTimerCheckPath``: ``config/timercheck``."""
+        return self.store_path_root_dir / "config" / "timercheck"
+
+    @property
+    def timer_metrics_path(self) -> Path:
+        return self.store_path_root_dir / "config" / "timermetrics"
 
     @property
     def consume_queue_file_size(self) -> int:
@@ -269,6 +317,7 @@ class MessageStoreConfig:
             raise SettingsError(message) from None
 
 
+_TIMER_PRECISIONS: Final = (100, 200, 500, 1000)  # ms, Java setTimerPrecisionMs's candidates
 _FRACTIONS: Final = frozenset({"disk_space_warning_level_ratio", "disk_space_clean_forcibly_ratio"})
 
 # Java names whose snake_case differs from ours (Java 4.x spells "maped").

@@ -396,6 +396,11 @@ class MappedFileQueue:
             deleted.append(mf)
         return self._delete_head(deleted, 0)
 
+    def delete_head(self, deleted: list[MappedFile], delete_interval_ms: int = 0) -> int:
+        """Forget and delete ``deleted``, the first segments (a log whose own format says which
+        have expired, e.g. the timer log); returns how many."""
+        return self._delete_head(deleted, delete_interval_ms)
+
     def _delete_head(self, deleted: list[MappedFile], delete_interval_ms: int) -> int:
         if not deleted:
             return 0

@@ -34,7 +34,7 @@ __all__ = [
 
 
 class PutMessageStatus(enum.IntEnum):
-    """RocketMQ ``PutMessageStatus`` (ordinals as Java 4.9)."""
+    """RocketMQ ``PutMessageStatus`` (ordinals as Java 4.9; the timer's as Java 5.x)."""
 
     PUT_OK = 0
     FLUSH_DISK_TIMEOUT = 1
@@ -46,6 +46,9 @@ class PutMessageStatus(enum.IntEnum):
     PROPERTIES_SIZE_EXCEEDED = 7
     OS_PAGECACHE_BUSY = 8
     UNKNOWN_ERROR = 9
+    WHEEL_TIMER_FLOW_CONTROL = 13
+    WHEEL_TIMER_MSG_ILLEGAL = 14
+    WHEEL_TIMER_NOT_ENABLE = 15
 
 
 class AppendMessageStatus(enum.IntEnum):

@@ -123,6 +123,8 @@ class AdminBrokerProcessor(BrokerProcessor):
         c.topic_config_manager.delete_topic_config(header.topic)
         c.consumer_offset_manager.remove_topic(header.topic)
         c.store.delete_topics([header.topic])
+        if c.timer_message_store is not None:  # 5.x: its timer count goes too
+            c.timer_message_store.timer_metrics.remove_timing_count(header.topic)
         return request.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.GET_ALL_TOPIC_CONFIG)
@@ -197,6 +199,26 @@ class AdminBrokerProcessor(BrokerProcessor):
         table = self.context.consumer_offset_manager.offset_table
         body = ConsumerOffsetSerializeWrapper(offset_table={k: dict(v) for k, v in table.items()}).to_json()
         return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    @handles(RequestCode.GET_TIMER_CHECK_POINT)
+    def get_timer_check_point(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """5.x: the timer checkpoint's 56 bytes (a 5.x slave syncs its timer from them)."""
+        timer = self.context.timer_message_store
+        if timer is None:
+            log.error(
+                "AdminBrokerProcessor#getTimerCheckPoint: checkpoint is null, caller=%s", ctx.remote_addr
+            )
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
+        return request.make_response(ResponseCode.SUCCESS, body=timer.checkpoint_data())
+
+    @handles(RequestCode.GET_TIMER_METRICS)
+    def get_timer_metrics(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """5.x: the timer's waiting messages per topic (``config/timermetrics``'s JSON)."""
+        timer = self.context.timer_message_store
+        if timer is None:
+            log.error("The timer message store is null, client: %s", ctx.remote_addr)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "The timer message store is null")
+        return request.make_response(ResponseCode.SUCCESS, body=timer.timer_metrics.encode())
 
     @handles(RequestCode.GET_ALL_DELAY_OFFSET)
     def get_all_delay_offset(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -24,6 +24,12 @@ from concurrent.futures import Future
 
 from finchmq.broker.context import BrokerContext
 from finchmq.broker.put_service import settled
+from finchmq.broker.timer import (
+    TIMER_PROPERTIES,
+    attach_recall_handle,
+    handle_schedule_message,
+    timer_status_response,
+)
 from finchmq.broker.transaction import to_half_message
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -41,6 +47,7 @@ from finchmq.protocol.hosts import pack_host, unpack_host
 from finchmq.protocol.message import PROPERTY_SEPARATOR, properties_to_string, string_to_properties
 from finchmq.protocol.message_const import MessageConst, MessageSysFlag
 from finchmq.protocol.topics import (
+    TIMER_TOPIC,
     dlq_topic,
     is_not_allowed_send_topic,
     is_retry_topic,
@@ -51,6 +58,7 @@ from finchmq.remoting import Answer, ExecutorName, Later, RemotingContext, Remot
 from finchmq.store import (
     MessageExtBatch,
     MessageExtBrokerInner,
+    MessageStoreConfig,
     PutMessageResult,
     PutMessageStatus,
     stored_properties_string,
@@ -58,7 +66,7 @@ from finchmq.store import (
 
 from ._base import BrokerProcessor, now_ms
 
-__all__ = ["SendMessageProcessor", "put_status_response"]
+__all__ = ["SendMessageProcessor", "pack_born_host", "put_status_response"]
 
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)  # per-request failures (a full disk): a few lines, with counts
@@ -123,11 +131,18 @@ def _delay_level(properties: Mapping[str, str]) -> int:
 
 
 def put_status_response(
-    status: PutMessageStatus, *, max_message_size: int, disk_full: bool
+    status: PutMessageStatus,
+    *,
+    max_message_size: int,
+    disk_full: bool,
+    store_config: MessageStoreConfig | None = None,
 ) -> tuple[ResponseCode, str | None]:
-    """Java ``handlePutMessageResult``: the response code and remark for a store status."""
+    """Java ``handlePutMessageResult``: the response code and remark for a store status (the
+    timer's refusals quote ``store_config``'s limits)."""
     if status in _OK_CODES:
         return _OK_CODES[status], None
+    if status in _TIMER_STATUSES:
+        return timer_status_response(status, store_config or MessageStoreConfig())
     if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
         return ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
     if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
@@ -139,6 +154,16 @@ def put_status_response(
     if status is PutMessageStatus.UNKNOWN_ERROR:
         return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
     return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
+
+
+_TIMER_STATUSES = frozenset(
+    {
+        PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL,
+        PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL,
+        PutMessageStatus.WHEEL_TIMER_NOT_ENABLE,
+    }
+)
+_TIMER_PROPERTIES = frozenset(TIMER_PROPERTIES)
 
 
 class SendMessageProcessor(BrokerProcessor):
@@ -173,7 +198,7 @@ class SendMessageProcessor(BrokerProcessor):
                 ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}"
             )
         batch = header.batch or request.code == _SEND_BATCH
-        checked = None if c.metadata_unwritten else self._checked(header.topic, header.queue_id)
+        checked = self._checked(header.topic, header.queue_id)
         if checked is None or (not batch and header.topic.startswith(_RETRY_PREFIX)):
             return Later(lambda: self._check_then_send(ctx, request, header, batch))
         put_service = c.put_service
@@ -189,14 +214,14 @@ class SendMessageProcessor(BrokerProcessor):
         prepared = self._prepare_message(ctx, request, header, checked[2], checked[4])
         if isinstance(prepared, RemotingCommand):
             return prepared
-        inner, topic, queue_id = prepared
+        inner, topic, queue_id, recall = prepared
         outcome = put_service.try_append(inner)
         if outcome is not None and outcome.pending is None:  # final: the usual case, no closure made
-            return self._send_response(request, outcome, topic, queue_id, len(inner.body))
+            return self._send_response(request, outcome, topic, queue_id, len(inner.body), 1, recall)
         size = len(inner.body)
 
         def respond(result: PutMessageResult) -> RemotingCommand:
-            return self._send_response(request, result, topic, queue_id, size)
+            return self._send_response(request, result, topic, queue_id, size, 1, recall)
 
         if outcome is None:
             return Later(lambda: self._put_and_respond(ctx, request, inner, respond))
@@ -222,10 +247,10 @@ class SendMessageProcessor(BrokerProcessor):
         )
         if isinstance(prepared, RemotingCommand):
             return prepared
-        inner, topic, queue_id = prepared
+        inner, topic, queue_id, recall = prepared
         size = len(inner.body)
         return await self._put_and_respond(
-            ctx, request, inner, lambda r: self._send_response(request, r, topic, queue_id, size)
+            ctx, request, inner, lambda r: self._send_response(request, r, topic, queue_id, size, 1, recall)
         )
 
     # -- checks -----------------------------------------------------------------------------
@@ -315,11 +340,12 @@ class SendMessageProcessor(BrokerProcessor):
         header: SendMessageFields,
         write_queue_nums: int,
         multi_tag: bool | None,
-    ) -> RemotingCommand | tuple[MessageExtBrokerInner, str, int]:
+    ) -> RemotingCommand | tuple[MessageExtBrokerInner, str, int, str | None]:
         """A single send past ``msgCheck``, up to the message to store: an error response, or the
-        message with the topic and queue it is answered with. ``multi_tag``: whether the topic
-        filters by several tags, None if not known yet. Changes nothing unless the topic is a
-        retry topic (which may make a DLQ topic)."""
+        message with the topic it is counted in, the queue it is answered with and a timer
+        message's recall handle. ``multi_tag``: whether the topic filters by several tags, None
+        if not known yet. Changes nothing unless the topic is a retry topic (which may make a
+        DLQ topic)."""
         c = self.context
         topic = header.topic
         queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(write_queue_nums)
@@ -367,8 +393,20 @@ class SendMessageProcessor(BrokerProcessor):
         if multi_tag:
             sys_flag |= _MULTI_TAGS_FLAG
 
-        if not prepared and _DELAY in properties:  # a half message's delay applies when committed
-            topic, queue_id = c.schedule_message_service.maybe_delay(topic, queue_id, properties)
+        answer_queue_id = queue_id
+        recall = None
+        # a half message's delay and timer apply when it is committed
+        if not prepared and (_DELAY in properties or not _TIMER_PROPERTIES.isdisjoint(properties)):
+            status, topic, queue_id = handle_schedule_message(
+                c.timer_message_store, c.store.config.timer_wheel_enable, c.schedule_message_service,
+                topic, queue_id, properties, header.sys_flag,
+            )  # fmt: skip
+            if status is not None:
+                return self._refused(request, status)
+            if topic == TIMER_TOPIC:  # answered with its own queue, as Java (the hook runs in the store)
+                recall = attach_recall_handle(properties, c.config.broker_name)
+            else:
+                answer_queue_id = queue_id
         cluster = c.config.broker_cluster_name
         properties[_CLUSTER] = cluster
         # Parsed properties are writable; so are the delay's (a topic name, numbers): only the
@@ -391,7 +429,17 @@ class SendMessageProcessor(BrokerProcessor):
         )
         if prepared:  # stored as a half message until END_TRANSACTION (broker/transaction.py)
             inner = to_half_message(inner)
-        return inner, topic, queue_id
+        return inner, topic, answer_queue_id, recall
+
+    def _refused(self, request: RemotingCommand, status: PutMessageStatus) -> RemotingCommand:
+        """The answer to a message the schedule hook refused (a timer message)."""
+        c = self.context
+        c.stats.record_put_failed()
+        code, remark = put_status_response(
+            status, max_message_size=c.store.config.max_message_size, disk_full=c.store.is_disk_full(),
+            store_config=c.store.config,
+        )  # fmt: skip
+        return request.make_response(code, remark)
 
     def _born_host(self, ctx: RemotingContext) -> bytes:
         addr = ctx.remote_addr
@@ -399,7 +447,7 @@ class SendMessageProcessor(BrokerProcessor):
         if packed is None:
             if len(self._born_hosts) > _CHECKED_TOPICS_MAX:
                 self._born_hosts.clear()
-            packed = self._born_hosts[addr] = _pack_born_host(ctx)
+            packed = self._born_hosts[addr] = pack_born_host(ctx)
         return packed
 
     async def _put_and_respond(
@@ -466,6 +514,7 @@ class SendMessageProcessor(BrokerProcessor):
         queue_id: int,
         size: int,
         count: int = 1,
+        recall_handle: str | None = None,
     ) -> RemotingCommand:
         c = self.context
         append = result.append_message_result
@@ -492,6 +541,8 @@ class SendMessageProcessor(BrokerProcessor):
             "MSG_REGION": config.region_id,
             "TRACE_ON": "true" if config.trace_on else "false",
         }
+        if recall_handle is not None:
+            ext["recallHandle"] = recall_handle
         return request.make_response(code, remark, ext)
 
     # -- batches ----------------------------------------------------------------------------
@@ -697,7 +748,16 @@ class SendMessageProcessor(BrokerProcessor):
             properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
         if MessageConst.PROPERTY_ORIGIN_MESSAGE_ID not in properties:
             properties[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = header.origin_msg_id or msg.msg_id
-        topic, queue_id = c.schedule_message_service.maybe_delay(new_topic, queue_id, properties)
+        status, topic, queue_id = handle_schedule_message(
+            c.timer_message_store, c.store.config.timer_wheel_enable, c.schedule_message_service,
+            new_topic, queue_id, properties, msg.sys_flag,
+        )  # fmt: skip
+        if status is not None:
+            code, remark = put_status_response(
+                status, max_message_size=c.store.config.max_message_size, disk_full=False,
+                store_config=c.store.config,
+            )  # fmt: skip
+            return request.make_response(code, remark)
         inner = MessageExtBrokerInner(
             topic=topic,
             body=msg.body,
@@ -721,7 +781,8 @@ class SendMessageProcessor(BrokerProcessor):
         return request.make_response(code, remark)
 
 
-def _pack_born_host(ctx: RemotingContext) -> bytes:
+def pack_born_host(ctx: RemotingContext) -> bytes:
+    """The client's address as a stored BORNHOST."""
     host, _, port = ctx.remote_addr.rpartition(":")
     try:
         packed = pack_host(host, int(port))

@@ -8,12 +8,14 @@ import argparse
 import json
 import math
 import os
+import struct
 import time
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from finchmq.client import BlockingAdminClient, BlockingProducer, MQClientError
 from finchmq.client.sync import Portal
-from finchmq.client.views import cluster_broker_dict
+from finchmq.client.views import cluster_broker_dict, timer_backlog_dict
 from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import java_key_hash
 from finchmq.protocol.message import Message
@@ -21,7 +23,7 @@ from finchmq.protocol.message import Message
 from .command import CommandFamily, Option, Result, parse_bool
 from .javafmt import TIME_FORMAT, format_table, java_fixed
 
-__all__ = ["commands"]
+__all__ = ["commands", "timer_progress"]
 
 commands = CommandFamily()
 
@@ -31,12 +33,30 @@ def _cluster_list(admin: BlockingAdminClient, args: argparse.Namespace) -> Resul
     brokers = admin.cluster_brokers()
     rows = [
         (b.cluster, b.broker_name, b.broker_id, b.addr, b.stats.get("brokerVersionDesc", "-"),
-         b.stats.get("putTps", "-"), b.stats.get("getTransferedTps", "-"))
+         b.stats.get("putTps", "-"), b.stats.get("getTransferedTps", "-"), timer_progress(b.stats))
         for b in brokers
     ]  # fmt: skip
     return [cluster_broker_dict(b) for b in brokers], format_table(
-        ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTPS", "OutTPS"], rows
+        ["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTPS", "OutTPS", "Timer(Progress)"], rows
     )
+
+
+def timer_progress(stats: Mapping[str, str]) -> str:
+    """5.x clusterList's ``#Timer(Progress)``: ``timerReadBehind-timerOffsetBehind(timerCongestNum
+    in units of 10,000 "w", timerEnqueueTps, timerDequeueTps)``, e.g. ``0-0(1.5w, 120.3, 98.0)``: the
+    seconds the wheel's delivery is behind the clock, the timer-topic messages not yet in the
+    wheel, the timers waiting. Zeros when the broker does not say (a 4.x broker), as Java's."""
+    timer = timer_backlog_dict(stats) or {
+        "pending": 0, "readBehind": 0, "offsetBehind": 0, "enqueueTps": 0.0, "dequeueTps": 0.0
+    }  # fmt: skip
+    # Java's figures are floats (congestNum / 10000.0f) formatted with %.1f
+    figures = (timer["pending"] / 10000, timer["enqueueTps"], timer["dequeueTps"])
+    w, enq, deq = (java_fixed(_f32(x), 1) for x in figures)
+    return f"{timer['readBehind']}-{timer['offsetBehind']}({w}w, {enq}, {deq})"
+
+
+def _f32(value: float) -> float:
+    return float(struct.unpack(">f", struct.pack(">f", value))[0])
 
 
 @commands.client(

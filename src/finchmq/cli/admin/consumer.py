@@ -1,5 +1,6 @@
 """mqadmin's consumer commands (``tools/command/consumer``): a group's progress and its consumers'
-running info, and creating or deleting a subscription group.
+running info, creating or deleting a subscription group, and (5.x) how a group reads a topic
+(``setConsumeMode``: PULL or POP).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from finchmq.client import BlockingAdminClient, MQClientError
 from finchmq.client.views import consume_progress_dict
-from finchmq.protocol.bodies import ConsumerRunningInfo, SubscriptionGroupConfig
+from finchmq.protocol.bodies import ConsumerRunningInfo, MessageRequestMode, SubscriptionGroupConfig
 from finchmq.protocol.codes import version_desc
 
 from .command import BROKER_ADDR, CLUSTER, CommandFamily, Option, Result, parse_bool
@@ -170,3 +171,56 @@ def _delete_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> R
             lines.append(f"delete topic [{topic}] from cluster [{args.cluster}] success.")
             lines.append(f"delete topic [{topic}] from NameServer success.")
     return {"group": args.group, "brokers": addrs}, "\n".join(lines)
+
+
+def _mode(text: str) -> MessageRequestMode:
+    try:
+        return MessageRequestMode[text.strip()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"consume mode must be PULL or POP, got {text!r}") from None
+
+
+@commands.admin(
+    "setConsumeMode",
+    "how a group's push consumers read a topic: PULL or POP (5.x mqadmin setConsumeMode)",
+    BROKER_ADDR,
+    CLUSTER,
+    Option("-t", "--topicName", dest="topic", required=True),
+    Option("-g", "--groupName", dest="group", required=True),
+    Option("-m", "--mode", type=_mode, required=True, help="consume mode. PULL/POP"),
+    Option("-q", "--popShareQueueNum", dest="pop_share_queue_num", type=int, default=0,
+           help="num of queue which share in pop mode"),
+)  # fmt: skip
+def _set_consume_mode(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """5.x mqadmin ``setConsumeMode``: -b one broker, -c every master of a cluster (a broker that
+    refuses is reported and the others still set)."""
+    if not args.cluster and not args.broker:
+        raise SystemExit("setConsumeMode: give -c CLUSTER or -b BROKER_ADDR")
+    addrs = [args.broker] if args.broker else sorted(admin.master_addrs(args.cluster).values())
+    lines, done, failed = [], [], {}
+    for addr in addrs:
+        try:
+            admin.set_message_request_mode(
+                args.topic, args.group, args.mode, args.pop_share_queue_num, broker_addr=addr
+            )
+        except MQClientError as exc:
+            if args.broker:
+                raise
+            print(f"set consume mode to {addr} failed: {exc}", file=sys.stderr)
+            failed[addr] = str(exc)
+            continue
+        done.append(addr)
+        lines.append(f"set consume mode to {addr} success.")
+    lines.append(
+        f"topic[{args.topic}] group[{args.group}] consume mode[{args.mode.name}] "
+        f"popShareQueueNum[{args.pop_share_queue_num}]"
+    )
+    data = {
+        "topic": args.topic,
+        "group": args.group,
+        "mode": args.mode.name,
+        "popShareQueueNum": args.pop_share_queue_num,
+        "brokers": done,
+        "failed": failed,
+    }
+    return data, "\n".join(lines)

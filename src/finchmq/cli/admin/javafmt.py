@@ -176,7 +176,8 @@ def _process_queue_info(pq: ProcessQueueInfo) -> str:
 
 def format_consumer_running_info(info: ConsumerRunningInfo) -> str:
     """``ConsumerRunningInfo.formatString()``: properties (in the order Java's Properties map
-    iterates them), subscriptions, offsets, process queues, RT and TPS, jstack."""
+    iterates them), subscriptions, offsets, process queues, (5.x, for a consumer that pops)
+    popped queues, RT and TPS, jstack."""
     out = ["#Consumer Properties#\n"]
     properties = info.properties
     for key in java_properties_order(list(properties)):
@@ -197,6 +198,11 @@ def format_consumer_running_info(info: ConsumerRunningInfo) -> str:
     out.append(f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#ProcessQueueInfo':<20}\n")
     for mq, pq in queues:
         out.append(f"{mq.topic:<64}  {mq.broker_name:<32}  {mq.queue_id:<4d}  {_process_queue_info(pq)}\n")
+    if info.mq_pop_table:  # 5.x prints this section always; 4.9.8 has none
+        out.append("\n\n#Consumer Pop Detail#\n")
+        out.append(f"{'#Topic':<32}  {'#Broker Name':<32}  {'#QID':<4}  {'#ProcessQueueInfo':<20}\n")
+        for mq, pop_info in sorted(info.mq_pop_table.items(), key=lambda entry: entry[0]):
+            out.append(f"{mq.topic:<32}  {mq.broker_name:<32}  {mq.queue_id:<4d}  {pop_info}\n")
     out.append("\n\n#Consumer RT&TPS#\n")
     out.append(
         f"{'#Topic':<64}  {'#Pull RT':>14} {'#Pull TPS':>14} {'#Consume RT':>14} {'#ConsumeOK TPS':>14} "

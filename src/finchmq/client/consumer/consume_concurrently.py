@@ -16,20 +16,23 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from finchmq.client.errors import MQClientError
 from finchmq.client.stats import ConsumeCounters
-from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
+from finchmq.protocol.bodies import MessageModel
 from finchmq.protocol.message import MessageExt, MessageQueue
-from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.topics import retry_topic
 
-from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly
-from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
+from .consume_service import (
+    ConcurrentlyConsumeRequest,
+    ConcurrentlyServiceBase,
+    ServiceConsumer,
+    reset_retry_topic,
+)
+from .executor import ThreadConsumeExecutor
 from .listener import (
     CONSUME_CONTEXT_TYPE,
-    ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeMessageContext,
     consume_return_type,
@@ -37,7 +40,7 @@ from .listener import (
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
 
 __all__ = ["ConsumeMessageConcurrentlyService", "reset_retry_topic"]
@@ -46,50 +49,19 @@ log = logging.getLogger(__name__)
 
 _CONSUME_LATER_DELAY_MS: Final = 5_000  # Java submitConsumeRequestLater
 _EXPIRED_CLEAN_BATCH: Final = 16  # Java cleanExpiredMsg looks at the first 16 messages
-_DIRECT_RESULTS: Final = ((ConsumeConcurrentlyStatus.CONSUME_SUCCESS, CMResult.CR_SUCCESS),)
 
 
-def reset_retry_topic(msgs: list[MessageExt], group: str) -> list[MessageExt]:
-    """Messages re-delivered through ``%RETRY%group`` show their original topic (Java
-    ``resetRetryAndNamespace``)."""
-    group_topic = retry_topic(group)
-    out = msgs
-    for i, msg in enumerate(msgs):
-        if msg.topic == group_topic:
-            original = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-            if original:
-                if out is msgs:
-                    out = list(msgs)
-                out[i] = replace(msg, topic=original)
-    return out
+class _ConsumeRequest(ConcurrentlyConsumeRequest[ProcessQueue]):
+    """One listener call's worth of pulled messages of one queue."""
+
+    __slots__ = ()
 
 
-class _ConsumeRequest:
-    """One listener call's worth of messages of one queue."""
-
-    __slots__ = ("begin", "context", "message_queue", "msgs", "process_queue", "rt_ms", "status")
-
-    def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        self.msgs = msgs
-        self.process_queue = pq
-        self.message_queue = mq
-        self.context = ConsumeConcurrentlyContext(mq)
-        self.status: ConsumeConcurrentlyStatus | None = None
-        self.begin = 0.0
-        self.rt_ms = 0.0
-
-
-class ConsumeMessageConcurrentlyService(ConsumeMessageService):
+class ConsumeMessageConcurrentlyService(ConcurrentlyServiceBase[ProcessQueue]):
     """See the module docstring."""
 
     def __init__(self, consumer: ServiceConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        super().__init__(consumer, listener)
-        self.executor: ThreadConsumeExecutor | AsyncConsumeExecutor
-        if is_async:
-            self.executor = AsyncConsumeExecutor(f"consume-{self.group}", self.config.consume_thread_max)
-        else:
-            self.executor = self._thread_pool()
-        self._stopped = False
+        super().__init__(consumer, listener, is_async, "consume", "ConsumeMessageThread")
         self._retry_topic = retry_topic(self.group)
         self._counters: dict[str, ConsumeCounters] = {}  # by topic
         # bound once: submitted with every consume request
@@ -101,17 +73,6 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
     def start(self) -> None:
         interval = self.config.consume_timeout * 60_000
         self.consumer.tasks.every(interval, self._clean_expire_msg, "clean-expired-msg", interval)
-
-    async def shutdown(self) -> None:
-        self._stopped = True
-        if isinstance(self.executor, AsyncConsumeExecutor):
-            await self.executor.shutdown()
-        else:
-            self.executor.shutdown()
-
-    @property
-    def core_pool_size(self) -> int:
-        return self.executor.core_pool_size
 
     def inc_core_pool_size(self) -> None:
         if isinstance(self.executor, ThreadConsumeExecutor):
@@ -150,7 +111,9 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
 
     # -- running the listener -------------------------------------------------------------------
 
-    def _before(self, request: _ConsumeRequest) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
+    def _before(
+        self, request: ConcurrentlyConsumeRequest[ProcessQueue]
+    ) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
         msgs = request.msgs
         starts = request.process_queue.consume_start
         now = time.time()
@@ -170,7 +133,10 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
         return msgs, hook_context
 
     def _after(
-        self, request: _ConsumeRequest, status: object, hook_context: ConsumeMessageContext | None
+        self,
+        request: ConcurrentlyConsumeRequest[ProcessQueue],
+        status: object,
+        hook_context: ConsumeMessageContext | None,
     ) -> None:
         if hook_context is not None:
             ok = status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -186,32 +152,6 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
             hook_context.status = status.value
             hook_context.success = status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
             self.consumer.execute_hook_after(hook_context)
-
-    def _run_blocking(self, request: _ConsumeRequest) -> None:
-        if request.process_queue.dropped:
-            return
-        msgs, hook_context = self._before(request)
-        status: object = None
-        try:
-            status = self.listener(msgs, request.context)
-        except Exception:
-            log.warning(
-                "consumeMessage exception, Group: %s %s", self.group, request.message_queue, exc_info=True
-            )
-        self._after(request, status, hook_context)
-
-    async def _run_async(self, request: _ConsumeRequest) -> None:
-        if request.process_queue.dropped:
-            return
-        msgs, hook_context = self._before(request)
-        status: object = None
-        try:
-            status = await self.listener(msgs, request.context)
-        except Exception:
-            log.warning(
-                "consumeMessage exception, Group: %s %s", self.group, request.message_queue, exc_info=True
-            )
-        self._after(request, status, hook_context)
 
     def _finish(self, request: _ConsumeRequest, _result: object, exc: BaseException | None) -> None:
         if exc is None and request.status is not None:
@@ -360,19 +300,3 @@ class ConsumeMessageConcurrentlyService(ConsumeMessageService):
                 )
                 if pq.msg_tree_map and next(iter(pq.msg_tree_map)) == msg.queue_offset:
                     self._commit(pq, mq, [msg])
-
-    # -- consume directly -------------------------------------------------------------------------
-
-    async def consume_message_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        context = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        msgs = reset_retry_topic([msg], self.group)
-        executor = self.executor
-
-        def call() -> Awaitable[object]:
-            if isinstance(executor, AsyncConsumeExecutor):
-                return cast("Awaitable[object]", self.listener(msgs, context))
-            return executor.run(self.listener, msgs, context)
-
-        return await consume_directly(call, _DIRECT_RESULTS, order=False, auto_commit=lambda: True)

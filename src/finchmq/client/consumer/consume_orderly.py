@@ -21,27 +21,24 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from finchmq.client.errors import MQClientError
-from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
+from finchmq.protocol.bodies import CMResult, MessageModel
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.topics import retry_topic
 
-from .consume_concurrently import reset_retry_topic
-from .consume_service import ConsumeMessageService, ServiceConsumer, consume_directly
+from .consume_service import OrderlyServiceBase, ServiceConsumer, reset_retry_topic
 from .listener import (
-    CONSUME_CONTEXT_TYPE,
     ConsumeMessageContext,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
-    consume_return_type,
 )
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
 
 __all__ = ["ConsumeMessageOrderlyService"]
@@ -61,14 +58,12 @@ def _dropped(pq: ProcessQueue) -> bool:
     return pq.dropped  # a call, so type checkers do not keep a narrowing across awaits
 
 
-class ConsumeMessageOrderlyService(ConsumeMessageService):
+class ConsumeMessageOrderlyService(OrderlyServiceBase):
     """See the module docstring."""
 
     def __init__(self, consumer: ServiceConsumer, listener: Callable[..., Any], is_async: bool) -> None:
-        super().__init__(consumer, listener)
-        self.executor = None if is_async else self._thread_pool()
+        super().__init__(consumer, listener, is_async, "ConsumeMessageThread")
         self._mq_locks: dict[MessageQueue, asyncio.Lock] = {}
-        self._stopped = False
 
     @property
     def clustering(self) -> bool:
@@ -81,19 +76,13 @@ class ConsumeMessageOrderlyService(ConsumeMessageService):
             )
 
     async def shutdown(self) -> None:
-        self._stopped = True
-        if self.executor is not None:
-            self.executor.shutdown()
+        await super().shutdown()
         if self.clustering:
             await self.consumer.rebalance.unlock_all(False)
 
     async def _lock_mq_periodically(self) -> None:
         if not self._stopped:
             await self.consumer.rebalance.lock_all()
-
-    @property
-    def core_pool_size(self) -> int:
-        return self.executor.core_pool_size if self.executor is not None else self.config.consume_thread_max
 
     def inc_core_pool_size(self) -> None:
         """No-op, as Java's orderly service."""
@@ -189,49 +178,6 @@ class ConsumeMessageOrderlyService(ConsumeMessageService):
             if not await self.process_consume_result(taken, status, context, pq, mq):
                 return
 
-    async def _call_listener(
-        self,
-        msgs: list[MessageExt],
-        context: ConsumeOrderlyContext,
-        hook_context: ConsumeMessageContext | None,
-    ) -> object:
-        consumer = self.consumer
-
-        def finish(status: object) -> object:
-            if hook_context is not None:
-                name = (
-                    status.value
-                    if isinstance(status, ConsumeOrderlyStatus)
-                    else "SUSPEND_CURRENT_QUEUE_A_MOMENT"
-                )
-                hook_context.status = name
-                hook_context.success = status is ConsumeOrderlyStatus.SUCCESS
-                hook_context.props[CONSUME_CONTEXT_TYPE] = consume_return_type(status, hook_context.success)
-                consumer.execute_hook_after(hook_context)
-            return status
-
-        if self.executor is None:
-            if hook_context is not None:
-                consumer.execute_hook_before(hook_context)
-            try:
-                status = await self.listener(msgs, context)
-            except Exception:
-                finish(None)
-                raise
-            return finish(status)
-
-        def blocking() -> object:
-            if hook_context is not None:
-                consumer.execute_hook_before(hook_context)
-            try:
-                status = self.listener(msgs, context)
-            except Exception:
-                finish(None)
-                raise
-            return finish(status)
-
-        return await self.executor.run(blocking)
-
     async def process_consume_result(
         self,
         msgs: list[MessageExt],
@@ -289,9 +235,6 @@ class ConsumeMessageOrderlyService(ConsumeMessageService):
         pq.make_message_to_consume_again(again)
         self._submit_later(pq, mq, self._suspend_time(context))
 
-    def max_reconsume_times(self) -> int:
-        return _INT_MAX if self.config.max_reconsume_times == -1 else self.config.max_reconsume_times
-
     async def _check_reconsume_times(self, msgs: list[MessageExt], pq: ProcessQueue) -> bool:
         """True to suspend (consume again later); messages over the limit go to the DLQ."""
         suspend = False
@@ -324,20 +267,3 @@ class ConsumeMessageOrderlyService(ConsumeMessageService):
             log.error("sendMessageBack exception, group: %s msg: %s: %s", self.group, msg.client_msg_id, exc)
             return False
         return True
-
-    # -- consume directly -------------------------------------------------------------------------
-
-    async def consume_message_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        context = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        executor = self.executor
-
-        def call() -> Awaitable[object]:
-            if executor is None:
-                return cast("Awaitable[object]", self.listener([msg], context))
-            return executor.run(self.listener, [msg], context)
-
-        return await consume_directly(
-            call, _DIRECT_RESULTS, order=True, auto_commit=lambda: context.auto_commit
-        )

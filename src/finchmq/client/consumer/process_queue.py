@@ -1,4 +1,5 @@
-"""``ProcessQueue`` and ``PullRequest`` (Java ``ProcessQueue``/``PullRequest``; seed 002, 004 §5).
+"""``ProcessQueue`` and ``PullRequest`` (Java ``ProcessQueue``/``PullRequest``; seed 002, 004 §5);
+for a queue read by POP (5.x), ``PopProcessQueue`` and ``PopRequest``.
 
 Owns: the messages pulled from one queue and not yet consumed, ordered by offset, with the
 counters flow control reads (count, size, span), the orderly-consumption state (messages taken,
@@ -20,11 +21,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from finchmq.protocol.bodies import ProcessQueueInfo
+from finchmq.protocol.bodies import PopProcessQueueInfo, ProcessQueueInfo
 from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst
+from finchmq.protocol.pop import ConsumeInitMode
 
-__all__ = ["ProcessQueue", "PullRequest"]
+__all__ = ["PopProcessQueue", "PopRequest", "ProcessQueue", "PullRequest"]
 
 _MIB: Final = 1024 * 1024
 
@@ -240,3 +242,63 @@ class PullRequest:
             f"PullRequest(group={self.consumer_group}, mq={self.message_queue}, "
             f"next_offset={self.next_offset})"
         )
+
+
+class PopProcessQueue:
+    """A queue read by POP (Java 5.x ``PopProcessQueue``): nothing is cached, only how many
+    popped messages wait for their ack (flow control: ``pop_threshold_for_queue``) and when it
+    was last popped."""
+
+    def __init__(self) -> None:
+        self.last_pop_timestamp = _now_ms()
+        self.wait_ack_counter = 0
+        self.dropped = False
+
+    def inc_found_msg(self, count: int) -> None:
+        """``count`` messages popped."""
+        self.wait_ack_counter += count
+
+    def ack(self) -> int:
+        """One popped message handled (acked, retried or given up); the count before."""
+        before = self.wait_ack_counter
+        self.wait_ack_counter -= 1
+        return before
+
+    def dec_found_msg(self, count: int) -> None:
+        """``count`` popped messages dropped unhandled (their invisible time was over)."""
+        self.wait_ack_counter -= count
+
+    @property
+    def wait_ack_msg_count(self) -> int:
+        return self.wait_ack_counter
+
+    def is_pull_expired(self, pull_max_idle_time: int) -> bool:
+        return _now_ms() - self.last_pop_timestamp > pull_max_idle_time
+
+    def fill_pop_process_queue_info(self) -> PopProcessQueueInfo:
+        return PopProcessQueueInfo(
+            wait_ack_count=self.wait_ack_counter,
+            droped=self.dropped,
+            last_pop_timestamp=self.last_pop_timestamp,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"PopProcessQueue(waitAckCounter={self.wait_ack_counter}, "
+            f"lastPopTimestamp={self.last_pop_timestamp}, drop={self.dropped})"
+        )
+
+
+@dataclass(slots=True, eq=False)
+class PopRequest:
+    """One popped queue's cursor (Java 5.x ``PopRequest``): queue id -1 pops every queue of
+    the broker; ``init_mode`` says where a group that never consumed it starts."""
+
+    topic: str
+    consumer_group: str
+    message_queue: MessageQueue
+    pop_process_queue: PopProcessQueue
+    init_mode: ConsumeInitMode = ConsumeInitMode.MAX
+
+    def __repr__(self) -> str:
+        return f"PopRequest(topic={self.topic}, group={self.consumer_group}, mq={self.message_queue})"

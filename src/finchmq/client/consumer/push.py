@@ -16,6 +16,13 @@ call times out after ``consumer_timeout_millis_when_suspend``). The pull's outco
 request: FOUND feeds the ``ProcessQueue`` and the consume service, NO_NEW_MSG/NO_MATCHED_MSG
 move on, OFFSET_ILLEGAL drops the queue and fixes its offset 10 s later, a failure retries after
 ``pull_time_delay_mills_when_exception``.
+
+POP mode (5.x): with ``client_rebalance=False`` (clustering) the broker assigns the queues
+(QUERY_ASSIGNMENT) and, for a group/topic set to POP (mqadmin ``setConsumeMode``), the consumer
+pops instead (``pop_message``): a ``PopRequest`` + ``PopProcessQueue`` per assigned broker queue
+(-1: all of them), ``pop_batch_nums`` messages at a time, invisible for ``pop_invisible_time``,
+paused while more than ``pop_threshold_for_queue`` wait for their ack, handed to the pop consume
+service (``consume_pop_concurrently.py``, ``consume_pop_orderly.py``), which acks them.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from finchmq.client.config import PushConsumerConfig, make_config
 from finchmq.client.errors import ClientStateError, MQClientError
 from finchmq.client.instance import MQClientInstance, ServiceState
 from finchmq.client.producer import Producer
-from finchmq.client.results import PullResult, PullStatus
+from finchmq.client.results import PopResult, PopStatus, PullResult, PullStatus
 from finchmq.client.stats import ConsumerStatsManager
 from finchmq.client.trace import ConsumeMessageTraceHook, TraceDispatcher
 from finchmq.common.settings import config_to_properties
@@ -42,14 +49,18 @@ from finchmq.protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
+from finchmq.protocol.codes import ResponseCode
 from finchmq.protocol.filter import MessageSelector, build_subscription_data
 from finchmq.protocol.headers import PullSysFlag
 from finchmq.protocol.message import MessageExt, MessageQueue
+from finchmq.protocol.pop import ConsumeInitMode
 from finchmq.protocol.topics import is_retry_topic, retry_topic
 
 from .base import FLOW_CONTROL_LOG_EVERY, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL, SubscribingConsumer
 from .consume_concurrently import ConsumeMessageConcurrentlyService
 from .consume_orderly import ConsumeMessageOrderlyService
+from .consume_pop_concurrently import ConsumeMessagePopConcurrentlyService
+from .consume_pop_orderly import ConsumeMessagePopOrderlyService
 from .listener import (
     AsyncMessageListenerOrderly,
     ConcurrentlyListener,
@@ -60,7 +71,8 @@ from .listener import (
     listener_function,
 )
 from .offset_store import OffsetStore, ReadOffsetType
-from .process_queue import ProcessQueue, PullRequest
+from .pop import PopAPIWrapper, matches_tags
+from .process_queue import PopRequest, ProcessQueue, PullRequest
 from .pull import PullAPIWrapper, send_message_back
 from .rebalance import RebalanceImpl
 
@@ -71,6 +83,7 @@ log = logging.getLogger(__name__)
 PULL_TIME_DELAY_MILLS_WHEN_SUSPEND: Final = 1_000
 PULL_TIME_DELAY_MILLS_WHEN_NO_SUBSCRIPTION: Final = 3_000
 OFFSET_ILLEGAL_FIX_DELAY_MS: Final = 10_000
+PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL: Final = 20  # Java 5.x
 UNLOCK_DELAY_TIME_MILLS: Final = 20_000
 _RESET_DRAIN_MAX_S: Final = 10.0  # Java sleeps 10 s; here at most 10 s, until the queues are idle
 
@@ -164,6 +177,25 @@ class RebalancePushImpl(RebalanceImpl["PushConsumer"]):
             self.consumer.execute_pull_request_immediately(request)
             log.info("doRebalance, %s, add a new pull request %s", self.consumer_group, request)
 
+    def client_rebalance(self, topic: str) -> bool:
+        """Java 5.x: the client divides the queues itself unless told not to (``client_rebalance``),
+        and always when broadcasting. (Java also forces it for orderly listeners, whose pop mode
+        it never finished; finchmq pops orderly, see ``consume_pop_orderly.py``.)"""
+        config = self.consumer.config
+        return config.client_rebalance or config.message_model is MessageModel.BROADCASTING
+
+    def consume_init_mode(self) -> ConsumeInitMode:
+        """A popped queue the group never consumed starts at its first message with
+        CONSUME_FROM_FIRST_OFFSET, else at its end (Java ``getConsumeInitMode``)."""
+        if self.consumer.config.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return ConsumeInitMode.MIN
+        return ConsumeInitMode.MAX
+
+    def dispatch_pop_pull_request(self, pop_requests: list[PopRequest]) -> None:
+        for request in pop_requests:
+            self.consumer.execute_pop_pull_request_immediately(request)
+            log.info("doRebalance, %s, add a new pop request %s", self.consumer_group, request)
+
 
 class PushConsumer(SubscribingConsumer):
     """An asyncio push consumer (Java ``DefaultMQPushConsumer``).
@@ -184,6 +216,12 @@ class PushConsumer(SubscribingConsumer):
         self._offset_store: OffsetStore | None = None
         self._pull_api: PullAPIWrapper | None = None
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
+        # 5.x: popping (only when the broker may assign POP queues: client_rebalance off, clustering)
+        self.consume_pop_service: (
+            ConsumeMessagePopConcurrentlyService | ConsumeMessagePopOrderlyService | None
+        ) = None
+        self._pop_api: PopAPIWrapper | None = None
+        self._pops: dict[MessageQueue, asyncio.Task[None]] = {}
         self._subscription: dict[str, str | MessageSelector] = dict(self.config.subscription)
         self._trace: TraceDispatcher | None = None  # with enable_msg_trace
         self._listener: object = None
@@ -269,6 +307,13 @@ class PushConsumer(SubscribingConsumer):
         else:
             self.consume_service = ConsumeMessageConcurrentlyService(self, fn, is_async)
         self.consume_service.start()
+        if not config.client_rebalance and config.message_model is MessageModel.CLUSTERING:
+            self._pop_api = PopAPIWrapper(instance, group)
+            if self._orderly:
+                self.consume_pop_service = ConsumeMessagePopOrderlyService(self, fn, is_async)
+            else:
+                self.consume_pop_service = ConsumeMessagePopConcurrentlyService(self, fn, is_async)
+            self.consume_pop_service.start()
         await self._register_and_start(instance)
         self._state = ServiceState.RUNNING
         self.consumer_start_timestamp = int(time.time() * 1000)
@@ -299,6 +344,8 @@ class PushConsumer(SubscribingConsumer):
     async def _undo_start(self) -> None:
         if self.consume_service is not None:
             await self.consume_service.shutdown()
+        if self.consume_pop_service is not None:
+            await self.consume_pop_service.shutdown()
         await self.tasks.close()
         self.tasks = BackgroundTasks(f"push-{self.config.consumer_group}")
 
@@ -309,13 +356,15 @@ class PushConsumer(SubscribingConsumer):
             return
         self._state = ServiceState.SHUTDOWN_ALREADY
         instance = self.instance
-        pulls = list(self._pulls.values())
+        pulls = [*self._pulls.values(), *self._pops.values()]
         for task in pulls:
             task.cancel()
         if pulls:
             await asyncio.gather(*pulls, return_exceptions=True)
         if self.consume_service is not None:
             await self.consume_service.shutdown()
+        if self.consume_pop_service is not None:
+            await self.consume_pop_service.shutdown()
         if self._trace is not None:
             await self._trace.close()
         await self.tasks.close()
@@ -351,6 +400,13 @@ class PushConsumer(SubscribingConsumer):
     async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
         """The readable queues of ``topic`` (Java ``fetchSubscribeMessageQueues``)."""
         return await self.instance.fetch_subscribe_message_queues(topic)
+
+    @property
+    def pop_api(self) -> PopAPIWrapper:
+        """The group's POP calls (pop mode only)."""
+        if self._pop_api is None:
+            raise ClientStateError(f"The {self._KIND} does not pop (client_rebalance is on, or not started)")
+        return self._pop_api
 
     def max_reconsume_times(self) -> int:
         """-1 means 16 for concurrent consumption (Java ``getMaxReconsumeTimes``)."""
@@ -588,6 +644,141 @@ class PushConsumer(SubscribingConsumer):
             await self.rebalance.remove_unnecessary_message_queue(mq, pq)
         log.warning("fix the pull request offset, %s", pull_request)
 
+    # -- popping (5.x) ----------------------------------------------------------------------------
+
+    def execute_pop_pull_request_immediately(self, request: PopRequest) -> None:
+        """Queue ``request`` for the pull service now."""
+        service = self.instance.pull_message_service
+        if service is not None:
+            service.execute_pop_pull_request_immediately(request)
+
+    def execute_pop_pull_request_later(self, request: PopRequest, delay_ms: float) -> None:
+        """Queue ``request`` for the pull service after ``delay_ms``."""
+        service = self.instance.pull_message_service
+        if service is not None:
+            service.execute_pop_pull_request_later(request, delay_ms)
+
+    def pop_message(self, request: PopRequest) -> None:
+        """Flow control, then an asynchronous pop (Java 5.x ``popMessage``)."""
+        pq = request.pop_process_queue
+        if pq.dropped:
+            log.info("the pop request[%s] is dropped.", request)
+            return
+        pq.last_pop_timestamp = int(time.time() * 1000)
+        config = self.config
+        if self._state is not ServiceState.RUNNING:
+            self.execute_pop_pull_request_later(request, config.pull_time_delay_mills_when_exception)
+            return
+        if self._pause:
+            log.warning("consumer was paused, execute pop request later. group=%s", config.consumer_group)
+            self.execute_pop_pull_request_later(request, PULL_TIME_DELAY_MILLS_WHEN_SUSPEND)
+            return
+        if pq.wait_ack_msg_count > config.pop_threshold_for_queue:
+            self.execute_pop_pull_request_later(request, PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL)
+            if self.queue_flow_control_times % FLOW_CONTROL_LOG_EVERY == 0:
+                log.warning(
+                    "the messages waiting to ack exceeds the threshold %d, so do flow control, "
+                    "popRequest=%s, flowControlTimes=%d, wait count=%d",
+                    config.pop_threshold_for_queue,
+                    request,
+                    self.queue_flow_control_times,
+                    pq.wait_ack_msg_count,
+                )
+            self.queue_flow_control_times += 1
+            return
+        subscription = self.rebalance.subscription_inner.get(request.message_queue.topic)
+        if subscription is None:
+            self.execute_pop_pull_request_later(request, config.pull_time_delay_mills_when_exception)
+            log.warning("find the consumer's subscription failed, %s", request)
+            return
+        mq = request.message_queue
+        task = self.tasks.spawn(
+            self._pop(request, subscription), f"pop-{mq.topic}-{mq.broker_name}-{mq.queue_id}"
+        )
+        self._pops[mq] = task
+        task.add_done_callback(lambda t: self._pops.pop(mq, None) if self._pops.get(mq) is t else None)
+
+    async def _pop(self, request: PopRequest, subscription: SubscriptionData) -> None:
+        config = self.config
+        mq = request.message_queue
+        pq = request.pop_process_queue
+        began = time.monotonic()
+        try:
+            result = await self.pop_api.pop(
+                mq,
+                config.pop_invisible_time,
+                config.pop_batch_nums,
+                config.broker_suspend_max_time_millis,
+                request.init_mode,
+                self._orderly,
+                subscription.expression_type,
+                subscription.sub_string,
+            )
+        except MQClientError as exc:
+            if not is_retry_topic(mq.topic):
+                log.warning("execute the pop request %s exception: %s", request, exc)
+            delay = (
+                PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
+                if exc.response_code == ResponseCode.FLOW_CONTROL
+                else config.pull_time_delay_mills_when_exception
+            )
+            self.execute_pop_pull_request_later(request, delay)
+            return
+        if pq.dropped:
+            return
+        status = result.pop_status
+        if status is PopStatus.FOUND:
+            msgs = self._process_pop_result(result, subscription)
+            self.stats.inc_pull_rt(config.consumer_group, mq.topic, (time.monotonic() - began) * 1000)
+            if not msgs:
+                self.execute_pop_pull_request_immediately(request)
+                return
+            self.stats.inc_pull_tps(config.consumer_group, mq.topic, len(msgs))
+            pq.inc_found_msg(len(msgs))
+            assert self.consume_pop_service is not None
+            self.consume_pop_service.submit_pop_consume_request(msgs, pq, mq)
+            if config.pull_interval > 0:
+                self.execute_pop_pull_request_later(request, config.pull_interval)
+            else:
+                self.execute_pop_pull_request_immediately(request)
+        elif status in (PopStatus.NO_NEW_MSG, PopStatus.POLLING_NOT_FOUND):
+            self.execute_pop_pull_request_immediately(request)
+        else:  # POLLING_FULL
+            self.execute_pop_pull_request_later(request, config.pull_time_delay_mills_when_exception)
+
+    def _process_pop_result(self, result: PopResult, subscription: SubscriptionData) -> list[MessageExt]:
+        """Java ``processPopResult``: messages whose tag does not match are acked; one delivered
+        more than ``max_reconsume_times`` times goes to the DLQ (Java acks it: drops it)."""
+        kept = []
+        limit = (
+            self.consume_pop_service.max_reconsume_times()
+            if isinstance(self.consume_pop_service, ConsumeMessagePopOrderlyService)
+            else self.max_reconsume_times()
+        )
+        for msg in result.msg_found_list:
+            if not matches_tags(subscription, msg):
+                self.tasks.spawn(self._ack_quietly(msg), "pop-ack-filtered")
+            elif msg.reconsume_times > limit:
+                log.info(
+                    "Reconsume times has reached %d, so move msg %s to the DLQ", limit, msg.client_msg_id
+                )
+                self.tasks.spawn(self._dead_letter_quietly(msg, limit), "pop-dlq")
+            else:
+                kept.append(msg)
+        return kept
+
+    async def _ack_quietly(self, msg: MessageExt) -> None:
+        try:
+            await self.pop_api.ack(msg)
+        except MQClientError as exc:
+            log.warning("Ack message fail. msgId: %s: %s", msg.client_msg_id, exc)
+
+    async def _dead_letter_quietly(self, msg: MessageExt, limit: int) -> None:
+        try:
+            await self.pop_api.forward_to_dead_letter_queue(msg, limit)
+        except MQClientError as exc:
+            log.error("forward %s to the dead letter queue failed: %s", msg.client_msg_id, exc)
+
     # -- MQConsumerInner ------------------------------------------------------------------------
 
     @property
@@ -626,8 +817,13 @@ class PushConsumer(SubscribingConsumer):
         status = {
             s.topic: self.stats.consume_status(self.config.consumer_group, s.topic) for s in subscriptions
         }
+        pops = self.rebalance.pop_process_queue_table
         return ConsumerRunningInfo(
-            properties=props, subscription_set=tuple(subscriptions), mq_table=mq_table, status_table=status
+            properties=props,
+            subscription_set=tuple(subscriptions),
+            mq_table=mq_table,
+            status_table=status,
+            mq_pop_table={mq: pq.fill_pop_process_queue_info() for mq, pq in pops.items()} or None,
         )
 
     async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:

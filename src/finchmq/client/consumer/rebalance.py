@@ -11,6 +11,14 @@ member's share. ``update_process_queue_table_in_rebalance`` drops queues no long
 persisting their offset; orderly: after the current batch, then unlocking them on the broker)
 and adds new ones at ``compute_pull_from_where`` (orderly: only once the broker lock is ours).
 Rebalances of one consumer never overlap (a lock).
+
+5.x (``get_rebalance_result_from_broker``): a consumer that does not rebalance on its own
+(``client_rebalance`` false) asks a broker (QUERY_ASSIGNMENT) which queues to read and how.
+``update_message_queue_assignment`` keeps a ``ProcessQueue`` per PULL queue as above and a
+``PopProcessQueue`` per POP queue (queue id -1: every queue of a broker), each with its request
+for the pull service. While a topic is popped its pop retry topic (``%RETRY%group_topic``, where
+the broker revives what was not acked) is not pulled; once it is pulled again, so is that retry
+topic, so nothing revived while popping is left behind.
 """
 
 from __future__ import annotations
@@ -27,13 +35,17 @@ from finchmq.protocol.bodies import (
     ConsumeType,
     LockBatchRequestBody,
     MessageModel,
+    MessageQueueAssignment,
+    MessageRequestMode,
     SubscriptionData,
     UnlockBatchRequestBody,
 )
+from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.pop import ConsumeInitMode, build_pop_retry_topic_v1
 from finchmq.protocol.topics import is_retry_topic
 
-from .process_queue import ProcessQueue, PullRequest
+from .process_queue import PopProcessQueue, PopRequest, ProcessQueue, PullRequest
 
 if TYPE_CHECKING:
     from finchmq.client.config import SubscribingConsumerConfig
@@ -46,6 +58,7 @@ __all__ = ["RebalanceImpl"]
 log = logging.getLogger(__name__)
 
 _LOCK_TIMEOUT_MS = 1_000  # Java lockBatchMQ(..., 1000)
+QUERY_ASSIGNMENT_TIMEOUT = 3_000  # ms, Java RebalanceImpl.QUERY_ASSIGNMENT_TIMEOUT
 
 
 class RebalancedConsumer(Protocol):
@@ -72,6 +85,7 @@ class RebalanceImpl(abc.ABC, Generic[_C]):
         self.allocate_message_queue_strategy = config.allocate_message_queue_strategy
         self.instance = instance
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.pop_process_queue_table: dict[MessageQueue, PopProcessQueue] = {}
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self._lock = asyncio.Lock()
@@ -103,17 +117,116 @@ class RebalanceImpl(abc.ABC, Generic[_C]):
     @abc.abstractmethod
     def dispatch_pull_request(self, pull_requests: list[PullRequest]) -> None: ...
 
+    def client_rebalance(self, topic: str) -> bool:
+        """True to divide ``topic``'s queues here; False to ask a broker (QUERY_ASSIGNMENT)."""
+        return True
+
+    def consume_init_mode(self) -> ConsumeInitMode:
+        """Where a popped queue the group never consumed starts."""
+        return ConsumeInitMode.MAX
+
+    def dispatch_pop_pull_request(self, pop_requests: list[PopRequest]) -> None:
+        """Hand new pop requests to the pull service (consumers that pop override it)."""
+        if pop_requests:
+            raise NotImplementedError(f"{type(self).__name__} cannot pop")
+
+    async def remove_unnecessary_pop_message_queue(self, mq: MessageQueue, pq: PopProcessQueue) -> bool:
+        """``mq`` is no longer popped by us; nothing to commit (the broker tracks pops)."""
+        return True
+
     # -- the algorithm --------------------------------------------------------------------------
 
     async def do_rebalance(self, is_order: bool) -> None:
         async with self._lock:
             for topic in list(self.subscription_inner):
                 try:
-                    await self._rebalance_by_topic(topic, is_order)
+                    if self.client_rebalance(topic):
+                        await self._rebalance_by_topic(topic, is_order)
+                    else:
+                        await self._get_rebalance_result_from_broker(topic, is_order)
                 except MQClientError as exc:
                     if not is_retry_topic(topic):
                         log.warning("rebalanceByTopic %s of %s failed: %s", topic, self.consumer_group, exc)
             self._truncate_message_queue_not_my_topic()
+
+    async def _get_rebalance_result_from_broker(self, topic: str, is_order: bool) -> None:
+        """Java ``getRebalanceResultFromBroker``: the broker's assignment, or nothing changes."""
+        strategy_name = self.allocate_message_queue_strategy.get_name()
+        try:
+            assignments = await self.instance.query_assignment(
+                topic, self.consumer_group, strategy_name, self.message_model, QUERY_ASSIGNMENT_TIMEOUT
+            )
+        except MQClientError as exc:
+            log.error("allocate message queue exception. strategy name: %s, ex: %s", strategy_name, exc)
+            return
+        if assignments is None:  # the broker cannot tell: keep what we have
+            return
+        if await self.update_message_queue_assignment(topic, assignments, is_order):
+            mq_set = {a.message_queue for a in assignments if a.message_queue is not None}
+            log.info(
+                "broker rebalanced result changed. allocateMessageQueueStrategyName=%s, group=%s, topic=%s, "
+                "clientId=%s, assignmentSet=%s",
+                strategy_name,
+                self.consumer_group,
+                topic,
+                self.instance.client_id,
+                sorted((a.message_queue, a.mode.name) for a in assignments if a.message_queue is not None),
+            )
+            self.message_queue_changed(topic, set(), mq_set)
+
+    async def update_message_queue_assignment(
+        self, topic: str, assignments: set[MessageQueueAssignment], is_order: bool
+    ) -> bool:
+        """Java ``updateMessageQueueAssignment``: pull the PULL queues, pop the POP ones."""
+        pull_set = {
+            a.message_queue
+            for a in assignments
+            if a.message_queue is not None and a.mode is MessageRequestMode.PULL
+        }
+        pop_set = {
+            a.message_queue
+            for a in assignments
+            if a.message_queue is not None and a.mode is MessageRequestMode.POP
+        }
+        if not is_retry_topic(topic):
+            pop_retry = build_pop_retry_topic_v1(topic, self.consumer_group)
+            if pull_set and not pop_set:  # popped before, perhaps: read what was revived meanwhile
+                if pop_retry not in self.subscription_inner:
+                    self.subscription_inner[pop_retry] = build_subscription_data(pop_retry, "*")
+            elif pop_set and not pull_set:  # popping: the broker pops the pop retry topic itself
+                self.subscription_inner.pop(pop_retry, None)
+        changed = await self.update_process_queue_table_in_rebalance(topic, pull_set, is_order)
+        for mq, pop_pq in list(self.pop_process_queue_table.items()):
+            if mq.topic != topic:
+                continue
+            expired = self.consume_type() is ConsumeType.CONSUME_PASSIVELY and pop_pq.is_pull_expired(
+                self.pull_max_idle_time()
+            )
+            if mq in pop_set and not expired:
+                continue
+            pop_pq.dropped = True
+            if expired and mq in pop_set:
+                log.error(
+                    "[BUG]doRebalance, %s, try remove unnecessary pop mq, %s, because pop is pause, "
+                    "so try to fixed it",
+                    self.consumer_group,
+                    mq,
+                )
+            if await self.remove_unnecessary_pop_message_queue(mq, pop_pq):
+                self.pop_process_queue_table.pop(mq, None)
+                changed = True
+                log.info("doRebalance, %s, remove unnecessary pop mq, %s", self.consumer_group, mq)
+        pop_requests = []
+        for mq in sorted(pop_set):
+            if mq in self.pop_process_queue_table:
+                continue
+            pop_pq = PopProcessQueue()
+            self.pop_process_queue_table[mq] = pop_pq
+            log.info("doRebalance, %s, add a new pop mq, %s", self.consumer_group, mq)
+            pop_requests.append(PopRequest(topic, self.consumer_group, mq, pop_pq, self.consume_init_mode()))
+            changed = True
+        self.dispatch_pop_pull_request(pop_requests)
+        return changed
 
     async def _rebalance_by_topic(self, topic: str, is_order: bool) -> None:
         mq_set = self.topic_subscribe_info_table.get(topic)
@@ -169,6 +282,14 @@ class RebalanceImpl(abc.ABC, Generic[_C]):
                 pq.dropped = True
                 log.info(
                     "doRebalance, %s, truncateMessageQueueNotMyTopic remove unnecessary mq, %s",
+                    self.consumer_group,
+                    mq,
+                )
+        for mq in list(self.pop_process_queue_table):
+            if mq.topic not in self.subscription_inner:
+                self.pop_process_queue_table.pop(mq).dropped = True
+                log.info(
+                    "doRebalance, %s, truncateMessageQueueNotMyTopic remove unnecessary pop mq, %s",
                     self.consumer_group,
                     mq,
                 )
@@ -243,6 +364,9 @@ class RebalanceImpl(abc.ABC, Generic[_C]):
         for pq in self.process_queue_table.values():
             pq.dropped = True
         self.process_queue_table.clear()
+        for pop_pq in self.pop_process_queue_table.values():
+            pop_pq.dropped = True
+        self.pop_process_queue_table.clear()
 
     # -- orderly locks ------------------------------------------------------------------------
 

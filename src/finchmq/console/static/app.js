@@ -136,6 +136,22 @@
 
   // -- pages -------------------------------------------------------------------------------------
 
+  // 5.x timer backlog: the timers waiting, with mqadmin clusterList's #Timer(Progress) as a tooltip.
+  function timerCell(t) {
+    if (!t) return "-";
+    return h("span", { class: "timer-pending", title: `delivery ${t.readBehind} s behind, ` +
+      `${t.offsetBehind} not yet in the wheel, ${fmtNum(t.enqueueTps, 1)}/s in, ${fmtNum(t.dequeueTps, 1)}/s out` },
+      fmtNum(t.pending));
+  }
+
+  // POP: messages popped and not acked, with the revive service's check points as a tooltip.
+  function popCell(p) {
+    if (!p) return "-";
+    return h("span", { class: "pop-inflight", title: `${p.revivePendingCheckPoints} check points to revive, ` +
+      `${p.reviveBehindMessages} revive messages unread (${p.reviveBehindMillis} ms behind), ` +
+      `${p.bufferedCheckPoints} check points buffered` }, fmtNum(p.inflight));
+  }
+
   async function clusterPage(gen) {
     const [cluster, series] = await Promise.all([api("GET", "/api/cluster"), api("GET", "/api/series/brokers")]);
     if (gen !== generation) return;
@@ -153,6 +169,8 @@
         { title: "Out TPS", value: b => fmtNum(b.outTps, 1), num: true },
         { title: "Messages in", value: b => fmtNum(b.inTotal), num: true },
         { title: "Messages out", value: b => fmtNum(b.outTotal), num: true },
+        { title: "Timers (pending)", value: b => timerCell(b.timer), num: true },
+        { title: "Pop inflight", value: b => popCell(b.pop), num: true },
         { title: "Up", value: b => (b.runtime || "-").replace(/[[\]]/g, "") },
       ], cluster.brokers, "no broker is registered with the name server")),
       card(`Messages per second, last hour (the console samples every ${series.interval} s)`, chartBox),
@@ -361,6 +379,7 @@
         ], Object.entries(conn.subscriptionTable || {}).map(([t, s]) => ({ topic: t, subString: s.subString })))
           : h("div", { class: "empty" }, "no client online"))),
       card(null, lagBox, h("h2", {}, `Lag, last hour (sampled every ${series.interval} s)`), chartBox),
+      popCard(info),
       resetForm(group, [...topics].sort(), async () => {
         const fresh = await act(null, () => api("GET", `/api/groups/${encodeURIComponent(group)}`));
         if (fresh && gen === generation) drawProgress(fresh);
@@ -379,6 +398,30 @@
         if (gen === generation) drawLag(data);
       } catch (e) { showError(e); }
     });
+  }
+
+  // How the group's push consumers read each topic (5.x setConsumeMode: PULL unless set) and,
+  // for those told to pop, each client's popped queues (5.x consumerStatus's pop detail).
+  function popCard(info) {
+    const modes = info.requestModes;
+    const popping = (modes || []).some(m => m.mode === "POP");
+    const errors = Object.entries(info.popErrors || {});
+    return card("Consume mode (PULL or POP)", h("div", { id: "request-modes" },
+      modes === null ? h("div", { class: "empty" }, info.requestModesError) : table([
+        { title: "Topic", value: m => topicLink(m.topic) },
+        { title: "Mode", value: m => m.mode },
+        { title: "Pop share queues", value: m => m.popShareQueueNum, num: true },
+      ], modes, "no mode set: push consumers pull every topic")),
+    popping ? [h("h2", {}, "Popped queues"), h("div", { id: "pop-detail" }, table([
+      { title: "Client ID", value: q => q.clientId, mono: true },
+      { title: "Topic", value: q => topicLink(q.topic) },
+      { title: "Broker", value: q => q.brokerName },
+      { title: "Queue", value: q => q.queueId === -1 ? "all" : q.queueId, num: true },
+      { title: "Waiting for ack", value: q => q.waitAckCount, num: true },
+      { title: "Dropped", value: q => q.droped ? "yes" : "no" },
+      { title: "Last pop", value: q => fmtTime(q.lastPopTimestamp), time: true },
+    ], info.pop, "no client online pops")),
+    errors.map(([c, e]) => h("div", { class: "muted" }, `${c}: ${e}`))] : null);
   }
 
   function resetForm(group, topics, onDone) {

@@ -1,5 +1,5 @@
 """A Spark driver for ``test_exactly_once_kill``, run as its own process (the test SIGKILLs it):
-topic -> upper-cased body -> topic with the exactly-once sink, 20 rows a micro-batch, from the
+topic -> upper-cased body -> topic with the exactly-once sink, 6 rows a micro-batch, from the
 checkpoint given; runs until killed.
 
     python tests/spark/exactly_once_driver.py NAMESRV SOURCE TARGET CHECKPOINT
@@ -21,7 +21,7 @@ def main(namesrv: str, source: str, target: str, checkpoint: str) -> None:
         .option("nameServer", namesrv)
         .option("topic", source)
         .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "20")
+        .option("maxOffsetsPerTrigger", "6")
         .load()
         .select(F.upper(F.col("body").cast("string")).alias("body"))
     )
@@ -30,7 +30,10 @@ def main(namesrv: str, source: str, target: str, checkpoint: str) -> None:
         .option("nameServer", namesrv)
         .option("topic", target)
         .option("delivery", "exactly-once")
-        .option("transactionTimeoutMs", "60000")  # its first batch may take seconds on a loaded machine
+        # The broker checks an orphan half this long after its send: the test waits that long
+        # after its last kill. A batch must reach its commit within half of it (15 s) from its
+        # first send, which a first batch on a loaded machine does with room to spare.
+        .option("transactionTimeoutMs", "30000")
         .option("checkpointLocation", checkpoint)
         .start()
     )

@@ -1,11 +1,28 @@
 """The exactly-once sink across driver crashes: a RocketMQ -> Spark -> RocketMQ streaming query
-whose driver (a process of its own, ``exactly_once_driver.py``) is SIGKILLed five times, at a
-micro-batch's planning (before its sends), while its halves are being sent (before the commit)
-and right after the sink's commit record (before Spark's commit log), and restarted from its
-checkpoint each time. The output holds each input row exactly once."""
+whose driver (a process of its own, ``exactly_once_driver.py``) is SIGKILLed three times, each
+time with a micro-batch in flight, at the three points where a crash means something different
+to the sink:
+
+- **planned**: Spark has written the batch to its offsets log, no half message of it is stored
+  yet (the re-run sends everything);
+- **sent**: every row of the batch is stored as a half message by this run, the sink wrote no
+  commit record (the orphan halves must be rolled back, the re-run's committed);
+- **recorded**: the sink's commit record of the batch is stored, Spark's commit log does not
+  have the batch (the re-run must roll its own halves back, the orphans be committed).
+
+The test does not guess a moment: it watches the checkpoint (Spark's side) and the broker's
+store (the half messages and the commit records, the sink's side) until the point is reached,
+freezes the driver's whole process tree (SIGSTOP), reads both again while nothing of the driver
+can move, and SIGKILLs it only if the point still holds (else it lets it go on to the next
+batch). The driver is restarted from its checkpoint after each kill; the last run ends the
+input, the broker's check ends every orphan half, and the output topic holds each input row
+exactly once.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -13,82 +30,173 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from finchmq.broker.transaction import HALF_TOPIC, TRANSACTION_GROUP
-from finchmq.client import NoRouteError
-from finchmq.protocol.stored import decode_stored_all
-from finchmq.spark._transactions import find_record
-from finchmq.spark.options import WriteOptions
-from finchmq.store import GetMessageStatus
+from finchmq.protocol.message import MessageExt
+from finchmq.spark._transactions import CommitRecord
+from finchmq.spark._write import TXN_PROPERTY, TxnTag
+from finchmq.spark.partitions import from_offset_json
 from finchmq.testing import EmbeddedServer
+from finchmq.testing.audit import stored_bodies
 from tests.waiting import wait_until
 
-from .conftest import BROKER, create_topic, fill, read
+from .conftest import BROKER, create_topic, fill, queue_messages
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = pytest.mark.timeout(600)
 
 DRIVER = Path(__file__).with_name("exactly_once_driver.py")
 COMMIT_TOPIC = "finchmq-spark-commits"
-PER_QUEUE = 100  # 4 queues: 400 rows, 20 micro-batches of 20
+PER_QUEUE = 15  # 4 queues: 60 rows; the driver reads 6 a micro-batch: 10 batches
+KILLS = ("planned", "sent", "recorded")
 
 
-def queue_size(server: EmbeddedServer, topic: str) -> int:
-    assert server.broker is not None
-    return server.broker.store.get_max_offset_in_queue(topic, 0)
+def process_tree(root: int) -> list[int]:
+    """``root`` and its live descendants (from /proc), parents first."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop(0)
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
 
 
-def newest_half_born(server: EmbeddedServer) -> int:
-    """When the newest half message was sent (a copy the check wrote back keeps its born time)."""
-    assert server.broker is not None
-    store = server.broker.store
-    last = store.get_max_offset_in_queue(HALF_TOPIC, 0) - 1
-    if last < 0:
-        return 0
-    with store.get_message("test-observer", HALF_TOPIC, 0, last, 1) as result:
-        if result.status is not GetMessageStatus.FOUND:
-            return 0
-        return max(m.born_timestamp for m in decode_stored_all(result.body()))
+def stopped(pid: int) -> bool:
+    """Every thread of ``pid`` is stopped (or the process is gone)."""
+    try:
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            if stat.read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t", "Z", "X"):
+                return False
+    except (OSError, IndexError):
+        pass
+    return True
 
 
-def checked_up_to_the_end(server: EmbeddedServer) -> bool:
-    """The broker's check has no half message left that nobody ended."""
-    assert server.broker is not None
-    done = server.broker.consumer_offset_manager.query_offset(TRANSACTION_GROUP, HALF_TOPIC, 0)
-    return done >= queue_size(server, HALF_TOPIC)
-
-
-def batches_planned(checkpoint: Path) -> int:
-    return sum(1 for p in (checkpoint / "offsets").glob("[0-9]*")) if (checkpoint / "offsets").exists() else 0
+def signal_all(pids: list[int], signum: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile
+            os.kill(pid, signum)
 
 
 class Driver:
+    """``exactly_once_driver.py`` in a process of its own: its JVM and Python workers are its
+    descendants, frozen, thawed and killed together."""
+
     def __init__(self, namesrv: str, source: str, target: str, checkpoint: Path, log: Path) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.started_ms = int(time.time() * 1000)
         self.log = log.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, str(DRIVER), namesrv, source, target, str(checkpoint)],
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=env,
-            start_new_session=True,  # its JVM and Python workers share its process group
+            start_new_session=True,  # not in the test's process group (a terminal's ^C)
         )
-
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(60)
-        self.log.close()
+        self.frozen: list[int] = []
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def freeze(self) -> None:
+        """SIGSTOP the whole tree (again for a child forked meanwhile); back once all are stopped."""
+        while new := [pid for pid in process_tree(self.process.pid) if pid not in self.frozen]:
+            signal_all(new, signal.SIGSTOP)
+            self.frozen += new
+        wait_until(lambda: all(map(stopped, self.frozen)), what="the driver's processes stopped")
 
-def test_driver_killed_five_times_every_row_once(
-    spark: Any, finchmq_server_factory: Any, name: str, tmp_path: Path
+    def thaw(self) -> None:
+        signal_all(self.frozen, signal.SIGCONT)
+        self.frozen = []
+
+    def kill(self) -> None:
+        signal_all(self.frozen + process_tree(self.process.pid), signal.SIGKILL)
+        self.process.wait(60)
+        self.log.close()
+
+
+class Watch:
+    """The query's progress as the test reads it: Spark's offsets and commit logs in the
+    checkpoint, and, straight from the embedded broker's store, the half messages (by batch,
+    UNIQ_KEY and born time) and the sink's commit records."""
+
+    def __init__(self, server: EmbeddedServer, checkpoint: Path, source: str) -> None:
+        self.server = server
+        self.checkpoint = checkpoint
+        self.source = source
+        self.halves: list[tuple[int, int, str]] = []  # (batch, born ms, UNIQ_KEY)
+        self.records: set[int] = set()  # batches with a commit record
+        self._read = {HALF_TOPIC: 0, COMMIT_TOPIC: 0}
+
+    def _log(self, name: str) -> int:
+        """The newest batch id of a checkpoint log, -1 if none."""
+        return max((int(p.name) for p in (self.checkpoint / name).glob("[0-9]*")), default=-1)
+
+    def _source_end(self, batch: int) -> int:
+        """Where batch ``batch`` ends in the source topic: its offsets summed over the queues."""
+        if batch < 0:
+            return 0
+        offsets = json.loads((self.checkpoint / "offsets" / str(batch)).read_text().splitlines()[-1])
+        return sum(o for (topic, _, _), o in from_offset_json(offsets).items() if topic == self.source)
+
+    def _query(self) -> str:
+        return str(json.loads((self.checkpoint / "metadata").read_text())["id"])
+
+    def _new(self, topic: str) -> list[MessageExt]:
+        """The messages of ``topic`` (queue 0) stored since the last call."""
+        found, self._read[topic] = queue_messages(self.server, topic, self._read[topic])
+        return found
+
+    def _refresh(self, query: str) -> None:
+        for m in self._new(HALF_TOPIC):
+            tag = TxnTag.parse(m.properties.get(TXN_PROPERTY))
+            if tag is not None and tag.query == query:
+                self.halves.append((tag.batch, m.born_timestamp, m.unique_key or ""))
+        for m in self._new(COMMIT_TOPIC):
+            record = CommitRecord.parse(m)
+            if record is not None and record.query == query:
+                self.records.add(record.batch)
+
+    def point(self, since_ms: int) -> str:
+        """Where the query is: ``between batches``, or, for the newest planned batch Spark has
+        not committed, ``recorded`` (its commit record is stored), ``sent`` (all its rows are
+        stored as halves born since ``since_ms``, no record), ``sending`` (some) or ``planned``
+        (none)."""
+        planned, committed = self._log("offsets"), self._log("commits")
+        if planned <= committed:
+            return "between batches"
+        self._refresh(self._query())
+        if planned in self.records:
+            return "recorded"
+        sent = len({key for batch, born, key in self.halves if batch == planned and born >= since_ms})
+        if sent == 0:
+            return "planned"
+        return "sent" if sent >= self._source_end(planned) - self._source_end(planned - 1) else "sending"
+
+    def batch(self) -> int:
+        return self._log("offsets")
+
+
+def checked_up_to_the_end(server: EmbeddedServer) -> bool:
+    """The broker's check has no half message left that nobody ended."""
+    assert server.broker is not None
+    store = server.broker.store
+    done = server.broker.consumer_offset_manager.query_offset(TRANSACTION_GROUP, HALF_TOPIC, 0)
+    return done >= store.get_max_offset_in_queue(HALF_TOPIC, 0)
+
+
+def test_driver_killed_with_a_batch_in_flight_every_row_once(
+    finchmq_server_factory: Any, name: str, tmp_path: Path
 ) -> None:
     server = finchmq_server_factory(
         {**BROKER, "transactionCheckInterval": "1000", "transactionCheckMax": "1000"}
@@ -100,73 +208,49 @@ def test_driver_killed_five_times_every_row_once(
     fill(namesrv, source, PER_QUEUE)
     expected = Counter(f"Q{q}-M{i}".encode() for q in range(4) for i in range(PER_QUEUE))
     checkpoint = tmp_path / "checkpoint"
-
-    def when_planned() -> Callable[[], bool]:
-        planned = batches_planned(checkpoint)
-        return lambda: batches_planned(checkpoint) > planned
-
-    def when_sending() -> Callable[[], bool]:
-        """A half message of this run is stored, and no commit record since it started."""
-        started_ms, records = int(time.time() * 1000), queue_size(server, COMMIT_TOPIC)
-        return lambda: newest_half_born(server) >= started_ms and queue_size(server, COMMIT_TOPIC) == records
-
-    def when_committed() -> Callable[[], bool]:
-        records = queue_size(server, COMMIT_TOPIC)
-        return lambda: queue_size(server, COMMIT_TOPIC) > records
-
-    kills = [
-        ("before sends", when_planned),
-        ("between sends and commit", when_sending),
-        ("after the sink's commit", when_committed),
-        ("between sends and commit", when_sending),
-        ("after the sink's commit", when_committed),
-    ]
-    opts = WriteOptions.parse({"nameServer": namesrv})
-    hit: list[str] = []  # where each kill landed, as the checkpoint and the records tell
-
-    def landed() -> str:
-        planned, done = (
-            max((int(p.name) for p in (checkpoint / d).glob("[0-9]*")), default=-1)
-            for d in ("offsets", "commits")
-        )
-        if planned <= done:
-            return "between batches"
-        query = json.loads((checkpoint / "metadata").read_text())["id"]
-        try:
-            record = find_record(opts, COMMIT_TOPIC, query, planned)
-        except NoRouteError:  # the commit topic is not routed yet: no record was written
-            record = None
-        if record is None:
-            return f"batch {planned} before the sink's commit"
-        return f"batch {planned} after the sink's commit, before Spark's"
-
+    watch = Watch(server, checkpoint, source)
     log = tmp_path / "driver.log"
-    for what, moment in kills:
+    hit: list[str] = []
+
+    for point in KILLS:
         driver = Driver(namesrv, source, target, checkpoint, log)
         try:
-            ready = moment()
-            wait_until(
-                lambda ready=ready, driver=driver: ready() or not driver.alive(),  # type: ignore[misc]
-                timeout=240,
-                what=f"the moment {what}",
-                interval=0.005,
-            )
-            assert driver.alive(), f"the driver exited: {log.read_text()[-3000:]}"
+            while True:
+                wait_until(
+                    lambda d=driver, p=point: watch.point(d.started_ms) == p or not d.alive(),  # type: ignore[misc]
+                    timeout=240,
+                    what=f"a batch {point} (the driver's log: {log})",
+                    interval=0.005,
+                )
+                assert driver.alive(), f"the driver exited: {log.read_text()[-3000:]}"
+                driver.freeze()
+                if watch.point(driver.started_ms) == point:  # still, with the driver stopped
+                    break
+                driver.thaw()  # it moved on meanwhile: the next batch
         finally:
             driver.kill()
-        hit.append(f"{what}: {landed()}")
-    print("kills:", *hit, sep="\n  ")
+        hit.append(f"batch {watch.batch()} {point}")
+    print("killed at:", ", ".join(hit))
+
     driver = Driver(namesrv, source, target, checkpoint, log)
     try:
 
         def out() -> Counter[bytes]:
-            return Counter(r.body for r in read(spark, namesrv, target).select("body").collect())
+            return Counter(asyncio.run(stored_bodies(server.broker_addr, target, queues=2)))
 
         wait_until(
-            lambda: sum(out().values()) >= len(expected), timeout=300, what="every row out", interval=1
+            lambda: sum(out().values()) >= len(expected) or not driver.alive(),
+            timeout=300,
+            what="every row out",
+            interval=0.5,
         )
-        # Orphan halves of the killed runs: the restarted query's producers answer their checks.
-        wait_until(lambda: checked_up_to_the_end(server), timeout=300, what="every half ended", interval=0.5)
+        # Orphan halves of the killed runs: the restarted query's producer answers their checks.
+        wait_until(
+            lambda: checked_up_to_the_end(server) or not driver.alive(),
+            timeout=300,
+            what="every half ended",
+            interval=0.5,
+        )
         assert driver.alive(), log.read_text()[-3000:]
         assert out() == expected, hit
     finally:

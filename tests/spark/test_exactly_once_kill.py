@@ -1,7 +1,7 @@
 """The exactly-once sink across driver crashes: a RocketMQ -> Spark -> RocketMQ streaming query
-whose driver (a process of its own, ``exactly_once_driver.py``) is SIGKILLed three times, each
-time with a micro-batch in flight, at the three points where a crash means something different
-to the sink:
+whose driver (a process of its own, ``exactly_once_driver.py``) is SIGKILLed five times, each
+time with a micro-batch in flight, at one of the three points where a crash means something
+different to the sink:
 
 - **planned**: Spark has written the batch to its offsets log, no half message of it is stored
   yet (the re-run sends everything);
@@ -10,13 +10,16 @@ to the sink:
 - **recorded**: the sink's commit record of the batch is stored, Spark's commit log does not
   have the batch (the re-run must roll its own halves back, the orphans be committed).
 
-The test does not guess a moment: it watches the checkpoint (Spark's side) and the broker's
-store (the half messages and the commit records, the sink's side) until the point is reached,
-freezes the driver's whole process tree (SIGSTOP), reads both again while nothing of the driver
-can move, and SIGKILLs it only if the point still holds (else it lets it go on to the next
-batch). The driver is restarted from its checkpoint after each kill; the last run ends the
-input, the broker's check ends every orphan half, and the output topic holds each input row
-exactly once.
+The five points are drawn at random (each of the three at least once, in a random order) from
+a seed the test prints; ``FINCHMQ_KILL_SEED=<seed>`` replays a run's draw. The test does not
+guess a moment: it watches the checkpoint (Spark's side) and the broker's store (the half
+messages and the commit records, the sink's side) until the point is reached, freezes the
+driver's whole process tree (SIGSTOP), reads both again while nothing of the driver can move,
+and SIGKILLs it only if the point still holds (else it lets it go on to the next batch). The
+driver is restarted from its checkpoint after each kill, and the next kill is armed only once
+the restarted query has committed a further batch (its re-run of the batch killed), so the
+kills land on different batches. The last run ends the input, the broker's check ends every
+orphan half, and the output topic holds each input row exactly once.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -50,8 +54,19 @@ pytestmark = pytest.mark.timeout(600)
 
 DRIVER = Path(__file__).with_name("exactly_once_driver.py")
 COMMIT_TOPIC = "finchmq-spark-commits"
-PER_QUEUE = 15  # 4 queues: 60 rows; the driver reads 6 a micro-batch: 10 batches
-KILLS = ("planned", "sent", "recorded")
+# 4 queues: 60 rows; the driver reads 6 a micro-batch: 10 batches, the five kills need five
+# (batches 0-4 when every point is caught on its first batch); a spare batch costs ~0.5 s.
+PER_QUEUE = 15
+POINTS = ("planned", "sent", "recorded")
+KILLS = 5
+SEED_VARIABLE = "FINCHMQ_KILL_SEED"
+
+
+def kill_points(rng: random.Random) -> list[str]:
+    """``KILLS`` points drawn from ``POINTS``, each of them at least once, in a random order."""
+    points = [*POINTS, *(rng.choice(POINTS) for _ in range(KILLS - len(POINTS)))]
+    rng.shuffle(points)
+    return points
 
 
 def process_tree(root: int) -> list[int]:
@@ -184,7 +199,17 @@ class Watch:
         return "sent" if sent >= self._source_end(planned) - self._source_end(planned - 1) else "sending"
 
     def batch(self) -> int:
+        """The newest batch Spark planned (wrote to its offsets log)."""
         return self._log("offsets")
+
+    def committed(self) -> int:
+        """The newest batch Spark committed (wrote to its commit log), -1 if none."""
+        return self._log("commits")
+
+    def input_done(self, rows: int) -> bool:
+        """Spark committed a batch that ends at the end of the input (``rows`` in all)."""
+        committed = self.committed()
+        return committed >= 0 and self._source_end(committed) >= rows
 
 
 def checked_up_to_the_end(server: EmbeddedServer) -> bool:
@@ -210,19 +235,33 @@ def test_driver_killed_with_a_batch_in_flight_every_row_once(
     checkpoint = tmp_path / "checkpoint"
     watch = Watch(server, checkpoint, source)
     log = tmp_path / "driver.log"
+    seed = int(os.environ.get(SEED_VARIABLE) or random.randrange(2**32))
+    points = kill_points(random.Random(seed))
+    print(f"kill points {points} from {SEED_VARIABLE}={seed}")
     hit: list[str] = []
 
-    for point in KILLS:
+    def failed(what: str) -> str:
+        return f"{what} ({SEED_VARIABLE}={seed}, killed at {hit}, the driver's log: {log})"
+
+    for point in points:
+        # The first run may be killed on its first batch; a restarted one only after it has
+        # committed a batch (its re-run of the batch killed): the kills land on different batches.
+        committed = watch.committed() if hit else None
         driver = Driver(namesrv, source, target, checkpoint, log)
+
+        def reached(d: Driver = driver, p: str = point, c: int | None = committed) -> bool:
+            armed = c is None or watch.committed() > c
+            return (
+                (armed and watch.point(d.started_ms) == p) or not d.alive() or watch.input_done(len(expected))
+            )
+
         try:
             while True:
-                wait_until(
-                    lambda d=driver, p=point: watch.point(d.started_ms) == p or not d.alive(),  # type: ignore[misc]
-                    timeout=240,
-                    what=f"a batch {point} (the driver's log: {log})",
-                    interval=0.005,
+                wait_until(reached, timeout=240, what=failed(f"a batch {point}"), interval=0.005)
+                assert driver.alive(), failed(f"the driver exited: {log.read_text()[-3000:]}")
+                assert not watch.input_done(len(expected)), failed(
+                    f"the input ran out before a batch {point}: more rows (PER_QUEUE) needed"
                 )
-                assert driver.alive(), f"the driver exited: {log.read_text()[-3000:]}"
                 driver.freeze()
                 if watch.point(driver.started_ms) == point:  # still, with the driver stopped
                     break
@@ -230,7 +269,7 @@ def test_driver_killed_with_a_batch_in_flight_every_row_once(
         finally:
             driver.kill()
         hit.append(f"batch {watch.batch()} {point}")
-    print("killed at:", ", ".join(hit))
+    print("killed at:", ", ".join(hit), f"({SEED_VARIABLE}={seed})")
 
     driver = Driver(namesrv, source, target, checkpoint, log)
     try:
@@ -251,7 +290,7 @@ def test_driver_killed_with_a_batch_in_flight_every_row_once(
             what="every half ended",
             interval=0.5,
         )
-        assert driver.alive(), log.read_text()[-3000:]
-        assert out() == expected, hit
+        assert driver.alive(), failed(log.read_text()[-3000:])
+        assert out() == expected, failed("not every row exactly once")
     finally:
         driver.kill()

@@ -21,11 +21,14 @@ from finchmq.protocol.message_const import MessageConst
 
 from .admin import AdminClient
 from .allocate import (
+    AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
+    MachineRoomResolver,
 )
 from .config import (
     ClientConfig,
@@ -102,9 +105,11 @@ __all__ = [
     "AckStatus",
     "AclRefusedError",
     "AdminClient",
+    "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
     "AsyncMessageListenerConcurrently",
@@ -137,6 +142,7 @@ __all__ = [
     "MQConnectError",
     "MQNetworkError",
     "MQTimeoutError",
+    "MachineRoomResolver",
     "Message",
     "MessageConst",
     "MessageExt",

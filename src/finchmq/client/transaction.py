@@ -27,7 +27,7 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 from finchmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -288,7 +288,7 @@ class TransactionProducer(Producer):
         and ``traced_transaction_id`` (its transaction id, Java ``Message.getTransactionId``)."""
         addr = self.instance.find_broker_address_in_publish(half.broker_name)
         if addr is None:  # a process that has not sent to the topic yet: its route first
-            await self._try_to_find_topic_publish_info(half.topic)
+            await self._try_to_find_topic_publish_info(self.config.with_namespace(half.topic))
             addr = self.instance.find_broker_address_in_publish(half.broker_name)
         if addr is None:
             raise MQClientError(f"The broker[{half.broker_name}] not exist")
@@ -339,8 +339,11 @@ class TransactionProducer(Producer):
             )
             return
         failure: BaseException | None = None
+        user_msg = msg
+        if self.config.namespace:  # Java ClientRemotingProcessor.checkTransactionState
+            user_msg = replace(msg, topic=self.config.without_namespace(msg.topic))
         try:
-            state = await _ask(listener.check_local_transaction, msg)
+            state = await _ask(listener.check_local_transaction, user_msg)
         except Exception as exc:
             log.info("checking transaction %s failed: %s", header.msg_id, exc)
             state, failure = LocalTransactionState.UNKNOW, exc

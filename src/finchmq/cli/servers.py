@@ -23,8 +23,11 @@ from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
+from finchmq.cli.grpc import GRPC_KEYS, local_grpc_server
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.common.metrics import MetricsExporterType
+from finchmq.grpc import GrpcServer
+from finchmq.grpc.config import GrpcConfig
 from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import run
 from finchmq.store import MessageStoreConfig
@@ -81,7 +84,8 @@ def load_broker_config(
         source = f" in {conf_file}" if conf_file else ""
         raise ConfigError(f"bad broker configuration{source}: {exc}") from None
     for key in sorted(unknown):
-        log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
+        if key not in GRPC_KEYS:
+            log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
     if not broker.broker_ip2:
         broker = replace(broker, broker_ip2=broker.broker_ip1)
     if store.broker_role is BrokerRole.SLAVE:
@@ -167,6 +171,13 @@ def add_server_parsers(commands: Any) -> None:
         f"{DEFAULT_METRICS_PORT}, skipped with a warning when taken; 0: off)",
     )
     server.add_argument(
+        "--grpc-port",
+        type=_port,
+        default=None,
+        help="serve RocketMQ 5.x clients (gRPC MessagingService, as Java's proxy) on PORT (default 8081, "
+        "skipped with a warning when taken; 0: off; broker.conf grpcServerPort works too)",
+    )
+    server.add_argument(
         "--console-port",
         type=_port,
         default=None,
@@ -221,6 +232,42 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
         _print("finchmq name server shutting down")
 
 
+def load_grpc_config(
+    props: dict[str, str], broker: BrokerConfig, store: MessageStoreConfig, port: int | None = None
+) -> GrpcConfig:
+    """The gRPC endpoint's settings: broker.conf's gRPC keys (``grpcServerPort``, ``tlsCertificatePath``...),
+    the broker's bind address and message size limit; ``port`` (the command line) wins.
+
+    Raises ConfigError for a bad value.
+    """
+    given = {k: v for k, v in props.items() if k in GRPC_KEYS}
+    if port is not None:
+        given["grpcServerPort"] = str(port)
+    base = GrpcConfig(bind_address=broker.bind_address, max_message_size=store.max_message_size)
+    try:
+        config, _ = config_from_properties(base, given)
+    except SettingsError as exc:
+        raise ConfigError(f"bad gRPC configuration: {exc}") from None
+    return config
+
+
+async def _start_grpc(broker: BrokerController, config: GrpcConfig, *, explicit: bool) -> GrpcServer | None:
+    """The broker's 5.x endpoint (local mode), unless its port is 0. The default port taken is a
+    warning (the broker runs on without it); a port the user asked for is an error."""
+    if not config.grpc_server_port:
+        return None
+    if not explicit and not _can_listen(config.bind_address, config.grpc_server_port):
+        _print(
+            f"warning: gRPC port {config.grpc_server_port} on {config.bind_address} is in use; "
+            "running without the 5.x endpoint (choose a port with --grpc-port)"
+        )
+        return None
+    server = local_grpc_server(broker, config)
+    await server.start()
+    _print(f"finchmq gRPC endpoint for RocketMQ 5.x clients at {server.address}")
+    return server
+
+
 async def _broker_main(
     broker_config: BrokerConfig,
     store_config: MessageStoreConfig,
@@ -230,9 +277,16 @@ async def _broker_main(
     began = time.monotonic()
     stop = _stop_on_signal()
     broker = BrokerController(broker_config, store_config, config_file=conf_file, extra_properties=props)
+    grpc: GrpcServer | None = None
     try:
         await broker.start()
+        if "grpcServerPort" in props:  # finchmq broker serves 5.x clients when its conf asks
+            grpc = await _start_grpc(
+                broker, load_grpc_config(props, broker_config, store_config), explicit=True
+            )
     except BaseException:
+        if grpc is not None:
+            await grpc.close()
         await broker.close()
         raise
     try:
@@ -248,6 +302,8 @@ async def _broker_main(
         await stop.wait()
         _print("finchmq broker shutting down")
     finally:
+        if grpc is not None:
+            await grpc.close()
         await broker.close()
 
 
@@ -309,6 +365,7 @@ async def _server_main(
     if broker.metrics is not None:
         broker.metrics_collectors.append(namesrv.enable_metrics().write)
     console = None
+    grpc: GrpcServer | None = None
     children: list[BrokerProcess] = []
     try:
         await broker.start()
@@ -324,6 +381,9 @@ async def _server_main(
             )
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
+        grpc_config = load_grpc_config(props, broker_config, store_config, args.grpc_port)
+        explicit = args.grpc_port is not None or "grpcServerPort" in props
+        grpc = await _start_grpc(broker, grpc_config, explicit=explicit)
         console = await _start_console(args, namesrv.address)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
@@ -333,6 +393,8 @@ async def _server_main(
     finally:
         if console is not None:
             await console.close()
+        if grpc is not None:
+            await grpc.close()
         await asyncio.gather(*(asyncio.to_thread(child.stop) for child in children))
         await broker.close()
         await namesrv.close()

@@ -5,7 +5,8 @@ serves in "local" mode by handing remoting commands to the broker's processors i
 builds ``RemotingCommand`` requests itself and ``call``s them through a dispatcher, as a TCP
 connection's frames are: the same ``@handles`` routes, executors, flow control, ACL hook and
 answers. A ``trusted`` channel skips the dispatcher's ``before_request`` hook (the broker's ACL):
-Java's local proxy calls ``processRequest`` directly, having authenticated its gRPC callers itself. What the server sends to the peer (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
+Java's local proxy calls ``processRequest`` directly, having authenticated its gRPC callers itself.
+What the server sends to the peer (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
 GET_CONSUMER_RUNNING_INFO...) goes to the front end's ``on_request``, which translates it for its
 own client, as Java's proxy turns them into telemetry commands.
 """

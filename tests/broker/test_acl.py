@@ -33,10 +33,12 @@ from finchmq.client import (
     SessionCredentials,
 )
 from finchmq.client.sync import BlockingAdminClient, BlockingProducer
-from finchmq.protocol import RemotingCommand, RequestCode
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, SIGNATURE, sign_request
 from finchmq.protocol.codec import decode_frame, encode_command
+from finchmq.remoting import LocalChannel
 from finchmq.testing import EmbeddedServer
+from tests.broker.conftest import send_request
 from tests.client.conftest import FAST_CLIENT, TEST_BROKER
 from tests.waiting import eventually
 
@@ -411,6 +413,28 @@ async def test_admin_requests_need_an_admin(acl_server: EmbeddedServer) -> None:
             await admin.create_topic("acl_created", read_queue_nums=1, write_queue_nums=1)
     async with AdminClient(namesrv_addr=acl_server.namesrv_addr, session_credentials=ADMIN) as admin:
         await admin.create_topic("acl_created", read_queue_nums=1, write_queue_nums=1)
+
+
+def test_a_trusted_local_channel_skips_the_acl(acl_server: EmbeddedServer) -> None:
+    """Java's local proxy calls the processors directly: a trusted ``LocalChannel`` (the gRPC front
+    end, which authenticated its caller) is served without a signature, an untrusted one is not."""
+
+    async def no_peer(request: RemotingCommand) -> RemotingCommand | None:
+        return None
+
+    async def send(trusted: bool) -> RemotingCommand:
+        dispatcher = acl_server.broker.server.dispatcher
+        channel = LocalChannel(dispatcher, "10.0.0.7:50001", no_peer, trusted=trusted)
+        try:
+            return await channel.call(send_request("acl_both", b"local", queue_id=0), 10.0)
+        finally:
+            channel.close()
+
+    refused = acl_server.call(send(trusted=False))
+    assert refused.code == ResponseCode.SYSTEM_ERROR
+    assert refused.remark == f"{ACL_EXCEPTION}: No accessKey is configured"
+    served = acl_server.call(send(trusted=True))
+    assert served.code == ResponseCode.SUCCESS, served.remark
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -433,3 +433,24 @@ def test_cli_cluster_list_and_broker_status_show_the_timer_backlog(
     assert re.search(r"  \d+-0\(0\.0w, \d+\.\d, \d+\.\d\)$", row)
     listed = json.loads(run("clusterList", "--json"))
     assert [b["stats"]["timerCongestNum"] for b in listed] == ["3"]
+
+
+def test_cli_update_topic_attributes(
+    server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mqadmin 5.x ``updateTopic -a``: the modification reaches the broker, stored by real key."""
+    run = admin_cli(server.namesrv_addr, capsys)
+
+    async def stored() -> dict[str, str] | None:
+        config = server.broker.topic_config_manager.select_topic_config(name)
+        assert config is not None
+        return config.attributes
+
+    out = run("updateTopic", "-t", name, "-b", server.broker_addr, "-a", "+message.type=FIFO", "--json")
+    assert json.loads(out)["attributes"] == "+message.type=FIFO"
+    assert server.call(stored()) == {"message.type": "FIFO"}
+    run("updateTopic", "-t", name, "-b", server.broker_addr, "-a=-message.type")
+    assert server.call(stored()) is None
+    assert main(["admin", "updateTopic", "-t", name, "-b", server.broker_addr, "-a", "message.type=FIFO",
+                 "-n", server.namesrv_addr]) != 0  # fmt: skip
+    assert "format is wrong" in capsys.readouterr().err

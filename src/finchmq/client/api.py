@@ -23,6 +23,7 @@ from typing import Final
 
 from finchmq.common import format_properties, parse_properties
 from finchmq.protocol import pop
+from finchmq.protocol.attributes import format_attribute_modification
 from finchmq.protocol.bodies import (
     BatchAckMessageRequestBody,
     BrokerStatsData,
@@ -697,6 +698,8 @@ class MQClientAPI:
             topic_filter_type=config.topic_filter_type.name,
             topic_sys_flag=config.topic_sys_flag,
             order=config.order,
+            # 5.x: config.attributes holds the signed modification (Java MQClientAPIImpl.createTopic)
+            attributes=format_attribute_modification(config.attributes) if config.attributes else None,
         )
         await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, timeout_millis)
 

@@ -895,30 +895,49 @@ class TopicConfig(RemotingSerializable):
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
+    attributes: dict[str, str] | None = None
+    """5.x topic attributes by real key (``{"message.type": "FIFO"}``, ``protocol.attributes``);
+    ``None`` (4.9.8, or none set) is omitted from the JSON. In an admin client's request the keys
+    carry their ``+``/``-`` sign, as Java's mqadmin puts them (``AttributeParser.parseToMap``)."""
 
     def encode(self) -> str:
-        """Java ``TopicConfig.encode``: ``"name read write perm filterType"``, space-separated."""
-        return (
+        """Java ``TopicConfig.encode``: ``"name read write perm filterType"``, space-separated,
+        then (5.x, when there are attributes) the attributes' JSON."""
+        text = (
             f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} "
             f"{self.perm} {self.topic_filter_type.name}"
         )
+        if self.attributes is None:
+            return text
+        ordered = java_hash_order(list(self.attributes))
+        return f"{text} " + dumps_fastjson({k: self.attributes[k] for k in ordered}).decode("utf-8")
 
     @classmethod
     def decode(cls, text: str) -> TopicConfig:
         """Java ``TopicConfig.decode``; ``topic_sys_flag``/``order`` keep their defaults.
 
-        Raises ``BodyError`` unless there are 5 fields (a 6th, 5.x's attributes, is ignored).
+        Raises ``BodyError`` unless there are 5 or 6 fields; a 6th, 5.x's attributes, is read
+        when it is a JSON object of strings and ignored otherwise (as Java ignores it).
         """
         parts = text.split(" ")
         try:
             if len(parts) not in (5, 6):
                 raise ValueError(f"{len(parts)} fields")
+            attributes: dict[str, str] | None = None
+            if len(parts) == 6 and parts[5]:
+                try:
+                    tree = loads(parts[5])
+                except JSONDecodeError:
+                    tree = None
+                if isinstance(tree, dict) and all(isinstance(v, str) for v in tree.values()):
+                    attributes = {str(k): v for k, v in tree.items()}
             return cls(
                 topic_name=parts[0],
                 read_queue_nums=int(parts[1]),
                 write_queue_nums=int(parts[2]),
                 perm=int(parts[3]),
                 topic_filter_type=TopicFilterType[parts[4]],
+                attributes=attributes,
             )
         except (ValueError, KeyError) as exc:
             raise BodyError(f"TopicConfig: bad encoded form {_show(text)} ({exc})") from None

@@ -13,7 +13,7 @@ from ._pb import service_pb2 as spb
 from .backend import BrokerQueues
 from .context import CallContext
 from .status import GrpcStatusError, ok
-from .types import accepted_message_types
+from .types import MessageTypeValue, accepted_message_types
 
 if TYPE_CHECKING:
     from .service import MessagingService
@@ -45,7 +45,7 @@ def permission(perm: int) -> pb.Permission.ValueType:
 
 
 def _queues(
-    queues: BrokerQueues, topic: pb.Resource, broker: pb.Broker, types: list[int]
+    queues: BrokerQueues, topic: pb.Resource, broker: pb.Broker, types: list[MessageTypeValue]
 ) -> list[pb.MessageQueue]:
     """Java ``genMessageQueueFromQueueData``: read-only ids first, then write-only, then
     read-write; NONE queues for a topic neither readable nor writeable."""
@@ -62,7 +62,7 @@ def _queues(
         n = max(1, queues.write_queue_nums, queues.read_queue_nums)
     perms = [pb.READ] * r + [pb.WRITE] * w + [pb.READ_WRITE] * rw + [pb.NONE] * n
     return [
-        pb.MessageQueue(topic=topic, id=i, permission=p, broker=broker, accept_message_types=types)  # type: ignore[arg-type]
+        pb.MessageQueue(topic=topic, id=i, permission=p, broker=broker, accept_message_types=types)
         for i, p in enumerate(perms)
     ]
 

@@ -1,46 +1,38 @@
-"""Message types: what a topic accepts (its ``message.type`` attribute) and what a message is."""
+"""5.x message types on the wire: what a topic accepts (its ``message.type`` attribute, read by
+``protocol.attributes``) and what one message is, as ``MessageType`` values."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
 
+from finchmq.protocol.attributes import TopicMessageType, message_type_of_properties, topic_message_type
 from finchmq.protocol.bodies import TopicConfig
-from finchmq.protocol.message_const import MessageConst
 
 from ._pb import definition_pb2 as pb
 
-_ACCEPTS: dict[str, list[int]] = {
-    "NORMAL": [pb.NORMAL],
-    "FIFO": [pb.FIFO],
-    "DELAY": [pb.DELAY],
-    "TRANSACTION": [pb.TRANSACTION],
-    "MIXED": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION],
+MessageTypeValue: TypeAlias = pb.MessageType.ValueType
+
+_PB: dict[TopicMessageType, MessageTypeValue] = {
+    TopicMessageType.NORMAL: pb.NORMAL,
+    TopicMessageType.FIFO: pb.FIFO,
+    TopicMessageType.DELAY: pb.DELAY,
+    TopicMessageType.TRANSACTION: pb.TRANSACTION,
 }
 
 
-def topic_type(config: TopicConfig | None) -> str:
-    """The topic's ``message.type`` (Java ``TopicConfig#getTopicMessageType``; NORMAL when unset)."""
-    attributes: Mapping[str, str] = getattr(config, "attributes", None) or {}
-    value = attributes.get("+message.type") or attributes.get("message.type") or "NORMAL"
-    return value.upper()
+def topic_type(config: TopicConfig | None) -> TopicMessageType:
+    return TopicMessageType.NORMAL if config is None else topic_message_type(config)
 
 
-def accepted_message_types(config: TopicConfig | None) -> list[int]:
-    """Java ``RouteActivity#parseTopicMessageType``."""
-    return _ACCEPTS.get(topic_type(config), [pb.MESSAGE_TYPE_UNSPECIFIED])
+def accepted_message_types(config: TopicConfig | None) -> list[MessageTypeValue]:
+    """Java ``RouteActivity#parseTopicMessageType``: MIXED accepts the four, UNSPECIFIED none."""
+    kind = topic_type(config)
+    if kind is TopicMessageType.MIXED:
+        return [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION]
+    return [_PB.get(kind, pb.MESSAGE_TYPE_UNSPECIFIED)]
 
 
-def message_type_of(properties: Mapping[str, str]) -> int:
-    """Java ``TopicMessageType.parseFromMessageProperty`` as the proxy reports it."""
-    if properties.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true":
-        return pb.TRANSACTION
-    if (
-        MessageConst.PROPERTY_DELAY_TIME_LEVEL in properties
-        or MessageConst.PROPERTY_TIMER_DELIVER_MS in properties
-        or MessageConst.PROPERTY_TIMER_DELAY_SEC in properties
-        or MessageConst.PROPERTY_TIMER_DELAY_MS in properties
-    ):
-        return pb.DELAY
-    if MessageConst.PROPERTY_SHARDING_KEY in properties:
-        return pb.FIFO
-    return pb.NORMAL
+def message_type_of(properties: Mapping[str, str]) -> MessageTypeValue:
+    """The ``MessageType`` a received message reports (Java ``GrpcConverter#buildMessageType``)."""
+    return _PB.get(message_type_of_properties(properties), pb.NORMAL)

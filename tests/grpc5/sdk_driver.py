@@ -290,7 +290,9 @@ def simple(args: argparse.Namespace) -> int:
     try:
         while time.monotonic() < deadline and not (args.expect and len(finished) >= args.expect):
             try:
-                messages = consumer.receive(args.batch, args.invisible)
+                # the SDK puts the duration into Duration.seconds: a float there is a TypeError
+                invisible = int(args.invisible) if float(args.invisible).is_integer() else args.invisible
+                messages = consumer.receive(args.batch, invisible)
             except Exception as exc:
                 emit(explained(exc, consumer, args.topic, during="receive"))
                 if args.retry_errors:

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from finchmq.client.admin import Admin
+from finchmq.client.admin import AdminClient
 from finchmq.client.producer import Producer
 from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.codes import LanguageCode
@@ -28,12 +28,8 @@ INVALID_RECEIPT_HANDLE = 40013
 
 
 async def _admin(server: EmbeddedServer, work: Any) -> Any:
-    admin = Admin(namesrv_addr=server.namesrv_addr)
-    await admin.start()
-    try:
+    async with AdminClient(namesrv_addr=server.namesrv_addr) as admin:
         return await work(admin)
-    finally:
-        await admin.close()
 
 
 def create_topic(server: EmbeddedServer, topic: str, queues: int = 4, **options: Any) -> None:

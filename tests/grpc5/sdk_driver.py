@@ -13,7 +13,7 @@ is broken).
             [--keys K] [--prop KEY=VALUE] [--delay-seconds S | --delivery-timestamp V] [--body-prefix P]
             [--tx-resolution commit|rollback|unknown] [--checker commit|rollback] [--stoppable]
     simple  --endpoints H:P --group G --topic T --expect N [--tag-expression E] [--invisible S]
-            [--await S] [--nack-first] [--no-ack] [--max-seconds S]
+            [--await S] [--nack-first] [--ack-stale] [--no-ack] [--max-seconds S]
     push    --endpoints H:P --group G --topic T [--expect N] [--fail-first] [--fifo] [--stoppable]
     recall  --endpoints H:P --topic T --handle H
     route   --endpoints H:P --topic T
@@ -287,6 +287,7 @@ def simple(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.max_seconds
     seen: set[str] = set()  # message ids delivered at least once
     finished: set[str] = set()  # acked (or, with --no-ack, received)
+    earlier: dict[str, Message] = {}  # --ack-stale: first deliveries, kept to ack after their redelivery
     try:
         while time.monotonic() < deadline and not (args.expect and len(finished) >= args.expect):
             try:
@@ -309,6 +310,17 @@ def simple(args: argparse.Namespace) -> int:
                     elif args.nack_first and first:
                         consumer.change_invisible_duration(msg, args.nack_seconds)
                         emit({"nacked": msg.message_id})
+                    elif args.ack_stale and first:
+                        earlier[msg.message_id] = msg  # not acked: it comes back once invisible time passed
+                    elif args.ack_stale and msg.message_id in earlier:
+                        try:  # its first handle expired before the redelivery: the server refuses it
+                            consumer.ack(earlier.pop(msg.message_id))
+                            emit({"stale_acked": msg.message_id})
+                        except Exception as exc:
+                            emit({"stale": error_record(exc, message_id=msg.message_id)})
+                        consumer.ack(msg)
+                        finished.add(msg.message_id)
+                        emit({"acked": msg.message_id})
                     else:
                         consumer.ack(msg)
                         finished.add(msg.message_id)
@@ -463,6 +475,12 @@ def main() -> int:
     )
     s.add_argument("--nack-seconds", type=float, default=1)
     s.add_argument("--no-ack", action="store_true", help="receive only")
+    s.add_argument(
+        "--ack-stale",
+        action="store_true",
+        help="leave each first delivery unacked; at its redelivery ack the first (expired) handle, "
+        "printing {stale: error} or {stale_acked: id}, then the new one",
+    )
     s.add_argument("--max-seconds", type=float, default=60, help="stop receiving after this long")
     s.add_argument("--retry-errors", action="store_true", help="keep receiving after a receive error")
 

@@ -101,6 +101,12 @@ class ChildServer:
     def rss_mib(self) -> float:
         return rss_mib(self.pid)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash; ``start()`` again restarts it on the same data directory and ports."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def stop(self) -> None:
         """SIGTERM (a clean shutdown), SIGKILL after ``stop_grace_seconds``."""
         if self.proc is not None and self.proc.poll() is None:

@@ -35,10 +35,11 @@ class GrpcServer:
         return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.port}"
 
     def _ssl_context(self) -> ssl.SSLContext | None:
-        if self.config.tls_certificate_path is None:
+        """TLS (ALPN ``h2``, no client certificates, as Java's ``ClientAuth.NONE``) when configured."""
+        if self.config.tls_cert_path is None:
             return None
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.config.tls_certificate_path, self.config.tls_private_key_path)
+        context.load_cert_chain(self.config.tls_cert_path, self.config.tls_key_path)
         context.set_alpn_protocols(["h2"])
         return context
 

@@ -13,7 +13,7 @@ from finchmq.client.admin import AdminClient
 from finchmq.client.producer import Producer
 from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.codes import LanguageCode
-from finchmq.protocol.message import Message
+from finchmq.protocol.message import Message, MessageQueue
 from finchmq.testing import EmbeddedServer
 from tests.waiting import wait_until
 
@@ -37,7 +37,11 @@ def create_topic(server: EmbeddedServer, topic: str, queues: int = 4, **options:
         _admin(
             server,
             lambda a: a.create_topic(
-                topic, read_queue_nums=queues, write_queue_nums=queues, broker_addr=server.broker_addr, **options
+                topic,
+                read_queue_nums=queues,
+                write_queue_nums=queues,
+                broker_addr=server.broker_addr,
+                **options,
             ),
         )
     )
@@ -146,7 +150,9 @@ def test_admin_lists_the_sdk_consumer_as_a_python_client(sdk: Any, grpc_server_f
 
     def languages() -> list[LanguageCode]:
         try:
-            connection = asyncio.run(_admin(server, lambda a: a.consumer_connection(group, server.broker_addr)))
+            connection = asyncio.run(
+                _admin(server, lambda a: a.consumer_connection(group, server.broker_addr))
+            )
         except Exception:
             return []
         return [c.language for c in connection.connection_set]
@@ -155,3 +161,75 @@ def test_admin_lists_the_sdk_consumer_as_a_python_client(sdk: Any, grpc_server_f
     send(server, numbered(topic, 1))
     consumer.finish()
     assert not consumer.errors(), consumer.errors()
+
+
+def test_a_handle_used_after_its_invisible_time_is_expired(sdk: Any, grpc_server_factory: Any) -> None:
+    """The first delivery is left unacked; once it came back (so its invisible time passed) its
+    first handle is refused without asking the broker, and the new one acks."""
+    server = grpc_server_factory(CONF)
+    topic = "StaleHandle"
+    create_topic(server, topic)
+    send(server, numbered(topic, 1))
+    consumer = simple(sdk, grpc_endpoints(server), topic, "GStale", expect=1, ack_stale=True, invisible=10)
+    consumer.finish()
+    [stale] = consumer.of("stale")
+    assert stale["code"] == INVALID_RECEIPT_HANDLE, stale
+    assert "expired" in stale["message"]
+    assert [r["delivery_attempt"] for r in consumer.of("received")] == [1, 2]
+    assert len(consumer.of("acked")) == 1
+
+
+def test_push_consumer_retries_a_failure_once_then_consumes(sdk: Any, grpc_server_factory: Any) -> None:
+    server = grpc_server_factory(CONF)
+    topic, group, count = "PushTopic", "GPush", 8
+    create_topic(server, topic)
+    send(server, numbered(topic, count))
+    consumer = push(sdk, grpc_endpoints(server), topic, group, expect=count, fail_first=True, stoppable=False)
+    records = consumer.finish()
+    assert not consumer.errors(), consumer.errors()
+    consumed = [r for r in records if "consumed" in r]
+    by_index: dict[int, list[tuple[int, str]]] = {}
+    for r in consumed:
+        by_index.setdefault(index(r["consumed"]), []).append((r["consumed"]["delivery_attempt"], r["result"]))
+    assert by_index == {i: [(1, "FAILURE"), (2, "SUCCESS")] for i in range(count)}
+    assert records[-1]["done"] == count
+
+
+def test_fifo_push_consumer_keeps_each_message_group_in_order(sdk: Any, grpc_server_factory: Any) -> None:
+    server = grpc_server_factory(CONF)
+    topic, group, per_group = "FifoTopic", "GFifo", 6
+    create_topic(server, topic, attributes="+message.type=FIFO")
+    create_group(server, group, consume_message_orderly=True)
+    messages = []
+    for g in range(3):  # one queue per message group, as a remoting orderly producer sends them
+        for i in range(per_group):
+            msg = Message.create(topic, f"g{g}-{i}".encode(), properties={"__SHARDINGKEY": f"group-{g}"})
+            messages.append((g, msg))
+
+    async def run() -> None:
+        async with Producer("remoting-fifo", namesrv_addr=server.namesrv_addr) as producer:
+            for g, msg in messages:
+                await producer.send(msg, queue=MessageQueue(topic, "broker-a", g))
+
+    asyncio.run(run())
+    consumer = push(
+        sdk,
+        grpc_endpoints(server),
+        topic,
+        group,
+        expect=3 * per_group,
+        fail_first=True,
+        fifo=True,
+        stoppable=False,
+    )
+    records = consumer.finish()
+    assert not consumer.errors(), consumer.errors()
+    assert records[0] == {"started": True, "fifo": True}
+    order: dict[str, list[tuple[int, str]]] = {}
+    for r in records:
+        if "consumed" in r:
+            c = r["consumed"]
+            order.setdefault(c["message_group"], []).append((int(c["body"].split("-")[1]), r["result"]))
+    # within a group: each message fails once and is retried before the next one is given
+    expected = [(i, result) for i in range(per_group) for result in ("FAILURE", "SUCCESS")]
+    assert order == {f"group-{g}": expected for g in range(3)}

@@ -35,13 +35,12 @@ from finchmq.protocol.headers import (
 )
 from finchmq.protocol.message import MessageExt
 from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
-from finchmq.protocol.stored import decode_stored_all
 
 from . import client, validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .context import CallContext
-from .convert import MAX_DECOMPRESSED_BODY, message_from_ext
+from .convert import decode_messages, message_from_ext
 from .status import GrpcStatusError, code_of_remoting, ok, status
 
 if TYPE_CHECKING:
@@ -349,7 +348,7 @@ async def _receive(
     if response.code != ResponseCode.SUCCESS:
         return status(code_of_remoting(response.code), response.remark or f"pop failed: code {response.code}")
     answer = PopMessageResponseHeader.from_ext_fields(response.ext_fields)
-    msgs = decode_stored_all(response.body or b"", decompress_max_size=MAX_DECOMPRESSED_BODY)
+    msgs = decode_messages(bytes(response.body or b""))
     msgs = pop.with_pop_check_points(broker_name or _local_broker_name(svc), header, answer, msgs)
     side: list[Coroutine[Any, Any, Any]] = []
     for msg in msgs:

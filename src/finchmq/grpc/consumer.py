@@ -41,6 +41,7 @@ from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .context import CallContext
 from .convert import decode_messages, message_from_ext
+from .renew import MessageReceiptHandle
 from .status import GrpcStatusError, code_of_remoting, ok, status
 
 if TYPE_CHECKING:
@@ -313,7 +314,8 @@ async def _receive(
     polling_ms = polling_time_millis(svc, ctx, req, request_timeout_ms)
     topic = validate.topic(req.message_queue.topic)
     validate.consumer_group(req.group)
-    if req.auto_renew:
+    auto_renew = config.enable_proxy_auto_renew and req.auto_renew
+    if auto_renew:
         invisible_ms = config.default_invisible_time_mills
     else:
         invisible_ms = _millis(req.invisible_duration)
@@ -360,6 +362,13 @@ async def _receive(
         verdict = _filter(subscription, max_attempts, msg)
         if verdict is _Filter.MATCH:
             out.append((msg, handle))
+            if auto_renew:
+                svc.receipt_handles.add(
+                    ctx.client_id,
+                    MessageReceiptHandle(
+                        group, topic, msg.client_msg_id, handle, handle, msg.reconsume_times
+                    ),
+                )
         elif verdict is _Filter.NO_MATCH:
             side.append(_logged(ack(svc, ctx, handle, group, topic), "ack of an unmatched message"))
         else:
@@ -389,7 +398,10 @@ async def _ack_entry(
 ) -> spb.AckMessageResultEntry:
     result = spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle)
     try:
-        response = await ack(svc, ctx, entry.receipt_handle, group, topic)
+        handle = svc.receipt_handles.latest_handle(
+            ctx.client_id, group, entry.message_id, entry.receipt_handle
+        )
+        response = await ack(svc, ctx, handle, group, topic)
     except Exception as exc:
         result.status.CopyFrom(svc.status_of(exc, "AckMessage"))
         return result
@@ -430,9 +442,10 @@ async def change_invisible_duration(
     validate.consumer_group(req.group)
     invisible_ms = _millis(req.invisible_duration)
     validate.invisible_time(invisible_ms, 0, svc.config.max_invisible_time_mills)
-    handle = await change_invisible_time(
-        svc, ctx, req.receipt_handle, req.group.name, req.topic.name, invisible_ms
+    current = svc.receipt_handles.latest_handle(
+        ctx.client_id, req.group.name, req.message_id, req.receipt_handle
     )
+    handle = await change_invisible_time(svc, ctx, current, req.group.name, req.topic.name, invisible_ms)
     if handle is None:
         return spb.ChangeInvisibleDurationResponse(
             status=status(pb.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")

@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 from finchmq.protocol.command import RemotingCommand
 from finchmq.remoting.errors import RemotingError, RemotingTimeoutError
 
-from . import client, consumer, producer, route
+from . import client, consumer, producer, renew, route
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .backend import Backend
@@ -113,6 +113,7 @@ class MessagingService:
         )
         self.port = config.grpc_server_port  # the port actually listened on (set by the server)
         self.transactions = producer.TransactionRegistry()
+        self.receipt_handles = renew.ReceiptHandleManager(self)
         self.pending_replies: dict[str, asyncio.Future[spb.TelemetryCommand]] = {}
 
     # -- dispatch (the transports call these) --------------------------------------------------
@@ -209,5 +210,6 @@ class MessagingService:
     async def close(self) -> None:
         for future in self.pending_replies.values():
             future.cancel()
+        await self.receipt_handles.close()
         await self.clients.close()
         await self.backend.close()

@@ -14,7 +14,8 @@ is broken).
             [--tx-resolution commit|rollback|unknown] [--checker commit|rollback] [--stoppable]
     simple  --endpoints H:P --group G --topic T --expect N [--tag-expression E] [--invisible S]
             [--await S] [--nack-first] [--ack-stale] [--no-ack] [--max-seconds S]
-    push    --endpoints H:P --group G --topic T [--expect N] [--fail-first] [--fifo] [--stoppable]
+    push    --endpoints H:P --group G --topic T [--expect N] [--fail-first] [--hold-file F] [--fifo]
+            [--stoppable]
     recall  --endpoints H:P --topic T --handle H
     route   --endpoints H:P --topic T
 
@@ -347,9 +348,10 @@ class Listener(MessageListener):
     """Prints each message it is given; with ``fail_first`` it answers FAILURE the first time it
     sees a message id (the server redelivers it), SUCCESS afterwards."""
 
-    def __init__(self, fail_first: bool, expect: int) -> None:
+    def __init__(self, fail_first: bool, expect: int, hold_file: str | None = None) -> None:
         self.fail_first = fail_first
         self.expect = expect
+        self.hold_file = hold_file
         self.attempts: dict[str, int] = {}
         self.succeeded: set[str] = set()
         self.lock = threading.Lock()
@@ -357,6 +359,10 @@ class Listener(MessageListener):
 
     def consume(self, message: Message) -> ConsumeResult:
         record = describe(message)
+        if self.hold_file:  # a long consumption: until the test creates the file
+            emit({"holding": message.message_id})
+            while not os.path.exists(self.hold_file):
+                time.sleep(0.05)
         with self.lock:
             attempt = self.attempts[message.message_id] = self.attempts.get(message.message_id, 0) + 1
             failing = self.fail_first and attempt == 1
@@ -369,7 +375,7 @@ class Listener(MessageListener):
 
 
 def push(args: argparse.Namespace) -> int:
-    listener = Listener(args.fail_first, args.expect)
+    listener = Listener(args.fail_first, args.expect, args.hold_file)
     consumer = PushConsumer(
         configuration(args),
         args.group,
@@ -506,6 +512,7 @@ def main() -> int:
     c.add_argument("--tag-expression", default="*")
     c.add_argument("--expect", type=int, default=0, help="stop once this many messages are consumed")
     c.add_argument("--fail-first", action="store_true", help="answer FAILURE the first time a message comes")
+    c.add_argument("--hold-file", help="each consumption waits until this file exists (prints {holding: id})")
     c.add_argument(
         "--fifo",
         action="store_true",

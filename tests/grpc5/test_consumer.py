@@ -6,11 +6,14 @@ and PushConsumer intact, acks stick, a nack comes back, bad requests get the 5.x
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from finchmq.client.admin import AdminClient
 from finchmq.client.producer import Producer
+from finchmq.grpc.consumer import decode_handle
 from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.codes import LanguageCode
 from finchmq.protocol.message import Message, MessageQueue
@@ -254,3 +257,34 @@ def test_a_message_past_its_group_max_attempts_goes_to_the_dead_letter_queue(
     assert dead.body == b"body-0" and dead.properties["UNIQ_KEY"] == msg_id
     assert [r["delivery_attempt"] for r in consumer.of("received")] == [1]
     assert consumer.of("nacked") == [msg_id] and consumer.of("acked") == []
+
+
+def test_push_consumer_handles_are_renewed_while_it_consumes(
+    sdk: Any, grpc_server_factory: Any, tmp_path: Path
+) -> None:
+    """A PushConsumer receives with ``auto_renew``: the server pops with the default invisible
+    time (3 s here) and renews the handle ahead of it; a consumption outlasting the first
+    invisible time is not redelivered, and its ack (with the client's first handle) reaches the
+    renewed one."""
+    server = grpc_server_factory(
+        CONF,
+        {"defaultInvisibleTimeMills": "3000", "renewSchedulePeriodMillis": "200"},
+    )
+    manager = server.grpc.service.receipt_handles
+    topic, group = "RenewTopic", "GRenew"
+    create_topic(server, topic)
+    send(server, numbered(topic, 1))
+    hold = tmp_path / "release"
+    consumer = push(sdk, grpc_endpoints(server), topic, group, expect=1, hold_file=str(hold))
+    consumer.wait_for(lambda records: any("holding" in r for r in records), what="the consumption started")
+    [record] = wait_until(
+        lambda: [r for r in manager.records() if r.renew_times >= 1], what="the handle renewed"
+    )
+    first = decode_handle(record.original_handle)
+    wait_until(lambda: time.time() * 1000 > first.next_visible_time, what="the first invisible time over")
+    hold.touch()
+    records = consumer.finish()
+    assert not consumer.errors(), consumer.errors()
+    consumed = [r for r in records if "consumed" in r]
+    assert [(r["attempt"], r["consumed"]["delivery_attempt"]) for r in consumed] == [(1, 1)]
+    wait_until(lambda: not manager.records(), what="the acked handle out of the manager")

@@ -72,6 +72,10 @@ class ReceiptHandleManager:
     def __len__(self) -> int:
         return sum(len(handles) for handles in self._groups.values())
 
+    def records(self) -> list[MessageReceiptHandle]:
+        """Every handle kept (for inspection)."""
+        return [r for handles in self._groups.values() for r in handles.values()]
+
     def add(self, client_id: str, record: MessageReceiptHandle) -> None:
         key = (record.message_id, record.original_handle)
         self._groups.setdefault((client_id, record.group), {})[key] = record

@@ -71,6 +71,7 @@ class MessageConst:
     PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
     PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
     PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
+    PROPERTY_BORN_HOST: Final = "__BORNHOST"  # 5.x: the gRPC client's address
 
     KEY_SEPARATOR: Final = " "
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GrpcConfig:
     grpc_server_port: int = 8081
+    grpc_server_impl: str = "grpclib"  # grpclib (pure Python, the default) or grpcio (C core, optional)
     bind_address: str = "0.0.0.0"
     max_message_size: int = 4 * 1024 * 1024  # maxMessageSize: a body larger is MESSAGE_BODY_TOO_LARGE
     max_user_property_size: int = 16 * 1024  # maxUserPropertySize: properties + tag + keys
@@ -35,6 +36,8 @@ class GrpcConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.grpc_server_port <= 65535:
             raise ValueError(f"grpcServerPort must be in 0..65535, got {self.grpc_server_port!r}")
+        if self.grpc_server_impl not in ("grpclib", "grpcio"):
+            raise ValueError(f"grpcServerImpl must be grpclib or grpcio, got {self.grpc_server_impl!r}")
         if (self.tls_certificate_path is None) != (self.tls_private_key_path is None):
             raise ValueError(
                 "TLS needs both a certificate (tlsCertificatePath) and a key (tlsPrivateKeyPath)"

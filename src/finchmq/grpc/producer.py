@@ -35,11 +35,10 @@ from finchmq.protocol.headers import (
     SendMessageResponseHeader,
 )
 from finchmq.protocol.message import Message, java_string_hash, properties_to_string
-from finchmq.protocol.message_const import RESERVED_PROPERTY_NAMES, MessageConst, MessageSysFlag
+from finchmq.protocol.message_const import SYSTEM_PROPERTY_NAMES_5X, MessageConst, MessageSysFlag
 from finchmq.protocol.msg_id import UniqueKeyGenerator, decode_offset_msg_id
 from finchmq.protocol.pop import ReceiptHandle
 from finchmq.protocol.recall import RecallMessageHandle
-from finchmq.protocol.stored import decode_stored
 from finchmq.protocol.topics import is_dlq_topic, is_retry_topic
 
 from . import validate
@@ -47,6 +46,7 @@ from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .clients import ClientSession
 from .context import CallContext
+from .convert import decode_messages, message_from_ext
 from .status import GrpcStatusError, code_of_remoting, ok, remoting_error, status
 from .types import topic_type
 
@@ -236,7 +236,7 @@ def message_properties(
         )
     size = 0
     for key, value in user.items():
-        if key in RESERVED_PROPERTY_NAMES:
+        if key in SYSTEM_PROPERTY_NAMES_5X:
             raise GrpcStatusError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
         if validate.has_control_character(key):
             raise GrpcStatusError(
@@ -529,19 +529,21 @@ async def relay_transaction_check(
     """CHECK_TRANSACTION_STATE from the broker → RecoverOrphanedTransactionCommand to the client
     (Java ``AbstractProxyRelayService#processCheckTransactionState`` and ``GrpcClientChannel``):
     the half message's data is recorded for the EndTransaction the client answers with."""
-    from .convert import message_from_ext  # noqa: PLC0415 (convert imports the types this module does)
-
     try:
         header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
         if not request.body:
             log.warning("transaction check without a message for %s", session.client_id)
             return
-        stored = decode_stored(bytes(request.body))
-    except ProtocolError as exc:
+        messages = decode_messages(bytes(request.body))
+    except (ProtocolError, GrpcStatusError) as exc:
         log.warning("bad transaction check for %s: %s", session.client_id, exc)
         return
+    if not messages:
+        return
+    stored = messages[0]
     group = stored.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP, "")
     transaction_id = header.transaction_id or ""
+    # Java: the broker name of the address the check came from; local mode has one broker
     broker_name = getattr(svc.backend, "broker_name", "") or ""
     data = svc.transactions.add(
         group,

@@ -4,6 +4,7 @@ type itself) by a raw gRPC call; messages are read back with finchmq's own pull.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -22,6 +23,7 @@ from tests.grpc5.conftest import ServerFactory, grpc_endpoints, produce
 from tests.waiting import eventually
 
 QUEUES = 4
+_ids = itertools.count()
 
 
 async def create_topic(server: EmbeddedServer, topic: str, message_type: str | None = None) -> None:
@@ -68,7 +70,7 @@ def message(topic: str, body: bytes = b"b", **system: Any) -> pb.Message:
     return pb.Message(
         topic=pb.Resource(name=topic),
         body=body,
-        system_properties=pb.SystemProperties(message_id=f"id-{time.monotonic_ns()}", **system),
+        system_properties=pb.SystemProperties(message_id=f"id-{next(_ids)}", **system),
     )
 
 
@@ -197,6 +199,17 @@ async def test_refusals_the_sdk_cannot_provoke(grpc_server: EmbeddedServer) -> N
         grpc_server, "SendMessage", spb.SendMessageRequest(messages=[message(topic)]), spb.SendMessageResponse
     )
     assert ok.status.code == pb.OK and len(ok.entries) == 1 and ok.entries[0].message_id
+
+    batch = [message(topic, b"one"), message(topic, b"two")]
+    answer = await call(
+        grpc_server, "SendMessage", spb.SendMessageRequest(messages=batch), spb.SendMessageResponse
+    )
+    assert answer.status.code == pb.OK and len(answer.entries) == 1  # Java: one entry for the batch
+    # one queue, in order; as with Java's proxy, the header's properties are the first message's
+    # and the broker appends them to each item's, so both carry the first message's UNIQ_KEY
+    in_batch = [m for m in await stored(grpc_server, topic, 3) if m.body in (b"one", b"two")]
+    assert len({m.queue_id for m in in_batch}) == 1
+    assert [m.body for m in sorted(in_batch, key=lambda m: m.queue_offset)] == [b"one", b"two"]
 
     async def end(transaction_id: str) -> int:
         request = spb.EndTransactionRequest(

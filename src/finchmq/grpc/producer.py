@@ -427,6 +427,8 @@ async def send_message(
         batch=len(messages) > 1,
     )
     if len(messages) > 1:
+        # Java: the header carries the first message's properties, which the broker appends to
+        # every item's (so every item reads the first one's UNIQ_KEY); the SDK sends one at a time
         body = encode_batch(Message(topic, b, properties=p) for b, p in messages)
         message_id = _batch_ids.create_uniq_id()  # Java: MessageClientIDSetter.setUniqID(msgBatch)
     else:

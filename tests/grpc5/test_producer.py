@@ -13,7 +13,7 @@ from grpclib.client import Channel, UnaryUnaryMethod
 from finchmq.client.admin import AdminClient
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
-from finchmq.grpc.producer import consistent_hash
+from finchmq.grpc.producer import TransactionRegistry, consistent_hash
 from finchmq.protocol.message import MessageExt, java_string_hash
 from finchmq.protocol.message_const import MessageConst
 from finchmq.testing import EmbeddedServer
@@ -233,3 +233,37 @@ async def test_refusals_the_sdk_cannot_provoke(grpc_server: EmbeddedServer) -> N
         grpc_server, "ForwardMessageToDeadLetterQueue", forward, spb.ForwardMessageToDeadLetterQueueResponse
     )
     assert answer.status.code == pb.INVALID_RECEIPT_HANDLE
+
+
+def test_consistent_hash_matches_guava() -> None:
+    """Values from Guava's algorithm run on a JVM (``Hashing.consistentHash(s.hashCode(), n)``)."""
+    expected = {
+        "g1": (6, 0, 0),
+        "group-a": (7, 2, 2),
+        "order-42": (3, 3, 2),
+        "": (0, 0, 0),
+        "中文": (3, 3, 0),
+    }
+    for group, buckets in expected.items():
+        assert tuple(consistent_hash(java_string_hash(group), n) for n in (8, 4, 3)) == buckets, group
+
+
+def test_transaction_registry_keeps_the_newest_unexpired() -> None:
+    registry = TransactionRegistry(expire_seconds=30, max_num=2)
+    for offset in (1, 2, 3):
+        registry.add(
+            "T", broker_name="b", topic="T", tran_state_table_offset=offset, commit_log_offset=offset,
+            transaction_id="tx",
+        )  # fmt: skip
+    assert registry.add("T", broker_name=" ", topic="T", tran_state_table_offset=0, commit_log_offset=0,
+                        transaction_id="tx") is None  # fmt: skip
+    first = registry.poll("T", "tx")
+    second = registry.poll("T", "tx")
+    assert first is not None and second is not None
+    assert {first.commit_log_offset, second.commit_log_offset} <= {2, 3}  # at most max_num kept
+    assert registry.poll("T", "tx") is None and len(registry) == 0
+    expired = TransactionRegistry(expire_seconds=-1)
+    expired.add(
+        "T", broker_name="b", topic="T", tran_state_table_offset=0, commit_log_offset=0, transaction_id="x"
+    )
+    assert expired.poll("T", "x") is None

@@ -170,8 +170,8 @@ async def forward_to_dead_letter_queue(
     )
     request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
     response = await svc.invoke(ctx, request, broker_name=handle.broker_name)
-    if response.code == ResponseCode.SUCCESS:
-        _spawn(_logged(ack(svc, ctx, handle_text, group, topic), "ack after DLQ forward"))
+    if response.code == ResponseCode.SUCCESS:  # Java ignores the ack's outcome
+        await _logged(ack(svc, ctx, handle_text, group, topic), "ack after the dead-letter forward")
     return response
 
 

@@ -11,6 +11,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from finchmq.client import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    MessageExt,
+    PushConsumer,
+)
 from finchmq.client.admin import AdminClient
 from finchmq.client.producer import Producer
 from finchmq.grpc.consumer import decode_handle
@@ -19,9 +26,9 @@ from finchmq.protocol.codes import LanguageCode
 from finchmq.protocol.message import Message, MessageQueue
 from finchmq.testing import EmbeddedServer
 from finchmq.testing.audit import stored_messages
-from tests.waiting import wait_until
+from tests.waiting import eventually, wait_until
 
-from .conftest import grpc_endpoints, push, simple
+from .conftest import grpc_endpoints, produce, push, simple
 
 # retries come back after 1 s instead of 10 s, and POP revives quickly
 CONF = {"messageDelayLevel": "1s 1s 1s 1s 1s", "reviveInterval": "200", "reviveMaxSlow": "1"}
@@ -288,3 +295,41 @@ def test_push_consumer_handles_are_renewed_while_it_consumes(
     consumed = [r for r in records if "consumed" in r]
     assert [(r["attempt"], r["consumed"]["delivery_attempt"]) for r in consumed] == [(1, 1)]
     wait_until(lambda: not manager.records(), what="the acked handle out of the manager")
+
+
+def test_finchmq_push_consumer_receives_what_the_sdk_produced(sdk: Any, grpc_server_factory: Any) -> None:
+    """The other direction: SDK Producer (gRPC SendMessage) → finchmq's own remoting PushConsumer."""
+    server = grpc_server_factory(CONF)
+    topic, count = "SdkToRemoting", 6
+    create_topic(server, topic)
+    sent = produce(
+        sdk, grpc_endpoints(server), topic, count, tag="TagS", keys="key-{i}", prop=["color=amber{i}"]
+    )
+    ids = {r["sent"]: r["message_id"] for r in sent}
+    got: list[MessageExt] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def run() -> None:
+        consumer = PushConsumer(
+            "GRemotingFromSdk",
+            namesrv_addr=server.namesrv_addr,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe(topic, "TagS")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        try:
+            await eventually(lambda: len(got) >= count, what="every SDK message consumed")
+        finally:
+            await consumer.close()
+
+    asyncio.run(run())
+    by_index = {int(m.body.decode().rsplit("-", 1)[1]): m for m in got}
+    assert sorted(by_index) == list(range(count))
+    for i, m in by_index.items():
+        assert m.body == f"body-{i}".encode()
+        assert (m.tags, m.keys, m.properties.get("color")) == ("TagS", f"key-{i}", f"amber{i}")
+        assert m.properties["UNIQ_KEY"] == ids[i]

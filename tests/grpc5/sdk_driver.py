@@ -277,12 +277,18 @@ def produce(args: argparse.Namespace) -> int:
     return 0
 
 
+def whole(seconds: float) -> float | int:
+    """A whole number of seconds as an int: the SDK puts durations into ``Duration.seconds``
+    (an int64 field), where a float is a TypeError."""
+    return int(seconds) if float(seconds).is_integer() else seconds
+
+
 def simple(args: argparse.Namespace) -> int:
     consumer = SimpleConsumer(
         configuration(args),
         args.group,
         {args.topic: FilterExpression(args.tag_expression)},
-        await_duration=args.await_,
+        await_duration=whole(args.await_),
         tls_enable=args.tls,
     )
     try:
@@ -301,9 +307,7 @@ def simple(args: argparse.Namespace) -> int:
             if stopped.is_set():
                 break
             try:
-                # the SDK puts the duration into Duration.seconds: a float there is a TypeError
-                invisible = int(args.invisible) if float(args.invisible).is_integer() else args.invisible
-                messages = consumer.receive(args.batch, invisible)
+                messages = consumer.receive(args.batch, whole(args.invisible))
             except Exception as exc:
                 emit(explained(exc, consumer, args.topic, during="receive"))
                 if args.retry_errors:
@@ -319,7 +323,7 @@ def simple(args: argparse.Namespace) -> int:
                     if args.no_ack:
                         finished.add(msg.message_id)
                     elif args.nack_first and first:
-                        consumer.change_invisible_duration(msg, args.nack_seconds)
+                        consumer.change_invisible_duration(msg, whole(args.nack_seconds))
                         emit({"nacked": msg.message_id})
                     elif args.ack_stale and first:
                         earlier[msg.message_id] = msg  # not acked: it comes back once invisible time passed

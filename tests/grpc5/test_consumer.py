@@ -6,10 +6,14 @@ and PushConsumer intact, acks stick, a nack comes back, bad requests get the 5.x
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from google.protobuf import duration_pb2
+from grpclib.client import Channel, UnaryStreamMethod, UnaryUnaryMethod
 
 from finchmq.client import (
     ConsumeConcurrentlyContext,
@@ -20,6 +24,8 @@ from finchmq.client import (
 )
 from finchmq.client.admin import AdminClient
 from finchmq.client.producer import Producer
+from finchmq.grpc._pb import definition_pb2 as pb
+from finchmq.grpc._pb import service_pb2 as spb
 from finchmq.grpc.consumer import decode_handle
 from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.codes import LanguageCode
@@ -333,3 +339,174 @@ def test_finchmq_push_consumer_receives_what_the_sdk_produced(sdk: Any, grpc_ser
         assert m.body == f"body-{i}".encode()
         assert (m.tags, m.keys, m.properties.get("color")) == ("TagS", f"key-{i}", f"amber{i}")
         assert m.properties["UNIQ_KEY"] == ids[i]
+
+
+# -- raw calls (what the SDK does not send) -------------------------------------------------------
+
+RAW_METADATA = {"x-mq-client-id": "raw-consumer", "x-mq-language": "PYTHON", "x-mq-client-version": "5.1.2"}
+
+
+async def receive_raw(
+    server: EmbeddedServer,
+    request: spb.ReceiveMessageRequest,
+    timeout: float = 30,
+    metadata: Mapping[str, str] = RAW_METADATA,
+) -> list[spb.ReceiveMessageResponse]:
+    channel = Channel("127.0.0.1", server.grpc_port)
+    try:
+        stub = UnaryStreamMethod(
+            channel,
+            "/apache.rocketmq.v2.MessagingService/ReceiveMessage",
+            spb.ReceiveMessageRequest,
+            spb.ReceiveMessageResponse,
+        )
+        return list(await stub(request, timeout=timeout, metadata=dict(metadata)))
+    finally:
+        channel.close()
+
+
+async def unary_raw(server: EmbeddedServer, method: str, request: Any, reply: type[Any]) -> Any:
+    channel = Channel("127.0.0.1", server.grpc_port)
+    try:
+        stub = UnaryUnaryMethod(
+            channel, f"/apache.rocketmq.v2.MessagingService/{method}", type(request), reply
+        )
+        return await stub(request, metadata=dict(RAW_METADATA))
+    finally:
+        channel.close()
+
+
+def receive_request(topic: str, group: str, **fields: Any) -> spb.ReceiveMessageRequest:
+    request = spb.ReceiveMessageRequest(
+        group=pb.Resource(name=group),
+        message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+        batch_size=32,
+        invisible_duration=duration_pb2.Duration(seconds=20),
+        long_polling_timeout=duration_pb2.Duration(seconds=5),
+    )
+    for name, value in fields.items():
+        field = getattr(request, name)
+        if hasattr(field, "CopyFrom"):
+            field.CopyFrom(value)
+        else:
+            setattr(request, name, value)
+    return request
+
+
+def statuses(responses: list[spb.ReceiveMessageResponse]) -> list[int]:
+    return [r.status.code for r in responses if r.HasField("status")]
+
+
+async def test_the_stream_is_status_messages_then_delivery_time_and_acks_are_per_entry(
+    grpc_server: EmbeddedServer,
+) -> None:
+    topic, group = "RawStream", "GRawStream"
+    await asyncio.to_thread(create_topic, grpc_server, topic)
+    ids = await asyncio.to_thread(send, grpc_server, numbered(topic, 3))
+    before = time.time()
+    responses = await receive_raw(grpc_server, receive_request(topic, group))
+    kinds = [r.WhichOneof("content") for r in responses]
+    assert kinds == ["status", "message", "message", "message", "delivery_timestamp"], responses
+    assert responses[0].status.code == pb.OK
+    assert responses[-1].delivery_timestamp.seconds >= int(before)
+    messages = [r.message for r in responses[1:-1]]
+    assert sorted(m.system_properties.message_id for m in messages) == sorted(ids)
+    for m in messages:
+        system = m.system_properties
+        i = int(m.body.decode().rsplit("-", 1)[1])
+        assert system.body_digest.type == pb.MD5
+        assert system.body_digest.checksum == hashlib.md5(m.body).hexdigest().upper()
+        assert system.body_encoding == pb.IDENTITY and system.message_type == pb.NORMAL
+        assert system.delivery_attempt == 1 and system.born_host and system.store_host
+        assert dict(m.user_properties) == {"color": f"amber{i}"}
+        handle = decode_handle(system.receipt_handle)
+        assert handle.commit_log_offset >= 0 and handle.queue_id == system.queue_id
+        assert handle.offset == system.queue_offset and handle.invisible_time == 20_000
+    entries = [
+        spb.AckMessageEntry(
+            message_id=m.system_properties.message_id, receipt_handle=m.system_properties.receipt_handle
+        )
+        for m in messages
+    ]
+    entries.append(spb.AckMessageEntry(message_id="bogus", receipt_handle="not a handle"))
+    ack = spb.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic), entries=entries)
+    answer = await unary_raw(grpc_server, "AckMessage", ack, spb.AckMessageResponse)
+    assert answer.status.code == pb.MULTIPLE_RESULTS
+    assert [e.status.code for e in answer.entries] == [pb.OK] * 3 + [pb.INVALID_RECEIPT_HANDLE]
+    # acked: nothing left
+    empty = await receive_raw(grpc_server, receive_request(topic, group))
+    assert [r.WhichOneof("content") for r in empty] == ["status", "delivery_timestamp"]
+    assert empty[0].status.code == pb.MESSAGE_NOT_FOUND and empty[0].status.message == "no new message"
+
+
+async def test_change_invisible_duration_answers_a_new_handle(grpc_server: EmbeddedServer) -> None:
+    topic, group = "RawChange", "GRawChange"
+    await asyncio.to_thread(create_topic, grpc_server, topic)
+    await asyncio.to_thread(send, grpc_server, numbered(topic, 1))
+    [_, first, _] = await receive_raw(grpc_server, receive_request(topic, group))
+    system = first.message.system_properties
+
+    def change(seconds: int, handle: str) -> spb.ChangeInvisibleDurationRequest:
+        return spb.ChangeInvisibleDurationRequest(
+            group=pb.Resource(name=group),
+            topic=pb.Resource(name=topic),
+            receipt_handle=handle,
+            invisible_duration=duration_pb2.Duration(seconds=seconds),
+            message_id=system.message_id,
+        )
+
+    too_long = await unary_raw(
+        grpc_server,
+        "ChangeInvisibleDuration",
+        change(13 * 3600, system.receipt_handle),
+        spb.ChangeInvisibleDurationResponse,
+    )
+    assert too_long.status.code == pb.ILLEGAL_INVISIBLE_TIME
+    answer = await unary_raw(
+        grpc_server,
+        "ChangeInvisibleDuration",
+        change(30, system.receipt_handle),
+        spb.ChangeInvisibleDurationResponse,
+    )
+    assert answer.status.code == pb.OK
+    old, new = decode_handle(system.receipt_handle), decode_handle(answer.receipt_handle)
+    assert new.invisible_time == 30_000 and new.retrieve_time >= old.retrieve_time
+    assert (new.commit_log_offset, new.queue_id, new.offset) == (
+        old.commit_log_offset,
+        old.queue_id,
+        old.offset,
+    )
+    ack = spb.AckMessageRequest(
+        group=pb.Resource(name=group),
+        topic=pb.Resource(name=topic),
+        entries=[spb.AckMessageEntry(message_id=system.message_id, receipt_handle=answer.receipt_handle)],
+    )
+    acked = await unary_raw(grpc_server, "AckMessage", ack, spb.AckMessageResponse)
+    assert acked.status.code == pb.OK, acked
+
+
+async def test_polling_time_and_filter_refusals(grpc_server: EmbeddedServer) -> None:
+    topic, group = "RawRefusals", "GRawRefusals"
+    await asyncio.to_thread(create_topic, grpc_server, topic)
+    no_poll = receive_request(topic, group)
+    no_poll.ClearField("long_polling_timeout")
+    # a deadline shorter than the minimum polling time (5 s): ILLEGAL_POLLING_TIME from SDK 5.0.3 on
+    short = await receive_raw(grpc_server, no_poll, timeout=3)
+    assert statuses(short) == [pb.ILLEGAL_POLLING_TIME] and short[-1].HasField("delivery_timestamp")
+    old_client = {k: v for k, v in RAW_METADATA.items() if k != "x-mq-client-version"}
+    assert statuses(await receive_raw(grpc_server, no_poll, timeout=3, metadata=old_client)) == [
+        pb.BAD_REQUEST
+    ]
+    no_sql = receive_request(topic, group, filter_expression=pb.FilterExpression(type=pb.SQL))
+    assert statuses(await receive_raw(grpc_server, no_sql)) == [pb.ILLEGAL_FILTER_EXPRESSION]
+    # a malformed SQL92 expression is the broker's refusal (Java's FilterAPI passes it on unparsed)
+    bad_sql = receive_request(
+        topic, group, filter_expression=pb.FilterExpression(type=pb.SQL, expression="a >")
+    )
+    [refused] = [r.status for r in await receive_raw(grpc_server, bad_sql) if r.HasField("status")]
+    assert refused.code == pb.INTERNAL_SERVER_ERROR and refused.message, refused
+    short_invisible = receive_request(topic, group, invisible_duration=duration_pb2.Duration(seconds=9))
+    assert statuses(await receive_raw(grpc_server, short_invisible)) == [pb.ILLEGAL_INVISIBLE_TIME]
+    system_group = receive_request(topic, "CID_RMQ_SYS_TRANS")
+    assert statuses(await receive_raw(grpc_server, system_group)) == [pb.ILLEGAL_CONSUMER_GROUP]

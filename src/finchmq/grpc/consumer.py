@@ -322,6 +322,10 @@ async def _receive(
         validate.invisible_time(
             invisible_ms, config.min_invisible_time_mills_for_recv, config.max_invisible_time_mills
         )
+    if req.filter_expression.type == pb.SQL and not req.filter_expression.expression:
+        raise GrpcStatusError(
+            pb.ILLEGAL_FILTER_EXPRESSION, "Expression can't be null! SQL92"
+        )  # FilterAPI.build
     entry = pb.SubscriptionEntry(topic=req.message_queue.topic, expression=req.filter_expression)
     subscription = client.subscription_data(entry)  # ILLEGAL_FILTER_EXPRESSION
     header = PopMessageRequestHeader(

@@ -14,6 +14,7 @@ from typing import Any
 
 from google.protobuf import duration_pb2
 from grpclib.client import Channel, UnaryStreamMethod, UnaryUnaryMethod
+from grpclib.config import Configuration
 
 from finchmq.client import (
     ConsumeConcurrentlyContext,
@@ -510,3 +511,42 @@ async def test_polling_time_and_filter_refusals(grpc_server: EmbeddedServer) -> 
     assert statuses(await receive_raw(grpc_server, short_invisible)) == [pb.ILLEGAL_INVISIBLE_TIME]
     system_group = receive_request(topic, "CID_RMQ_SYS_TRANS")
     assert statuses(await receive_raw(grpc_server, system_group)) == [pb.ILLEGAL_CONSUMER_GROUP]
+
+
+async def test_messages_a_broken_stream_did_not_deliver_come_back_soon(grpc_server: EmbeddedServer) -> None:
+    """Java nacks (invisible 1 s) what a ReceiveMessage stream could not write: the client reads
+    the status and the first of three large messages (its HTTP/2 window of 64 KiB holds the server
+    on the second), then cancels; the other two come back at once, the first stays invisible (12 h)."""
+    topic, group = "RawBroken", "GRawBroken"
+    await asyncio.to_thread(create_topic, grpc_server, topic, 1)
+    bodies = [bytes([i]) * 300_000 for i in range(3)]
+    await asyncio.to_thread(send, grpc_server, [Message.create(topic, b) for b in bodies])
+    request = receive_request(topic, group, invisible_duration=duration_pb2.Duration(seconds=12 * 3600))
+    small_window = Configuration(http2_connection_window_size=65_535, http2_stream_window_size=65_535)
+    channel = Channel("127.0.0.1", grpc_server.grpc_port, config=small_window)
+    try:
+        stub = UnaryStreamMethod(
+            channel,
+            "/apache.rocketmq.v2.MessagingService/ReceiveMessage",
+            spb.ReceiveMessageRequest,
+            spb.ReceiveMessageResponse,
+        )
+        async with stub.open(metadata=dict(RAW_METADATA), timeout=30) as stream:
+            await stream.send_message(request, end=True)
+            status = await stream.recv_message()
+            first = await stream.recv_message()
+            await stream.cancel()
+    finally:
+        channel.close()
+    assert status is not None and status.status.code == pb.OK
+    assert first is not None and first.message.body == bodies[0]
+    again: list[pb.Message] = []
+
+    async def the_other_two_back() -> bool:
+        responses = await receive_raw(grpc_server, receive_request(topic, group))
+        again.extend(r.message for r in responses if r.HasField("message"))
+        return len(again) >= 2
+
+    await eventually(the_other_two_back, what="the undelivered messages received again")
+    assert sorted(m.body[0] for m in again) == [1, 2]
+    assert {m.system_properties.delivery_attempt for m in again} == {2}

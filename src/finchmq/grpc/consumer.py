@@ -291,7 +291,8 @@ def _nack_all(
     free = dataclasses.replace(ctx, deadline=None)
     group = req.group.name
     topic = req.message_queue.topic.name
-    for _msg, handle in left:
+    for msg, handle in left:
+        svc.receipt_handles.remove(ctx.client_id, group, msg.client_msg_id, handle)  # not renewed
         _spawn(
             _logged(
                 change_invisible_time(svc, free, handle, group, topic, NACK_INVISIBLE_TIME_MILLIS),

@@ -550,3 +550,22 @@ async def test_messages_a_broken_stream_did_not_deliver_come_back_soon(grpc_serv
     await eventually(the_other_two_back, what="the undelivered messages received again")
     assert sorted(m.body[0] for m in again) == [1, 2]
     assert {m.system_properties.delivery_attempt for m in again} == {2}
+
+
+async def test_a_tag_the_broker_cannot_tell_apart_is_filtered_by_the_server(
+    grpc_server: EmbeddedServer,
+) -> None:
+    """The broker filters tags by hash code; "Aa" and "BB" share Java's. The server drops (acks)
+    a popped message whose tag does not match (Java ``PopMessageResultFilterImpl``): a pop of
+    nothing but "BB" answers MESSAGE_NOT_FOUND "no match message"."""
+    topic, group = "RawTagClash", "GRawTagClash"
+    await asyncio.to_thread(create_topic, grpc_server, topic, 1)
+    tag_aa = receive_request(
+        topic, group, filter_expression=pb.FilterExpression(type=pb.TAG, expression="Aa")
+    )
+    await asyncio.to_thread(send, grpc_server, [Message.create(topic, b"bb", tags="BB")])
+    [refused] = [r.status for r in await receive_raw(grpc_server, tag_aa) if r.HasField("status")]
+    assert (refused.code, refused.message) == (pb.MESSAGE_NOT_FOUND, "no match message")
+    await asyncio.to_thread(send, grpc_server, [Message.create(topic, b"aa", tags="Aa")])
+    responses = await receive_raw(grpc_server, tag_aa)
+    assert [r.message.body for r in responses if r.HasField("message")] == [b"aa"]

@@ -323,10 +323,8 @@ async def _receive(
         validate.invisible_time(
             invisible_ms, config.min_invisible_time_mills_for_recv, config.max_invisible_time_mills
         )
-    if req.filter_expression.type == pb.SQL and not req.filter_expression.expression:
-        raise GrpcStatusError(
-            pb.ILLEGAL_FILTER_EXPRESSION, "Expression can't be null! SQL92"
-        )  # FilterAPI.build
+    if req.filter_expression.type == pb.SQL and not req.filter_expression.expression:  # FilterAPI.build
+        raise GrpcStatusError(pb.ILLEGAL_FILTER_EXPRESSION, "Expression can't be null! SQL92")
     entry = pb.SubscriptionEntry(topic=req.message_queue.topic, expression=req.filter_expression)
     subscription = client.subscription_data(entry)  # ILLEGAL_FILTER_EXPRESSION
     header = PopMessageRequestHeader(
@@ -358,6 +356,7 @@ async def _receive(
     msgs = decode_messages(bytes(response.body or b""))
     msgs = pop.with_pop_check_points(broker_name or _local_broker_name(svc), header, answer, msgs)
     side: list[Coroutine[Any, Any, Any]] = []
+    inner = dataclasses.replace(ctx, deadline=None)  # acks and forwards outlive the call's deadline
     for msg in msgs:
         ck = msg.properties.get(MessageConst.PROPERTY_POP_CK)
         if ck is None:
@@ -375,11 +374,11 @@ async def _receive(
                     ),
                 )
         elif verdict is _Filter.NO_MATCH:
-            side.append(_logged(ack(svc, ctx, handle, group, topic), "ack of an unmatched message"))
+            side.append(_logged(ack(svc, inner, handle, group, topic), "ack of an unmatched message"))
         else:
             side.append(
                 _logged(
-                    forward_to_dead_letter_queue(svc, ctx, handle, msg.client_msg_id, group, topic),
+                    forward_to_dead_letter_queue(svc, inner, handle, msg.client_msg_id, group, topic),
                     "dead-letter forward",
                 )
             )

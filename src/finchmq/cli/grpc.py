@@ -8,6 +8,7 @@ from finchmq.broker import BrokerController
 from finchmq.common.settings import snake_to_camel
 from finchmq.grpc import GrpcServer
 from finchmq.grpc.backend import LocalBackend
+from finchmq.grpc.cluster import ClusterBackend
 from finchmq.grpc.config import GrpcConfig
 
 GRPC_KEYS = frozenset(
@@ -28,3 +29,14 @@ def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServe
         group_config=broker.subscription_group_manager.find_subscription_group_config,
     )
     return GrpcServer(backend, config)
+
+
+def cluster_grpc_server(namesrv_addr: str, config: GrpcConfig) -> GrpcServer:
+    """A ``GrpcServer`` in front of every broker registered with ``namesrv_addr``
+    (``host:port;host:port``), over remoting, as Java's proxy in cluster mode.
+
+    Raises ValueError for a bad name server address.
+    """
+    return GrpcServer(
+        ClusterBackend(namesrv_addr, call_timeout_millis=config.broker_call_timeout_mills), config
+    )

@@ -6,6 +6,8 @@ from a non-admin are refused, each saying why; the file reloads while the broker
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 import threading
 import time
@@ -34,7 +36,7 @@ from finchmq.client import (
 )
 from finchmq.client.sync import BlockingAdminClient, BlockingProducer
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, SIGNATURE, sign_request
+from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, ANY, PUB, SIGNATURE, SUB, sign_request
 from finchmq.protocol.codec import decode_frame, encode_command
 from finchmq.remoting import LocalChannel
 from finchmq.testing import EmbeddedServer
@@ -227,6 +229,44 @@ def test_the_check(tmp_path: Path) -> None:
     acl.check(here, sign_request(create, ADMIN))
     # Java skips the permissions of a send to the trace topic
     acl.check(here, send_v2("RMQ_SYS_TRACE_TOPIC", APP))
+
+
+def test_the_grpc_check(tmp_path: Path) -> None:
+    """RocketMQ 5.x gRPC calls (ACL 1.0): the signature over x-mq-date-time, then the resources."""
+    acl = validator(tmp_path)
+    date = "20250101T120000Z"
+
+    def sig(secret: str) -> str:
+        return hmac.new(secret.encode(), date.encode(), hashlib.sha1).hexdigest()
+
+    def grpc_refusal(
+        ip: str, key: str | None, signature: str | None, resources: list[tuple[str, bool, int]]
+    ) -> str:
+        with pytest.raises(AclError) as caught:
+            acl.check_grpc(ip, key, date, signature, resources)
+        assert caught.value.remark.startswith(f"{ACL_EXCEPTION}: ")
+        return caught.value.message
+
+    here = "127.0.0.1"
+    good = sig("app_secret_1")
+    acl.check_grpc(here, "app_account", date, good, [("acl_both", False, PUB), ("acl_group", True, SUB)])
+    acl.check_grpc(here, "app_account", date, good, [("acl_sub_only", False, ANY)])  # QueryRoute
+    assert (
+        grpc_refusal(here, "app_account", sig("wrong"), [])
+        == "Check signature failed for accessKey=app_account"
+    )
+    assert "Check signature failed" in grpc_refusal(here, "app_account", None, [])
+    assert grpc_refusal(here, None, None, [("acl_both", False, PUB)]) == "No accessKey is configured"
+    assert grpc_refusal(here, "nobody", good, []) == "No acl config for nobody"
+    assert grpc_refusal(here, "app_account", good, [("acl_sub_only", False, PUB)]) == (
+        "No default permission for topic:acl_sub_only (needs PUB, accessKey=app_account has SUB)"
+    )
+    assert "group:other_group (needs SUB" in grpc_refusal(
+        here, "app_account", good, [("other_group", True, SUB)]
+    )
+    # white lists: the global one lets anything through, the account's skips the signature
+    acl.check_grpc("10.250.250.7", None, None, None, [("anything", False, PUB)])
+    acl.check_grpc(here, "local_account", date, sig("not_the_secret"), [("t", False, PUB)])
 
 
 def test_javas_unique_key_query_flag(tmp_path: Path) -> None:

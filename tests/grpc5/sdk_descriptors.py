@@ -25,7 +25,6 @@ import json
 import sys
 
 from google.protobuf import descriptor_pb2
-from rocketmq.grpc_protocol import admin_pb2, definition_pb2, service_pb2
 
 PACKAGE = "apache.rocketmq.v2"
 
@@ -59,9 +58,14 @@ def walk_message(
         enums[f"{name}.{enum.name}"] = enum_entry(enum, file)
 
 
-def dump() -> dict:
+def dump(modules: tuple = ()) -> dict:
+    """The contract of ``modules`` (default: the SDK's generated modules)."""
     files, messages, enums, services = [], {}, {}, {}
-    for module in (definition_pb2, service_pb2, admin_pb2):
+    if not modules:
+        from rocketmq.grpc_protocol import admin_pb2, definition_pb2, service_pb2  # noqa: PLC0415 (only under the SDK venv)
+
+        modules = (definition_pb2, service_pb2, admin_pb2)
+    for module in modules:
         proto = descriptor_pb2.FileDescriptorProto()
         module.DESCRIPTOR.CopyToProto(proto)
         if proto.package != PACKAGE:

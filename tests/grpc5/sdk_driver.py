@@ -35,6 +35,7 @@ checks, a push consumer) runs until its stdin is closed (``SdkProcess.stop()`` i
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -227,7 +228,7 @@ def produce(args: argparse.Namespace) -> int:
     tx = args.type == "tx"
     producer = Producer(
         configuration(args),
-        (args.topic,),
+        () if args.undeclared else (args.topic,),
         checker=Checker(args.checker) if tx else None,
         tls_enable=args.tls,
     )
@@ -239,8 +240,13 @@ def produce(args: argparse.Namespace) -> int:
         emit({"done": 0, "errors": 1})
         return 0
     sent = errors = 0
+    indexes = itertools.count() if args.count == 0 else range(args.count)
     try:
-        for i in range(args.count):
+        for i in indexes:
+            if args.count == 0 and stopped is not None and stopped.is_set():
+                break  # --count 0 --stoppable: send until stdin closes
+            if args.pace_ms and i:
+                time.sleep(args.pace_ms / 1000)
             try:
                 msg = make_message(args, i)
                 if tx:
@@ -261,7 +267,7 @@ def produce(args: argparse.Namespace) -> int:
                 emit(explained(exc, producer, args.topic, i=i))
                 if args.stop_after_errors and errors >= args.stop_after_errors:
                     break
-        if stopped is not None:
+        if stopped is not None and args.count:
             emit({"sending_done": sent, "errors": errors})
             stopped.wait()
     finally:
@@ -285,15 +291,19 @@ def simple(args: argparse.Namespace) -> int:
         emit({"done": 0})
         return 0
     deadline = time.monotonic() + args.max_seconds
+    stopped = wait_for_stdin_close() if args.stoppable else threading.Event()
     seen: set[str] = set()  # message ids delivered at least once
     finished: set[str] = set()  # acked (or, with --no-ack, received)
     try:
         while time.monotonic() < deadline and not (args.expect and len(finished) >= args.expect):
+            if stopped.is_set():
+                break
             try:
                 messages = consumer.receive(args.batch, args.invisible)
             except Exception as exc:
                 emit(explained(exc, consumer, args.topic, during="receive"))
                 if args.retry_errors:
+                    time.sleep(0.2)  # the server may be restarting: do not spin
                     continue
                 break
             emit({"batch": len(messages)})
@@ -426,7 +436,8 @@ def main() -> int:
     common.add_argument("--request-timeout", type=float, default=3, help="seconds (ClientConfiguration)")
 
     p = sub.add_parser("produce", parents=[common], help="send --count messages")
-    p.add_argument("--count", type=int, default=1)
+    p.add_argument("--count", type=int, default=1, help="0 with --stoppable: until stdin is closed")
+    p.add_argument("--pace-ms", type=float, default=0, help="pause between two sends, ms")
     p.add_argument("--type", choices=["normal", "fifo", "delay", "tx"], default="normal")
     p.add_argument("--group", default="sdk-group", help="the message group of --type fifo")
     p.add_argument("--tag", default="")
@@ -446,6 +457,11 @@ def main() -> int:
     )
     p.add_argument("--stoppable", action="store_true", help="after sending, run until stdin is closed")
     p.add_argument("--stop-after-errors", type=int, default=0, help="stop after this many failed sends")
+    p.add_argument(
+        "--undeclared",
+        action="store_true",
+        help="the producer starts without --topic (no route nor settings for it before the first send)",
+    )
 
     s = sub.add_parser("simple", parents=[common], help="receive with a SimpleConsumer")
     s.add_argument("--group", required=True)
@@ -463,6 +479,7 @@ def main() -> int:
     s.add_argument("--no-ack", action="store_true", help="receive only")
     s.add_argument("--max-seconds", type=float, default=60, help="stop receiving after this long")
     s.add_argument("--retry-errors", action="store_true", help="keep receiving after a receive error")
+    s.add_argument("--stoppable", action="store_true", help="stop when stdin is closed")
 
     c = sub.add_parser("push", parents=[common], help="consume with a PushConsumer")
     c.add_argument("--group", required=True)

@@ -259,7 +259,7 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
 def load_grpc_config(
     props: dict[str, str], broker: BrokerConfig, store: MessageStoreConfig, port: int | None = None
 ) -> GrpcConfig:
-    """The gRPC endpoint's settings: broker.conf's gRPC keys (``grpcServerPort``, ``tlsCertificatePath``...),
+    """The gRPC endpoint's settings: broker.conf's gRPC keys (``grpcServerPort``, ``tlsCertPath``...),
     the broker's bind address and message size limit; ``port`` (the command line) wins.
 
     Raises ConfigError for a bad value.
@@ -283,19 +283,25 @@ async def _start_grpc(
     a warning (the broker runs on without it); a port the user asked for is an error."""
     if not config.grpc_server_port:
         return None
-    if not explicit and not _can_listen(config.bind_address, config.grpc_server_port):
+    if cluster_namesrv is None:
+        server = local_grpc_server(broker, config)
+    else:
+        server = cluster_grpc_server(cluster_namesrv, config)
+    try:
+        await server.start()
+    except OSError as exc:
+        await server.close()
+        if explicit:
+            raise OSError(exc.errno, f"gRPC port {config.grpc_server_port}: {exc.strerror}") from exc
         _print(
             f"warning: gRPC port {config.grpc_server_port} on {config.bind_address} is in use; "
             "running without the 5.x endpoint (choose a port with --grpc-port)"
         )
         return None
-    if cluster_namesrv is None:
-        server = local_grpc_server(broker, config)
-    else:
-        server = cluster_grpc_server(cluster_namesrv, config)
-    await server.start()
     mode = "" if cluster_namesrv is None else " (cluster mode: every broker behind it)"
-    _print(f"finchmq gRPC endpoint for RocketMQ 5.x clients at {server.address}{mode}")
+    _print(
+        f"finchmq gRPC endpoint for RocketMQ 5.x clients at {broker.config.broker_ip1}:{server.port}{mode}"
+    )
     return server
 
 

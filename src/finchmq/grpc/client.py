@@ -32,7 +32,7 @@ from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .clients import ClientSession
 from .context import CallContext
-from .status import GrpcStatusError, ok
+from .status import GrpcStatusError, ok, status
 
 if TYPE_CHECKING:
     from .service import MessagingService
@@ -231,10 +231,14 @@ async def telemetry(
     try:
         async for command in inbound:
             session.touch()
+            if svc.authorizer is not None:
+                try:
+                    await svc.authorizer(ctx, "Telemetry", command)
+                except GrpcStatusError as exc:  # Java: the refusal in a command, the stream goes on
+                    await send(spb.TelemetryCommand(status=status(exc.code, exc.message)))
+                    continue
             kind = command.WhichOneof("command")
             if kind == "settings":
-                if svc.authorizer is not None:
-                    await svc.authorizer(ctx, "Telemetry", command)
                 _validate_settings(command.settings)
                 session.settings = command.settings
                 await _register(svc, ctx, session)

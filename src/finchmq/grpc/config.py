@@ -8,6 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GrpcConfig:
     grpc_server_port: int = 8081
+    grpc_server_impl: str = "grpclib"  # grpclib (pure Python, the default) or grpcio (C core, optional)
     bind_address: str = "0.0.0.0"
     max_message_size: int = 4 * 1024 * 1024  # maxMessageSize: a body larger is MESSAGE_BODY_TOO_LARGE
     max_user_property_size: int = 16 * 1024  # maxUserPropertySize: properties + tag + keys
@@ -29,13 +30,15 @@ class GrpcConfig:
     grpc_client_idle_time_mills: int = 120_000
     grpc_proxy_relay_request_timeout_in_seconds: int = 5
     broker_call_timeout_mills: int = 3_000  # a remoting call to a broker (not a long poll)
-    tls_certificate_path: str | None = None  # PEM certificate chain: TLS on the gRPC port when set
-    tls_private_key_path: str | None = None
+    # TLS on the gRPC port when both are set (ProxyConfig tlsCertPath/tlsKeyPath; Java's default
+    # tlsTestModeEnable self-signed certificate and its plaintext-beside-TLS port are not done)
+    tls_cert_path: str | None = None  # PEM certificate chain
+    tls_key_path: str | None = None  # PEM private key
 
     def __post_init__(self) -> None:
         if not 0 <= self.grpc_server_port <= 65535:
             raise ValueError(f"grpcServerPort must be in 0..65535, got {self.grpc_server_port!r}")
-        if (self.tls_certificate_path is None) != (self.tls_private_key_path is None):
-            raise ValueError(
-                "TLS needs both a certificate (tlsCertificatePath) and a key (tlsPrivateKeyPath)"
-            )
+        if self.grpc_server_impl not in ("grpclib", "grpcio"):
+            raise ValueError(f"grpcServerImpl must be grpclib or grpcio, got {self.grpc_server_impl!r}")
+        if (self.tls_cert_path is None) != (self.tls_key_path is None):
+            raise ValueError("TLS needs both a certificate (tlsCertPath) and a key (tlsKeyPath)")

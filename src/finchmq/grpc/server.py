@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from grpclib.server import Server
 
@@ -13,6 +14,9 @@ from .backend import Backend
 from .config import GrpcConfig
 from .service import Authorizer, MessagingService
 from .transport import GrpclibHandlers
+
+if TYPE_CHECKING:
+    from .transport_grpcio import GrpcioServer
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +30,7 @@ class GrpcServer:
         self.config = config or GrpcConfig()
         self.service = MessagingService(backend, self.config, authorizer)
         self._server: Server | None = None
+        self._grpcio: GrpcioServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.port = self.config.grpc_server_port
 
@@ -35,23 +40,45 @@ class GrpcServer:
         return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.port}"
 
     def _ssl_context(self) -> ssl.SSLContext | None:
-        if self.config.tls_certificate_path is None:
+        """TLS (ALPN ``h2``, no client certificates, as Java's ``ClientAuth.NONE``) when configured."""
+        if self.config.tls_cert_path is None:
             return None
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.config.tls_certificate_path, self.config.tls_private_key_path)
+        context.load_cert_chain(self.config.tls_cert_path, self.config.tls_key_path)
         context.set_alpn_protocols(["h2"])
         return context
 
     async def start(self) -> None:
-        server = Server([GrpclibHandlers(self.service)])
-        await server.start(self.config.bind_address, self.config.grpc_server_port, ssl=self._ssl_context())
-        self._server = server
-        sockets: Any = getattr(server._server, "sockets", ())  # grpclib keeps asyncio's server there
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        if self.config.grpc_server_impl == "grpcio":
+            await self._start_grpcio()
+        else:
+            server = Server([GrpclibHandlers(self.service)])
+            await server.start(
+                self.config.bind_address, self.config.grpc_server_port, ssl=self._ssl_context()
+            )
+            self._server = server
+            sockets: Any = getattr(server._server, "sockets", ())  # grpclib keeps asyncio's server there
+            if sockets:
+                self.port = sockets[0].getsockname()[1]
         self.service.port = self.port
         self._sweeper = asyncio.create_task(self._sweep(), name="grpc-client-sweeper")
         log.info("gRPC MessagingService listening on %s", self.address)
+
+    async def _start_grpcio(self) -> None:
+        try:
+            from .transport_grpcio import GrpcioServer  # noqa: PLC0415 (grpcio is optional)
+        except ImportError as exc:
+            raise RuntimeError(
+                "grpcServerImpl=grpcio needs grpcio: pip install 'finchmq[grpc-fast]'"
+            ) from exc
+        certificate = key = None
+        if self.config.tls_cert_path is not None and self.config.tls_key_path is not None:
+            certificate = Path(self.config.tls_cert_path).read_bytes()
+            key = Path(self.config.tls_key_path).read_bytes()
+        self._grpcio = GrpcioServer(self.service, self.config.max_message_size + 1024 * 1024)
+        self.port = await self._grpcio.start(
+            self.config.bind_address, self.config.grpc_server_port, certificate, key
+        )
 
     async def _sweep(self) -> None:
         while True:
@@ -62,6 +89,9 @@ class GrpcServer:
     async def close(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._grpcio is not None:
+            await self._grpcio.close()
+            self._grpcio = None
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()

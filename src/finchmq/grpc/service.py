@@ -146,9 +146,10 @@ class MessagingService:
         await client.telemetry(self, ctx, inbound, send)
 
     async def _admit(self, method: Method, ctx: CallContext, request: Message) -> None:
-        ctx.require_client_id()
+        # Java's order: the auth pipeline, then GrpcMessagingApplication#validateContext
         if self.authorizer is not None:
             await self.authorizer(ctx, method.name, request)
+        ctx.require_client_id()
 
     @staticmethod
     def _status_of(exc: Exception, what: str) -> pb.Status:

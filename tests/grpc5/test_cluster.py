@@ -17,10 +17,16 @@ from pathlib import Path
 import pytest
 from grpclib.client import Channel, UnaryUnaryMethod
 
-from finchmq.client import AdminClient, NoRouteError
+from finchmq.client import AdminClient, MQBrokerError, NoRouteError
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
-from finchmq.testing.cluster import free_port_pair
+from finchmq.grpc.backend import BrokerQueues
+from finchmq.grpc.cluster import ClusterBackend
+from finchmq.grpc.status import GrpcStatusError
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.bodies import HeartbeatData, ProducerData, SubscriptionGroupConfig, TopicStatsTable
+from finchmq.protocol.headers import GetTopicStatsInfoRequestHeader
+from finchmq.testing.cluster import LocalCluster, free_port_pair
 from finchmq.testing.process import free_port
 from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually, wait_until
@@ -104,14 +110,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         server.stop()
 
 
-def create_topic(namesrv: str, topic: str, queues: int = 2) -> None:
+def create_topic(namesrv: str, topic: str, queues: int = 2, cluster: str = "DefaultCluster") -> None:
     """``topic`` with ``queues`` queues on both brokers, once the name server routes it to both."""
 
     async def create() -> None:
         async with AdminClient(namesrv_addr=namesrv) as admin:
-            await admin.create_topic(
-                topic, cluster="DefaultCluster", read_queue_nums=queues, write_queue_nums=queues
-            )
+            await admin.create_topic(topic, cluster=cluster, read_queue_nums=queues, write_queue_nums=queues)
 
             async def on_both() -> bool:
                 try:
@@ -184,7 +188,9 @@ def test_a_consumer_heartbeats_every_broker_through_the_proxy(
     servers: Servers, sdk: Callable[..., SdkProcess]
 ) -> None:
     """The proxy registers a 5.x client with every master (each broker must know its consumers),
-    each over a connection of its own (the brokers list 5.x clients one by one)."""
+    each over a connection of its own (the brokers list 5.x clients one by one); what a broker
+    asks of the client on that connection reaches the client's session in the proxy (here
+    GET_CONSUMER_RUNNING_INFO, which a 5.x client answers with its refusal)."""
     topic, group = "ClusterHeartbeat", "cluster-heartbeat-group"
     create_topic(servers.namesrv, topic)
     consumer = push(sdk, servers.proxy, topic, group)  # runs until stopped
@@ -205,8 +211,95 @@ def test_a_consumer_heartbeats_every_broker_through_the_proxy(
                 return True
 
         asyncio.run(eventually(on_both_brokers, what=f"{group} online at both brokers"))
+
+        async def running_info_remarks() -> list[str]:
+            async with AdminClient(namesrv_addr=servers.namesrv) as admin:
+                remarks = []
+                for addr in (await admin.master_addrs()).values():
+                    (client,) = (await admin.consumer_connection(group, addr)).connection_set
+                    with pytest.raises(MQBrokerError) as refused:
+                        await admin.instance.api.get_consumer_running_info(
+                            addr, group, client.client_id, False, 10_000
+                        )
+                    remarks.append(str(refused.value))
+                return remarks
+
+        remarks = asyncio.run(running_info_remarks())
+        assert len(remarks) == 2
+        assert all("reports no running info" in r for r in remarks), remarks
     finally:
         consumer.stop()
+
+
+def test_the_cluster_backend_routes_configs_and_brokers(servers: Servers) -> None:
+    """``ClusterBackend`` itself, against the real processes: routes and configs from the name
+    server and a master, requests to the named broker's master, client-wide ones to every master,
+    anything else without a broker name refused."""
+    topic, group = "ClusterBackendTopic", "cluster-backend-group"
+    create_topic(servers.namesrv, topic, queues=3)
+
+    async def scenario() -> None:
+        async with AdminClient(namesrv_addr=servers.namesrv) as admin:
+            await admin.create_subscription_group(
+                SubscriptionGroupConfig(group_name=group, retry_max_times=3), cluster="DefaultCluster"
+            )
+            masters = await admin.master_addrs()
+        relayed: list[RemotingCommand] = []
+
+        async def on_request(request: RemotingCommand) -> RemotingCommand | None:
+            relayed.append(request)
+            return None
+
+        backend = ClusterBackend(f"127.0.0.1:1;{servers.namesrv}")  # a dead name server first
+        link = backend.link("backend-client", "127.0.0.1:1", on_request)
+        try:
+            route = await backend.route(topic)
+            assert route == [BrokerQueues(name, 3, 3, 6, "127.0.0.1") for name in sorted(BROKERS)], route
+            assert await backend.route("NoSuchTopicForTheBackend") is None
+            config = await backend.topic_config(topic)
+            assert config is not None and config.write_queue_nums == 3
+            assert await backend.topic_config("NoSuchTopicForTheBackend") is None
+            group_config = await backend.group_config(group)
+            assert group_config is not None and group_config.retry_max_times == 3
+            assert await backend.group_config("no-such-group-anywhere") is None
+
+            heartbeat = HeartbeatData(
+                client_id="backend-client", producer_data_set=(ProducerData(group_name="backend-pg"),)
+            )
+            request = RemotingCommand.request(RequestCode.HEART_BEAT, body=heartbeat.to_json())
+            response = await backend.invoke(link, None, request, 10)
+            assert response.code == ResponseCode.SUCCESS, response
+            for addr in masters.values():  # one connection per link at every master
+                listed = await admin_producers(servers.namesrv, "backend-pg", addr)
+                assert listed == ["backend-client"]
+            bad = RemotingCommand.request(RequestCode.HEART_BEAT, body=b"not json")
+            assert (await backend.invoke(link, None, bad, 10)).code != ResponseCode.SUCCESS
+
+            stats = RemotingCommand.request(
+                RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
+            )
+            for name in sorted(BROKERS):
+                response = await backend.invoke(link, name, stats, 10)
+                assert response.code == ResponseCode.SUCCESS
+                table = TopicStatsTable.from_json(response.body).offset_table
+                assert {q.broker_name for q in table} == {name}
+            with pytest.raises(GrpcStatusError) as unknown:
+                await backend.invoke(link, "broker-zz", stats, 10)
+            assert unknown.value.code == pb.BAD_REQUEST
+            with pytest.raises(GrpcStatusError) as nameless:
+                await backend.invoke(link, None, stats, 10)
+            assert "names no broker" in nameless.value.message
+        finally:
+            await link.close()
+            await backend.close()
+
+    asyncio.run(scenario())
+
+
+async def admin_producers(namesrv: str, group: str, addr: str) -> list[str]:
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        connection = await admin.instance.api.get_producer_connection_list(addr, group, 10_000)
+    return [c.client_id for c in connection.connection_set]
 
 
 def test_produce_and_consume_through_the_proxy_use_both_brokers(
@@ -236,3 +329,14 @@ def test_produce_and_consume_through_the_proxy_use_both_brokers(
     assert not consumer.errors(), records[-5:]
     received = {r["message_id"] for r in consumer.of("received")}
     assert received == {r["message_id"] for r in sent}
+
+
+def test_finchmq_cluster_runs_a_proxy_in_front_of_its_brokers(tmp_path: Path) -> None:
+    """``LocalCluster(grpc_port=)`` (``finchmq cluster --grpc-port``): a ``finchmq proxy`` given
+    both name servers routes 5.x clients to both broker groups."""
+    with LocalCluster(tmp_path, groups=2, slaves=0, namesrvs=2, conf=TEST_BROKER, grpc_port=0) as cluster:
+        assert cluster.proxy is not None
+        create_topic(cluster.namesrv_addr, "ClusterOfProcesses", queues=1, cluster="FinchCluster")
+        response = query_route(cluster.proxy.addr, "ClusterOfProcesses")
+        assert response.status.code == pb.OK, response.status
+        assert sorted(q.broker.name for q in response.message_queues) == sorted(BROKERS)

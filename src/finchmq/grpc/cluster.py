@@ -20,7 +20,10 @@ Strategy:
     A request for a named broker goes to its master; a request for no broker in particular
     (HEART_BEAT, UNREGISTER_CLIENT: client-wide) goes to every master of every cluster the name
     servers know, and is answered SUCCESS only when all of them succeed (else the first
-    failure, in broker name order), since every broker must know the client.
+    failure, in broker name order), since every broker must know the client. Any other request
+    without a broker name is refused (INTERNAL_SERVER_ERROR naming its code): a send, POP or ack
+    sent to every broker, or to an arbitrary one, would be wrong, so the caller must say which
+    (the message queue's broker; the receipt handle's).
 """
 
 from __future__ import annotations
@@ -66,6 +69,9 @@ __all__ = ["ClusterBackend"]
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+CLIENT_WIDE_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT})
+"""Requests for every broker (``invoke`` with no broker name)."""
 
 DEFAULT_CACHE_SECONDS = 5.0
 """How long routes, the cluster's masters and configs are reused (Java refreshes every 20 s)."""
@@ -249,6 +255,12 @@ class ClusterBackend:
         if broker_name is not None:
             return await self._invoke_one(
                 link, broker_name, await self.master_addr(broker_name), request, millis
+            )
+        if request.code not in CLIENT_WIDE_CODES:
+            raise GrpcStatusError(
+                pb.INTERNAL_SERVER_ERROR,
+                f"request code {request.code} names no broker: in cluster mode only "
+                f"{sorted(c.name for c in CLIENT_WIDE_CODES)} go to every broker",
             )
         masters = await self.master_addrs()
         if not masters:

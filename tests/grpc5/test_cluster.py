@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from grpclib.client import Channel, UnaryUnaryMethod
 
+from finchmq.cli.__main__ import main
 from finchmq.client import AdminClient, MQBrokerError, NoRouteError
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
@@ -340,3 +341,22 @@ def test_finchmq_cluster_runs_a_proxy_in_front_of_its_brokers(tmp_path: Path) ->
         response = query_route(cluster.proxy.addr, "ClusterOfProcesses")
         assert response.status.code == pb.OK, response.status
         assert sorted(q.broker.name for q in response.message_queues) == sorted(BROKERS)
+
+
+def test_proxy_help_explains_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["proxy", "--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for option in ("--namesrv", "--grpc-port", "--bind", "NAMESRV_ADDR", "cluster mode", "5.x"):
+        assert option in out
+
+
+def test_proxy_refuses_a_missing_or_bad_name_server_address(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    assert main(["proxy"]) == 2
+    assert "--namesrv HOST:PORT" in capsys.readouterr().err
+    assert main(["proxy", "--namesrv", "127.0.0.1:9876;nowhere"]) == 2
+    assert "bad address 'nowhere'" in capsys.readouterr().err

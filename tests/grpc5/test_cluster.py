@@ -22,10 +22,19 @@ from finchmq.client import AdminClient, MQBrokerError, NoRouteError
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
 from finchmq.grpc.backend import BrokerQueues
-from finchmq.grpc.cluster import ClusterBackend
+from finchmq.grpc.cluster import BROKER_NAME_FIELD, ClusterBackend
 from finchmq.grpc.status import GrpcStatusError
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
-from finchmq.protocol.bodies import HeartbeatData, ProducerData, SubscriptionGroupConfig, TopicStatsTable
+from finchmq.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    HeartbeatData,
+    MessageModel,
+    ProducerData,
+    SubscriptionGroupConfig,
+    TopicStatsTable,
+)
 from finchmq.protocol.headers import GetTopicStatsInfoRequestHeader
 from finchmq.testing.cluster import LocalCluster, free_port_pair
 from finchmq.testing.process import free_port
@@ -249,7 +258,8 @@ def test_the_cluster_backend_routes_configs_and_brokers(servers: Servers) -> Non
 
         async def on_request(request: RemotingCommand) -> RemotingCommand | None:
             relayed.append(request)
-            return None
+            bname = request.ext_fields.get(BROKER_NAME_FIELD)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"relayed from {bname}")
 
         backend = ClusterBackend(f"127.0.0.1:1;{servers.namesrv}")  # a dead name server first
         link = backend.link("backend-client", "127.0.0.1:1", on_request)
@@ -265,7 +275,16 @@ def test_the_cluster_backend_routes_configs_and_brokers(servers: Servers) -> Non
             assert await backend.group_config("no-such-group-anywhere") is None
 
             heartbeat = HeartbeatData(
-                client_id="backend-client", producer_data_set=(ProducerData(group_name="backend-pg"),)
+                client_id="backend-client",
+                producer_data_set=(ProducerData(group_name="backend-pg"),),
+                consumer_data_set=(
+                    ConsumerData(
+                        group_name=group,
+                        consume_type=ConsumeType.CONSUME_ACTIVELY,
+                        message_model=MessageModel.CLUSTERING,
+                        consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                    ),
+                ),
             )
             request = RemotingCommand.request(RequestCode.HEART_BEAT, body=heartbeat.to_json())
             response = await backend.invoke(link, None, request, 10)
@@ -273,6 +292,12 @@ def test_the_cluster_backend_routes_configs_and_brokers(servers: Servers) -> Non
             for addr in masters.values():  # one connection per link at every master
                 listed = await admin_producers(servers.namesrv, "backend-pg", addr)
                 assert listed == ["backend-client"]
+                # what the broker asks of the client comes back on the link's connection to it
+                with pytest.raises(MQBrokerError) as refused:
+                    await admin_running_info(servers.namesrv, group, addr)
+                assert "relayed from broker-" in str(refused.value)
+            asked = [r for r in relayed if r.code == RequestCode.GET_CONSUMER_RUNNING_INFO]
+            assert sorted(r.ext_fields[BROKER_NAME_FIELD] for r in asked) == sorted(BROKERS)
             bad = RemotingCommand.request(RequestCode.HEART_BEAT, body=b"not json")
             assert (await backend.invoke(link, None, bad, 10)).code != ResponseCode.SUCCESS
 
@@ -295,6 +320,13 @@ def test_the_cluster_backend_routes_configs_and_brokers(servers: Servers) -> Non
             await backend.close()
 
     asyncio.run(scenario())
+
+
+async def admin_running_info(namesrv: str, group: str, addr: str) -> object:
+    async with AdminClient(namesrv_addr=namesrv) as admin:
+        return await admin.instance.api.get_consumer_running_info(
+            addr, group, "backend-client", False, 10_000
+        )
 
 
 async def admin_producers(namesrv: str, group: str, addr: str) -> list[str]:

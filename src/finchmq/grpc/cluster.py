@@ -14,8 +14,9 @@ Strategy:
     connection listings show 5.x clients one by one, and what a broker asks of a client
     (CHECK_TRANSACTION_STATE, CONSUME_MESSAGE_DIRECTLY, GET_CONSUMER_RUNNING_INFO...) arrives on
     that client's connection and goes to its ``on_request`` without any lookup by group or client
-    id. (Java's cluster proxy shares a few clients and picks a producer channel of the message's
-    group for a transaction check; a connection per client gives the same answer more simply.)
+    id, the broker's name added as ``bname`` (``BROKER_NAME_FIELD``) for the answer's way back.
+    (Java's cluster proxy shares a few clients and picks a producer channel of the message's group
+    for a transaction check; a connection per client gives the same answer more simply.)
 
     A request for a named broker goes to its master; a request for no broker in particular
     (HEART_BEAT, UNREGISTER_CLIENT: client-wide) goes to every master of every cluster the name
@@ -64,11 +65,16 @@ from ._pb import definition_pb2 as pb
 from .backend import BrokerQueues, ClientLink
 from .status import GrpcStatusError
 
-__all__ = ["ClusterBackend"]
+__all__ = ["BROKER_NAME_FIELD", "CLIENT_WIDE_CODES", "ClusterBackend"]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+BROKER_NAME_FIELD = "bname"
+"""The ext field naming the broker a request concerns (5.x ``RpcRequestHeader.bname``): set on
+what a broker asks of a client, so the client's answer (END_TRANSACTION after a transaction check)
+goes back to that broker (Java's cluster proxy adds the broker's address, ``brokerAddr``)."""
 
 CLIENT_WIDE_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT})
 """Requests for every broker (``invoke`` with no broker name)."""
@@ -114,15 +120,20 @@ class _Cache(Generic[_T]):
 
 
 class _RelayToClient(RequestProcessor):
-    """Every request a broker sends on a 5.x client's connection, to that client's handler."""
+    """Every request a broker sends on a 5.x client's connection, to that client's handler, with
+    the broker's name in ``bname`` (``BROKER_NAME_FIELD``) when the broker did not set it."""
 
     executor = ExecutorName.CLIENT
 
-    def __init__(self, on_request: PeerRequestHandler) -> None:
+    def __init__(self, on_request: PeerRequestHandler, broker_names: dict[str, str]) -> None:
         super().__init__()
         self._on_request = on_request
+        self._broker_names = broker_names
 
     def process(self, ctx: RemotingContext, request: RemotingCommand) -> Answer:
+        name = self._broker_names.get(ctx.remote_addr)
+        if name is not None and not request.ext_fields.get(BROKER_NAME_FIELD):
+            request.ext_fields[BROKER_NAME_FIELD] = name
         return Later(lambda: self._on_request(request))
 
 
@@ -132,8 +143,18 @@ class _ClusterLink:
     def __init__(self, client_id: str, on_request: PeerRequestHandler, config: RemotingClientConfig) -> None:
         self.client_id = client_id
         self.remoting = RemotingClient(config, name=f"proxy-client-{client_id}")
+        self.broker_names: dict[str, str] = {}  # a connection's peer address -> its broker's name
+        self._named: set[str] = set()  # the addresses whose connection is in broker_names
         executor = RequestExecutor(ExecutorName.CLIENT, workers=2, capacity=256)
-        self.remoting.dispatcher.register_default(_RelayToClient(on_request), executor)
+        self.remoting.dispatcher.register_default(_RelayToClient(on_request, self.broker_names), executor)
+
+    async def name_connection(self, broker_name: str, addr: str) -> None:
+        """Remember which broker the connection to ``addr`` reaches (once per address)."""
+        if addr in self._named:
+            return
+        connection = await self.remoting.get_connection(addr)
+        self.broker_names[connection.remote_addr] = broker_name
+        self._named.add(addr)
 
     async def close(self) -> None:
         await self.remoting.close()
@@ -285,6 +306,7 @@ class ClusterBackend:
         self, link: _ClusterLink, broker_name: str, addr: str, request: RemotingCommand, millis: int
     ) -> RemotingCommand:
         try:
+            await link.name_connection(broker_name, addr)
             return await link.remoting.invoke(addr, request, millis)
         except RemotingConnectError:
             if self._masters.get(broker_name) == addr:  # maybe moved: ask the name server next time

@@ -82,6 +82,9 @@ CLIENT_WIDE_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CL
 DEFAULT_CACHE_SECONDS = 5.0
 """How long routes, the cluster's masters and configs are reused (Java refreshes every 20 s)."""
 
+_MISS_RELOAD_SECONDS = 1.0
+"""A topic or group missing from a broker's table is asked again if the table is older than this."""
+
 
 class _Cache(Generic[_T]):
     """Values by key, each kept ``ttl`` seconds; concurrent loads of one key share one call."""
@@ -91,17 +94,18 @@ class _Cache(Generic[_T]):
         self._values: dict[str, tuple[float, _T]] = {}
         self._loading: dict[str, asyncio.Future[_T]] = {}
 
-    def fresh(self, key: str) -> _T | None:
+    def fresh(self, key: str, ttl: float | None = None) -> _T | None:
+        """The value if loaded less than ``ttl`` (default: the cache's) seconds ago."""
         entry = self._values.get(key)
-        if entry is None or time.monotonic() - entry[0] > self.ttl:
+        if entry is None or time.monotonic() - entry[0] > (self.ttl if ttl is None else ttl):
             return None
         return entry[1]
 
-    async def get(self, key: str, load: Callable[[], Awaitable[_T]], *, force: bool = False) -> _T:
-        if not force:
-            value = self.fresh(key)
-            if value is not None:
-                return value
+    async def get(self, key: str, load: Callable[[], Awaitable[_T]], *, ttl: float | None = None) -> _T:
+        """The value of ``key``, loaded unless loaded less than ``ttl`` seconds ago."""
+        value = self.fresh(key, ttl)
+        if value is not None:
+            return value
         pending = self._loading.get(key)
         if pending is None:
             pending = asyncio.ensure_future(load())
@@ -248,9 +252,10 @@ class ClusterBackend:
                 self._masters[name] = broker.master_addr
         return info
 
-    async def master_addrs(self, *, force: bool = False) -> dict[str, str]:
-        """Broker name → master address of every broker with a master, by name."""
-        info = await self._clusters.get("", self._load_cluster_info, force=force)
+    async def master_addrs(self, *, ttl: float | None = None) -> dict[str, str]:
+        """Broker name → master address of every broker with a master, by name (the cluster info
+        loaded less than ``ttl`` seconds ago, by default the cache's)."""
+        info = await self._clusters.get("", self._load_cluster_info, ttl=ttl)
         masters = {n: b.master_addr for n, b in info.broker_addr_table.items() if b.master_addr is not None}
         return dict(sorted(masters.items()))
 
@@ -258,7 +263,7 @@ class ClusterBackend:
         """The master of ``broker_name``; BAD_REQUEST (Java ``INVALID_BROKER_NAME``) if none."""
         addr = self._masters.get(broker_name)
         if addr is None:
-            addr = (await self.master_addrs(force=True)).get(broker_name)
+            addr = (await self.master_addrs(ttl=_MISS_RELOAD_SECONDS)).get(broker_name)
         if addr is None:
             raise GrpcStatusError(pb.BAD_REQUEST, f"cannot find broker {broker_name}")
         return addr
@@ -354,8 +359,8 @@ class ClusterBackend:
             return decode(bytes(response.body or b""))
 
         table = await cache.get(addr, load)
-        if key not in table:
-            table = await cache.get(addr, load, force=True)
+        if key not in table:  # maybe new: asked again, at most once a second
+            table = await cache.get(addr, load, ttl=_MISS_RELOAD_SECONDS)
         return table.get(key)
 
     async def topic_config(self, topic: str) -> TopicConfig | None:

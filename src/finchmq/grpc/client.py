@@ -16,6 +16,9 @@ from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumerData,
     ConsumeType,
+    CustomizedRetryPolicy,
+    ExponentialRetryPolicy,
+    GroupRetryPolicyType,
     HeartbeatData,
     MessageModel,
     ProducerData,
@@ -42,9 +45,6 @@ log = logging.getLogger(__name__)
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER)
 
 # Java CustomizedRetryPolicy's default: the delay levels 3 ("10s") and up, as a group's retry policy.
-_DEFAULT_RETRY_NEXT_MS = tuple(
-    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -155,19 +155,18 @@ def _merge_group(svc: MessagingService, settings: pb.Settings, group: Subscripti
     subscription.long_polling_timeout.CopyFrom(
         _duration(config.grpc_client_consumer_max_long_polling_timeout_millis)
     )
-    subscription.fifo = bool(getattr(group, "consume_message_orderly", False))
+    subscription.fifo = group.is_consume_message_orderly
     backoff = settings.backoff_policy
     backoff.max_attempts = group.retry_max_times + 1
-    policy = getattr(group, "group_retry_policy", None)
-    exponential = getattr(policy, "exponential_retry_policy", None)
-    if policy is not None and str(getattr(policy, "type", "")).endswith("EXPONENTIAL"):
-        backoff.exponential_backoff.initial.CopyFrom(_duration(getattr(exponential, "initial", 1000)))
-        backoff.exponential_backoff.max.CopyFrom(_duration(getattr(exponential, "max", 7_200_000)))
-        backoff.exponential_backoff.multiplier = int(getattr(exponential, "multiplier", 2))
+    policy = group.effective_group_retry_policy
+    if policy.type is GroupRetryPolicyType.EXPONENTIAL:  # the proxy's own default when absent
+        exponential = policy.exponential_retry_policy or ExponentialRetryPolicy()
+        backoff.exponential_backoff.initial.CopyFrom(_duration(exponential.initial))
+        backoff.exponential_backoff.max.CopyFrom(_duration(exponential.max))
+        backoff.exponential_backoff.multiplier = exponential.multiplier
     else:
-        customized = getattr(policy, "customized_retry_policy", None)
-        next_ms = tuple(getattr(customized, "next", None) or _DEFAULT_RETRY_NEXT_MS)
-        backoff.customized_backoff.next.extend(_duration(ms) for ms in next_ms)
+        customized = policy.customized_retry_policy or CustomizedRetryPolicy()
+        backoff.customized_backoff.next.extend(_duration(ms) for ms in customized.next)
 
 
 # -- unary RPCs ---------------------------------------------------------------------------------

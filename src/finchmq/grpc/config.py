@@ -19,6 +19,8 @@ class GrpcConfig:
     max_invisible_time_mills: int = 12 * 3600 * 1000
     max_delay_time_mills: int = 24 * 3600 * 1000
     max_transaction_recovery_second: int = 3600
+    transaction_data_expire_millis: int = 30_000  # a half message's data, kept for EndTransaction
+    transaction_data_max_num: int = 15  # per (producer group, transaction id)
     enable_topic_message_type_check: bool = True
     grpc_client_producer_max_attempts: int = 3
     grpc_client_producer_backoff_initial_millis: int = 10

@@ -21,8 +21,8 @@ from finchmq.cli.__main__ import main
 from finchmq.client import AdminClient, MQBrokerError, NoRouteError
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
-from finchmq.grpc.backend import BrokerQueues
-from finchmq.grpc.cluster import BROKER_NAME_FIELD, ClusterBackend
+from finchmq.grpc.backend import BROKER_NAME_FIELD, BrokerQueues
+from finchmq.grpc.cluster import ClusterBackend
 from finchmq.grpc.status import GrpcStatusError
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import (
@@ -95,7 +95,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     """``finchmq server --brokers 2`` and a ``finchmq proxy`` in front of its name server."""
     data = tmp_path_factory.mktemp("cluster")
     conf = data / "small.conf"  # broker-b inherits it: small files, not 1.4 GiB per broker
-    conf.write_text("".join(f"{k}={v}\n" for k, v in TEST_BROKER.items()))
+    broker_conf = {**TEST_BROKER, "transactionCheckInterval": "500", "transactionTimeOut": "1000"}
+    conf.write_text("".join(f"{k}={v}\n" for k, v in broker_conf.items()))
     ns_port, grpc_port = free_port(), free_port()
     server = _Process(
         data / "server.out", "server", "--data-dir", str(data), "--bind", "127.0.0.1",
@@ -120,12 +121,16 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         server.stop()
 
 
-def create_topic(namesrv: str, topic: str, queues: int = 2, cluster: str = "DefaultCluster") -> None:
+def create_topic(
+    namesrv: str, topic: str, queues: int = 2, cluster: str = "DefaultCluster", attributes: str | None = None
+) -> None:
     """``topic`` with ``queues`` queues on both brokers, once the name server routes it to both."""
 
     async def create() -> None:
         async with AdminClient(namesrv_addr=namesrv) as admin:
-            await admin.create_topic(topic, cluster=cluster, read_queue_nums=queues, write_queue_nums=queues)
+            await admin.create_topic(
+                topic, cluster=cluster, read_queue_nums=queues, write_queue_nums=queues, attributes=attributes
+            )
 
             async def on_both() -> bool:
                 try:
@@ -335,33 +340,76 @@ async def admin_producers(namesrv: str, group: str, addr: str) -> list[str]:
     return [c.client_id for c in connection.connection_set]
 
 
-def test_produce_and_consume_through_the_proxy_use_both_brokers(
-    servers: Servers, sdk: Callable[..., SdkProcess]
-) -> None:
-    """Needs the producer and consumer RPCs: N messages sent with the SDK through the proxy land on
-    both brokers, and an SDK SimpleConsumer through the proxy receives every one."""
-    topic, group, count = "ClusterProduceConsume", "cluster-simple-group", 40
-    create_topic(servers.namesrv, topic, queues=2)
-    sent = produce(sdk, servers.proxy, topic, count)
-    assert len(sent) == count
+def stored_per_broker(namesrv: str, topic: str) -> dict[str, int]:
+    """The messages stored in ``topic`` on each broker (the sum of its queues' max offsets)."""
 
-    async def per_broker() -> dict[str, int]:
-        async with AdminClient(namesrv_addr=servers.namesrv) as admin:
+    async def ask() -> dict[str, int]:
+        async with AdminClient(namesrv_addr=namesrv) as admin:
             table = (await admin.topic_status(topic)).offset_table
         totals: dict[str, int] = {}
         for queue, offsets in table.items():
             totals[queue.broker_name] = totals.get(queue.broker_name, 0) + offsets.max_offset
         return totals
 
-    totals = asyncio.run(per_broker())
+    return asyncio.run(ask())
+
+
+def test_sdk_sends_through_the_proxy_spread_over_both_brokers(
+    servers: Servers, sdk: Callable[..., SdkProcess]
+) -> None:
+    """The proxy picks a write queue of the route for each send (Java ``SendMessageQueueSelector``,
+    round robin) and sends it to that queue's broker."""
+    topic, count = "ClusterProduce", 20
+    create_topic(servers.namesrv, topic, queues=2)
+    assert len(produce(sdk, servers.proxy, topic, count)) == count
+    totals = stored_per_broker(servers.namesrv, topic)
     assert set(totals) == BROKERS and all(totals.values()), totals
     assert sum(totals.values()) == count
 
+
+def test_transaction_checks_through_the_proxy_reach_the_sdk_and_commit_on_their_broker(
+    servers: Servers, sdk: Callable[..., SdkProcess]
+) -> None:
+    """Half messages on both brokers, left unknown: each broker's CHECK_TRANSACTION_STATE comes
+    over the 5.x client's own connection, reaches the SDK's checker, and its commit goes back
+    to the broker the check came from (``bname``)."""
+    topic, count = "ClusterTransactions", 4
+    create_topic(servers.namesrv, topic, queues=1, attributes="+message.type=TRANSACTION")
+    checker = sdk(
+        "produce", "--endpoints", servers.proxy, "--topic", topic, "--count", str(count), "--type", "tx",
+        "--tx-resolution", "unknown", "--checker", "commit", "--stoppable",
+    )  # fmt: skip
+    try:
+        checker.wait_for(lambda records: any("sending_done" in r for r in records))
+        assert not checker.errors(), checker.records
+
+        def committed() -> dict[str, int] | None:
+            totals = stored_per_broker(servers.namesrv, topic)
+            return totals if sum(totals.values()) == count else None
+
+        totals = wait_until(committed, what=f"{count} checked transactions committed")
+        assert set(totals) == BROKERS and all(totals.values()), totals
+        assert set(checker.of("message_id")) <= set(checker.of("checked"))
+    finally:
+        checker.stop()
+
+
+def test_a_simple_consumer_through_the_proxy_receives_from_both_brokers(
+    servers: Servers, sdk: Callable[..., SdkProcess]
+) -> None:
+    """Needs ReceiveMessage/AckMessage: N messages sent through the proxy (on both brokers) are
+    all received and acked by an SDK SimpleConsumer through the proxy (one POP per assignment,
+    each to its broker)."""
+    topic, group, count = "ClusterConsume", "cluster-simple-group", 30
+    create_topic(servers.namesrv, topic, queues=2)
+    sent = produce(sdk, servers.proxy, topic, count)
+    assert set(stored_per_broker(servers.namesrv, topic)) == BROKERS
     consumer = simple(sdk, servers.proxy, topic, group, expect=count, max_seconds=90)
     records = consumer.finish(timeout=120)
     assert not consumer.errors(), records[-5:]
     received = {r["message_id"] for r in consumer.of("received")}
     assert received == {r["message_id"] for r in sent}
+    assert len(consumer.of("acked")) == count
 
 
 def test_finchmq_cluster_runs_a_proxy_in_front_of_its_brokers(tmp_path: Path) -> None:

@@ -62,19 +62,14 @@ from finchmq.remoting.local import PeerRequestHandler
 from finchmq.remoting.routing import Answer
 
 from ._pb import definition_pb2 as pb
-from .backend import BrokerQueues, ClientLink
+from .backend import BROKER_NAME_FIELD, BrokerQueues, ClientLink
 from .status import GrpcStatusError
 
-__all__ = ["BROKER_NAME_FIELD", "CLIENT_WIDE_CODES", "ClusterBackend"]
+__all__ = ["CLIENT_WIDE_CODES", "ClusterBackend"]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-BROKER_NAME_FIELD = "bname"
-"""The ext field naming the broker a request concerns (5.x ``RpcRequestHeader.bname``): set on
-what a broker asks of a client, so the client's answer (END_TRANSACTION after a transaction check)
-goes back to that broker (Java's cluster proxy adds the broker's address, ``brokerAddr``)."""
 
 CLIENT_WIDE_CODES = frozenset({RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT})
 """Requests for every broker (``invoke`` with no broker name)."""
@@ -83,7 +78,8 @@ DEFAULT_CACHE_SECONDS = 5.0
 """How long routes, the cluster's masters and configs are reused (Java refreshes every 20 s)."""
 
 _MISS_RELOAD_SECONDS = 1.0
-"""A topic or group missing from a broker's table is asked again if the table is older than this."""
+"""A group or broker name missing from a cached table is asked again if the table is older than this
+(a topic with a route always is)."""
 
 
 class _Cache(Generic[_T]):
@@ -344,8 +340,10 @@ class ClusterBackend:
         decode: Callable[[bytes], dict[str, _T]],
         addr: str,
         key: str,
+        miss_ttl: float,
     ) -> _T | None:
-        """One entry of a master's table (GET_ALL_*), asked again once when it is missing."""
+        """One entry of a master's table (GET_ALL_*), asked again when it is missing and the
+        table is older than ``miss_ttl`` seconds."""
 
         async def load() -> dict[str, _T]:
             response = await self._operations.invoke(
@@ -359,8 +357,8 @@ class ClusterBackend:
             return decode(bytes(response.body or b""))
 
         table = await cache.get(addr, load)
-        if key not in table:  # maybe new: asked again, at most once a second
-            table = await cache.get(addr, load, ttl=_MISS_RELOAD_SECONDS)
+        if key not in table:  # maybe new: asked again
+            table = await cache.get(addr, load, ttl=miss_ttl)
         return table.get(key)
 
     async def topic_config(self, topic: str) -> TopicConfig | None:
@@ -374,7 +372,13 @@ class ClusterBackend:
         if not addrs:
             return None
         return await self._broker_table(
-            self._topic_tables, RequestCode.GET_ALL_TOPIC_CONFIG, _topic_table, addrs[0][1], topic
+            # the name server routes it, so the broker has it: a table without it is stale
+            self._topic_tables,
+            RequestCode.GET_ALL_TOPIC_CONFIG,
+            _topic_table,
+            addrs[0][1],
+            topic,
+            0,
         )
 
     async def group_config(self, group: str) -> SubscriptionGroupConfig | None:
@@ -384,7 +388,12 @@ class ClusterBackend:
             return None
         addr = next(iter(masters.values()))
         return await self._broker_table(
-            self._group_tables, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, _group_table, addr, group
+            self._group_tables,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            _group_table,
+            addr,
+            group,
+            _MISS_RELOAD_SECONDS,
         )
 
     async def close(self) -> None:

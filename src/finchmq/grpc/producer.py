@@ -41,6 +41,7 @@ from finchmq.protocol.topics import is_dlq_topic, is_retry_topic
 from . import consumer, validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
+from .backend import BROKER_NAME_FIELD
 from .clients import ClientSession
 from .context import CallContext
 from .convert import decode_messages, message_from_ext
@@ -542,8 +543,9 @@ async def relay_transaction_check(
     stored = messages[0]
     group = stored.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP, "")
     transaction_id = header.transaction_id or ""
-    # Java: the broker name of the address the check came from; local mode has one broker
-    broker_name = getattr(svc.backend, "broker_name", "") or ""
+    # Java: the broker name of the address the check came from (cluster mode: the backend names
+    # it in the request); local mode has one broker
+    broker_name = request.ext_fields.get(BROKER_NAME_FIELD) or getattr(svc.backend, "broker_name", "") or ""
     data = svc.transactions.add(
         group,
         broker_name=broker_name,

@@ -11,7 +11,6 @@ fixtures fail saying so (the end-to-end tests need the server; the driver's own 
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -107,32 +106,18 @@ def grpc_endpoints(server: EmbeddedServer) -> str:
 
 
 @pytest.fixture
-def grpc_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerFactory]:
+def grpc_server_factory(finchmq_server_factory: ServerFactory) -> ServerFactory:
     """Start embedded servers serving gRPC on a free port, with your ``broker.conf`` settings (and
-    the gRPC endpoint's: ``grpc_properties``); all stop after the test. ``grpc_endpoints(server)`` is the SDK's ``--endpoints``."""
-    if "grpc_port" not in inspect.signature(EmbeddedServer).parameters:
-        pytest.fail(
-            "finchmq.testing.EmbeddedServer has no grpc_port keyword yet: the gRPC server (issue 28) "
-            "is not wired into the embedded server"
-        )
-    servers: list[EmbeddedServer] = []
+    the gRPC endpoint's: ``grpc_properties``); all stop after the test. ``grpc_endpoints(server)``
+    is the SDK's ``--endpoints``."""
 
     def start(
         broker_properties: Mapping[str, str] | None = None,
         grpc_properties: Mapping[str, str] | None = None,
     ) -> EmbeddedServer:
-        server = EmbeddedServer(
-            tmp_path_factory.mktemp("finchmq"),
-            broker_properties,
-            grpc_port=0,
-            grpc_properties=grpc_properties,
-        ).start()
-        servers.append(server)
-        return server
+        return finchmq_server_factory(broker_properties, grpc_port=0, grpc_properties=grpc_properties)
 
-    yield start
-    for server in reversed(servers):
-        server.stop()
+    return start
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ class GrpcConfig:
     grpc_server_port: int = 8081
     grpc_server_impl: str = "grpclib"  # grpclib (pure Python, the default) or grpcio (C core, optional)
     bind_address: str = "0.0.0.0"
+    grpc_max_inbound_message_size: int = 130 * 1024 * 1024  # one gRPC message, as Java's proxy
     max_message_size: int = 4 * 1024 * 1024  # maxMessageSize: a body larger is MESSAGE_BODY_TOO_LARGE
     max_user_property_size: int = 16 * 1024  # maxUserPropertySize: properties + tag + keys
     user_property_max_num: int = 128

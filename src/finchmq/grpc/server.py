@@ -75,7 +75,7 @@ class GrpcServer:
         if self.config.tls_cert_path is not None and self.config.tls_key_path is not None:
             certificate = Path(self.config.tls_cert_path).read_bytes()
             key = Path(self.config.tls_key_path).read_bytes()
-        self._grpcio = GrpcioServer(self.service, self.config.max_message_size + 1024 * 1024)
+        self._grpcio = GrpcioServer(self.service, self.config.grpc_max_inbound_message_size)
         self.port = await self._grpcio.start(
             self.config.bind_address, self.config.grpc_server_port, certificate, key
         )

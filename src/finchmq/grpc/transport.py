@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from grpclib.const import Cardinality, Handler, Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Stream
@@ -34,15 +35,41 @@ def _context(method: Method, stream: Stream[Any, Any]) -> CallContext:
     return CallContext(method.name, metadata, peer, deadline)
 
 
+async def _receive(stream: Stream[Any, Any], method: Method, limit: int) -> Message | None:
+    """The next request message of ``stream`` (None at its end), as grpclib's ``recv_message``
+    reads it, but refusing a message over ``limit`` bytes before reading it (grpclib has no limit;
+    Java's ``grpcMaxInboundMessageSize``) and answering an undecodable one INVALID_ARGUMENT."""
+    h2_stream = stream._stream  # grpclib's own recv_message reads the same way
+    prefix = await h2_stream.recv_data(5)
+    if not prefix:
+        return None
+    compressed, length = struct.unpack(">?I", prefix)
+    if compressed:
+        raise GRPCError(Status.UNIMPLEMENTED, "compressed gRPC messages are not supported")
+    if length > limit:
+        raise GRPCError(
+            Status.RESOURCE_EXHAUSTED, f"a {length}-byte message is over the limit of {limit} bytes"
+        )
+    data = await h2_stream.recv_data(length)
+    try:
+        return method.request.FromString(data)
+    except DecodeError as exc:
+        raise GRPCError(Status.INVALID_ARGUMENT, f"malformed {method.request.__name__}: {exc}") from exc
+
+
 def _handler(service: MessagingService, method: Method) -> Handler:
+    limit = service.config.grpc_max_inbound_message_size
+
     async def unary(stream: Stream[Message, Message]) -> None:
-        request = await stream.recv_message()
-        assert request is not None
+        request = await _receive(stream, method, limit)
+        if request is None:
+            raise GRPCError(Status.INVALID_ARGUMENT, "no request message")
         await stream.send_message(await service.unary(method, _context(method, stream), request))
 
     async def server_stream(stream: Stream[Message, Message]) -> None:
-        request = await stream.recv_message()
-        assert request is not None
+        request = await _receive(stream, method, limit)
+        if request is None:
+            raise GRPCError(Status.INVALID_ARGUMENT, "no request message")
         responses = service.server_stream(method, _context(method, stream), request)
         async with contextlib.aclosing(responses):  # a failed send closes the handler's stream now
             async for response in responses:
@@ -50,7 +77,8 @@ def _handler(service: MessagingService, method: Method) -> Handler:
 
     async def bidi(stream: Stream[spb.TelemetryCommand, spb.TelemetryCommand]) -> None:
         async def inbound() -> AsyncIterator[spb.TelemetryCommand]:
-            async for command in stream:
+            while (command := await _receive(stream, method, limit)) is not None:
+                assert isinstance(command, spb.TelemetryCommand)
                 yield command
 
         try:

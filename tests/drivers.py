@@ -153,9 +153,16 @@ def driver_starter(start: Callable[..., P]) -> Iterator[Callable[..., P]]:
 
 
 def flags(options: dict[str, Any]) -> list[str]:
-    """Driver flags from keyword options: ``prop_key="color"`` -> ``--prop-key color``, ``True`` -> a bare flag."""
+    """Driver flags from keyword options: ``prop_key="color"`` -> ``--prop-key color``, ``True`` -> a
+    bare flag, a list or tuple -> the flag once per item (``prop=["a=1", "b=2"]``)."""
     out: list[str] = []
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
-        out.extend([flag] if value is True else [flag, str(value)])
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                out.extend([flag, str(item)])
+        else:
+            out.extend([flag, str(value)])
     return out

@@ -103,13 +103,13 @@ ServerFactory = Callable[..., EmbeddedServer]
 
 def grpc_endpoints(server: EmbeddedServer) -> str:
     """``"127.0.0.1:PORT"`` of the server's gRPC port."""
-    return f"127.0.0.1:{server.grpc_port}"  # type: ignore[attr-defined]
+    return f"127.0.0.1:{server.grpc_port}"
 
 
 @pytest.fixture
 def grpc_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerFactory]:
-    """Start embedded servers serving gRPC on a free port, with your ``broker.conf`` settings;
-    all stop after the test. ``grpc_endpoints(server)`` is the SDK's ``--endpoints``."""
+    """Start embedded servers serving gRPC on a free port, with your ``broker.conf`` settings (and
+    the gRPC endpoint's: ``grpc_properties``); all stop after the test. ``grpc_endpoints(server)`` is the SDK's ``--endpoints``."""
     if "grpc_port" not in inspect.signature(EmbeddedServer).parameters:
         pytest.fail(
             "finchmq.testing.EmbeddedServer has no grpc_port keyword yet: the gRPC server (issue 28) "
@@ -117,11 +117,15 @@ def grpc_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
         )
     servers: list[EmbeddedServer] = []
 
-    def start(broker_properties: Mapping[str, str] | None = None) -> EmbeddedServer:
+    def start(
+        broker_properties: Mapping[str, str] | None = None,
+        grpc_properties: Mapping[str, str] | None = None,
+    ) -> EmbeddedServer:
         server = EmbeddedServer(
             tmp_path_factory.mktemp("finchmq"),
             broker_properties,
-            grpc_port=0,  # type: ignore[call-arg]
+            grpc_port=0,
+            grpc_properties=grpc_properties,
         ).start()
         servers.append(server)
         return server

@@ -228,7 +228,7 @@ def produce(args: argparse.Namespace) -> int:
     tx = args.type == "tx"
     producer = Producer(
         configuration(args),
-        (args.topic,),
+        () if args.undeclared else (args.topic,),
         checker=Checker(args.checker) if tx else None,
         tls_enable=args.tls,
     )
@@ -457,6 +457,11 @@ def main() -> int:
     )
     p.add_argument("--stoppable", action="store_true", help="after sending, run until stdin is closed")
     p.add_argument("--stop-after-errors", type=int, default=0, help="stop after this many failed sends")
+    p.add_argument(
+        "--undeclared",
+        action="store_true",
+        help="the producer starts without --topic (no route nor settings for it before the first send)",
+    )
 
     s = sub.add_parser("simple", parents=[common], help="receive with a SimpleConsumer")
     s.add_argument("--group", required=True)

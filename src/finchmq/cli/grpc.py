@@ -7,6 +7,7 @@ import dataclasses
 from finchmq.broker import BrokerController
 from finchmq.common.settings import snake_to_camel
 from finchmq.grpc import GrpcServer
+from finchmq.grpc.auth import AclAuthorizer
 from finchmq.grpc.backend import LocalBackend
 from finchmq.grpc.config import GrpcConfig
 
@@ -19,7 +20,9 @@ GRPC_KEYS = frozenset(
 
 
 def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServer:
-    """A ``GrpcServer`` serving ``broker`` in-process, as Java's proxy in local mode."""
+    """A ``GrpcServer`` serving ``broker`` in-process, as Java's proxy in local mode; with
+    ``aclEnable=true`` every call is checked against the broker's ACL accounts (``AclAuthorizer``),
+    without it anyone may call."""
     backend = LocalBackend(
         broker.server.dispatcher,
         broker_name=broker.config.broker_name,
@@ -27,4 +30,5 @@ def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServe
         topic_config=broker.topic_config_manager.select_topic_config,
         group_config=broker.subscription_group_manager.find_subscription_group_config,
     )
-    return GrpcServer(backend, config)
+    authorizer = AclAuthorizer(broker.acl.check_grpc) if broker.acl is not None else None
+    return GrpcServer(backend, config, authorizer)

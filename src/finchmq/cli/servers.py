@@ -235,7 +235,7 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
 def load_grpc_config(
     props: dict[str, str], broker: BrokerConfig, store: MessageStoreConfig, port: int | None = None
 ) -> GrpcConfig:
-    """The gRPC endpoint's settings: broker.conf's gRPC keys (``grpcServerPort``, ``tlsCertificatePath``...),
+    """The gRPC endpoint's settings: broker.conf's gRPC keys (``grpcServerPort``, ``tlsCertPath``...),
     the broker's bind address and message size limit; ``port`` (the command line) wins.
 
     Raises ConfigError for a bad value.

@@ -16,6 +16,9 @@ from finchmq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumerData,
     ConsumeType,
+    CustomizedRetryPolicy,
+    ExponentialRetryPolicy,
+    GroupRetryPolicyType,
     HeartbeatData,
     MessageModel,
     ProducerData,
@@ -32,7 +35,7 @@ from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .clients import ClientSession
 from .context import CallContext
-from .status import GrpcStatusError, ok
+from .status import GrpcStatusError, ok, status
 
 if TYPE_CHECKING:
     from .service import MessagingService
@@ -42,9 +45,6 @@ log = logging.getLogger(__name__)
 CONSUMER_TYPES = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER)
 
 # Java CustomizedRetryPolicy's default: the delay levels 3 ("10s") and up, as a group's retry policy.
-_DEFAULT_RETRY_NEXT_MS = tuple(
-    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -155,19 +155,18 @@ def _merge_group(svc: MessagingService, settings: pb.Settings, group: Subscripti
     subscription.long_polling_timeout.CopyFrom(
         _duration(config.grpc_client_consumer_max_long_polling_timeout_millis)
     )
-    subscription.fifo = bool(getattr(group, "consume_message_orderly", False))
+    subscription.fifo = group.is_consume_message_orderly
     backoff = settings.backoff_policy
     backoff.max_attempts = group.retry_max_times + 1
-    policy = getattr(group, "group_retry_policy", None)
-    exponential = getattr(policy, "exponential_retry_policy", None)
-    if policy is not None and str(getattr(policy, "type", "")).endswith("EXPONENTIAL"):
-        backoff.exponential_backoff.initial.CopyFrom(_duration(getattr(exponential, "initial", 1000)))
-        backoff.exponential_backoff.max.CopyFrom(_duration(getattr(exponential, "max", 7_200_000)))
-        backoff.exponential_backoff.multiplier = int(getattr(exponential, "multiplier", 2))
+    policy = group.effective_group_retry_policy
+    if policy.type is GroupRetryPolicyType.EXPONENTIAL:  # the proxy's own default when absent
+        exponential = policy.exponential_retry_policy or ExponentialRetryPolicy()
+        backoff.exponential_backoff.initial.CopyFrom(_duration(exponential.initial))
+        backoff.exponential_backoff.max.CopyFrom(_duration(exponential.max))
+        backoff.exponential_backoff.multiplier = exponential.multiplier
     else:
-        customized = getattr(policy, "customized_retry_policy", None)
-        next_ms = tuple(getattr(customized, "next", None) or _DEFAULT_RETRY_NEXT_MS)
-        backoff.customized_backoff.next.extend(_duration(ms) for ms in next_ms)
+        customized = policy.customized_retry_policy or CustomizedRetryPolicy()
+        backoff.customized_backoff.next.extend(_duration(ms) for ms in customized.next)
 
 
 # -- unary RPCs ---------------------------------------------------------------------------------
@@ -231,10 +230,14 @@ async def telemetry(
     try:
         async for command in inbound:
             session.touch()
+            if svc.authorizer is not None:
+                try:
+                    await svc.authorizer(ctx, "Telemetry", command)
+                except GrpcStatusError as exc:  # Java: the refusal in a command, the stream goes on
+                    await send(spb.TelemetryCommand(status=status(exc.code, exc.message)))
+                    continue
             kind = command.WhichOneof("command")
             if kind == "settings":
-                if svc.authorizer is not None:
-                    await svc.authorizer(ctx, "Telemetry", command)
                 _validate_settings(command.settings)
                 session.settings = command.settings
                 await _register(svc, ctx, session)

@@ -19,6 +19,8 @@ class GrpcConfig:
     max_invisible_time_mills: int = 12 * 3600 * 1000
     max_delay_time_mills: int = 24 * 3600 * 1000
     max_transaction_recovery_second: int = 3600
+    transaction_data_expire_millis: int = 30_000  # a half message's data, kept for EndTransaction
+    transaction_data_max_num: int = 15  # per (producer group, transaction id)
     enable_topic_message_type_check: bool = True
     grpc_client_producer_max_attempts: int = 3
     grpc_client_producer_backoff_initial_millis: int = 10
@@ -30,15 +32,15 @@ class GrpcConfig:
     grpc_client_idle_time_mills: int = 120_000
     grpc_proxy_relay_request_timeout_in_seconds: int = 5
     broker_call_timeout_mills: int = 3_000  # a remoting call to a broker (not a long poll)
-    tls_certificate_path: str | None = None  # PEM certificate chain: TLS on the gRPC port when set
-    tls_private_key_path: str | None = None
+    # TLS on the gRPC port when both are set (ProxyConfig tlsCertPath/tlsKeyPath; Java's default
+    # tlsTestModeEnable self-signed certificate and its plaintext-beside-TLS port are not done)
+    tls_cert_path: str | None = None  # PEM certificate chain
+    tls_key_path: str | None = None  # PEM private key
 
     def __post_init__(self) -> None:
         if not 0 <= self.grpc_server_port <= 65535:
             raise ValueError(f"grpcServerPort must be in 0..65535, got {self.grpc_server_port!r}")
         if self.grpc_server_impl not in ("grpclib", "grpcio"):
             raise ValueError(f"grpcServerImpl must be grpclib or grpcio, got {self.grpc_server_impl!r}")
-        if (self.tls_certificate_path is None) != (self.tls_private_key_path is None):
-            raise ValueError(
-                "TLS needs both a certificate (tlsCertificatePath) and a key (tlsPrivateKeyPath)"
-            )
+        if (self.tls_cert_path is None) != (self.tls_key_path is None):
+            raise ValueError("TLS needs both a certificate (tlsCertPath) and a key (tlsKeyPath)")

@@ -102,7 +102,7 @@ async def query_assignment(
     group = validate.consumer_group(req.group)
     route = await _route(svc, topic)
     config = await svc.backend.group_config(group)
-    fifo = bool(config is not None and getattr(config, "consume_message_orderly", False))
+    fifo = config is not None and config.is_consume_message_orderly
     assignments: list[pb.Assignment] = []
     for broker_queues in route:
         if not PermName.is_readable(broker_queues.perm) or broker_queues.read_queue_nums <= 0:

@@ -40,10 +40,11 @@ class GrpcServer:
         return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.port}"
 
     def _ssl_context(self) -> ssl.SSLContext | None:
-        if self.config.tls_certificate_path is None:
+        """TLS (ALPN ``h2``, no client certificates, as Java's ``ClientAuth.NONE``) when configured."""
+        if self.config.tls_cert_path is None:
             return None
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.config.tls_certificate_path, self.config.tls_private_key_path)
+        context.load_cert_chain(self.config.tls_cert_path, self.config.tls_key_path)
         context.set_alpn_protocols(["h2"])
         return context
 
@@ -71,9 +72,9 @@ class GrpcServer:
                 "grpcServerImpl=grpcio needs grpcio: pip install 'finchmq[grpc-fast]'"
             ) from exc
         certificate = key = None
-        if self.config.tls_certificate_path is not None and self.config.tls_private_key_path is not None:
-            certificate = Path(self.config.tls_certificate_path).read_bytes()
-            key = Path(self.config.tls_private_key_path).read_bytes()
+        if self.config.tls_cert_path is not None and self.config.tls_key_path is not None:
+            certificate = Path(self.config.tls_cert_path).read_bytes()
+            key = Path(self.config.tls_key_path).read_bytes()
         self._grpcio = GrpcioServer(self.service, self.config.max_message_size + 1024 * 1024)
         self.port = await self._grpcio.start(
             self.config.bind_address, self.config.grpc_server_port, certificate, key

@@ -111,7 +111,9 @@ class MessagingService:
             config.grpc_client_idle_time_mills / 1000,
         )
         self.port = config.grpc_server_port  # the port actually listened on (set by the server)
-        self.transactions = producer.TransactionRegistry()
+        self.transactions = producer.TransactionRegistry(
+            config.transaction_data_expire_millis / 1000, config.transaction_data_max_num
+        )
         self.pending_replies: dict[str, asyncio.Future[spb.TelemetryCommand]] = {}
 
     # -- dispatch (the transports call these) --------------------------------------------------
@@ -146,9 +148,10 @@ class MessagingService:
         await client.telemetry(self, ctx, inbound, send)
 
     async def _admit(self, method: Method, ctx: CallContext, request: Message) -> None:
-        ctx.require_client_id()
+        # Java's order: the auth pipeline, then GrpcMessagingApplication#validateContext
         if self.authorizer is not None:
             await self.authorizer(ctx, method.name, request)
+        ctx.require_client_id()
 
     @staticmethod
     def _status_of(exc: Exception, what: str) -> pb.Status:

@@ -7,9 +7,10 @@
 ``publish``: one ``Producer`` shared by ``--threads`` threads, each doing sync ``send`` of a new
 ``--size``-byte message in a loop for ``--seconds``. ``receive``: one ``SimpleConsumer`` shared by
 ``--threads`` threads, each doing ``receive(--batch, --invisible)`` then ``ack`` of every message,
-until ``--count`` messages are acked (or ``--max-seconds``, or 100 failures in a row). The clock starts once the client has
-started (settings received) and stops at the last send (publish) or at the ``--count``-th ack
-(receive). Prints one JSON line: ``messages``, ``elapsed`` (s), ``errors``, ``first_error``.
+until ``--count`` messages are acked (or ``--max-seconds``, or 100 failures in a row). The clock
+starts once the client has started (settings received) and stops at the last send (publish) or at
+the ``--count``-th ack (receive). Prints one JSON line: ``messages``, ``elapsed`` (s), ``errors``,
+``first_error``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import threading
 import time
 
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
-
 
 GIVE_UP = 100  # receive: failed calls in a row that end the run (the server does not serve it)
 
@@ -78,7 +78,12 @@ def publish(args: argparse.Namespace) -> dict:
         t.join()
     elapsed = time.monotonic() - began
     producer.shutdown()
-    return {"messages": tally.messages, "elapsed": elapsed, "errors": tally.errors, "first_error": tally.first_error}
+    return {
+        "messages": tally.messages,
+        "elapsed": elapsed,
+        "errors": tally.errors,
+        "first_error": tally.first_error,
+    }
 
 
 def receive(args: argparse.Namespace) -> dict:
@@ -121,7 +126,12 @@ def receive(args: argparse.Namespace) -> dict:
         t.join()
     elapsed = (tally.finished_at or time.monotonic()) - began
     consumer.shutdown()
-    return {"messages": tally.messages, "elapsed": elapsed, "errors": tally.errors, "first_error": tally.first_error}
+    return {
+        "messages": tally.messages,
+        "elapsed": elapsed,
+        "errors": tally.errors,
+        "first_error": tally.first_error,
+    }
 
 
 def main() -> int:

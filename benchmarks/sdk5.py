@@ -1,14 +1,15 @@
 """The official RocketMQ 5.x SDK (gRPC) next to finchmq's own client and the 4.x C++ client (remoting)
 on the same broker, and finchmq's two gRPC transports, grpclib against grpcio, measured.
 
-    python -m benchmarks.sdk5 [--seconds 20] [--threads 8] [--receive 20000] [--size 1024]
-                              [--only finchmq cpp sdk-grpclib sdk-grpcio]
+    python -m benchmarks.sdk5 [--seconds 20] [--threads 8] [--receive 20000] [--size 1024] [--rounds 1]
+                              [--only finchmq cpp sdk-grpclib sdk-grpcio] [--profile DIR]
 
 ``finchmq server`` runs in its own process (fresh data directory, its defaults, ASYNC_FLUSH) with
 its gRPC endpoint on: the first server with the default transport (grpclib, pure Python on the
 broker's event loop) serves the finchmq, C++ and 5.x SDK rows; a second one with
-``grpcServerImpl=grpcio`` (grpcio's aio server, its own threads) serves a second 5.x SDK row. Each
-row, on a topic of its own (8 queues):
+``grpcServerImpl=grpcio`` (grpcio's aio server, its own threads) serves a second 5.x SDK row.
+``--rounds N`` runs the two SDK rows N times, alternating, each on a fresh server (on a shared
+machine one round can be unlucky). Each row, on a topic of its own (8 queues):
 
     publish   ``--threads`` concurrent sync sends of ``--size``-byte messages for ``--seconds``
     receive   a new consumer group takes ``--receive`` messages of that topic's backlog (topped
@@ -21,7 +22,8 @@ by these clients:
               SimpleConsumer does through a proxy), ``--threads`` tasks of receive(32, 30 s) then
               one ACK_MESSAGE per message
     cpp       the C++ client 1.2.4 through its C API (``cpp_loadgen.c``: ``--threads`` threads of
-              SendMessageSync); receive: a push consumer (``cpp_consume.c``, ``--threads``
+              SendMessageSync; its first sends fail while its route is on its way: counted as
+              errors, not messages); receive: a push consumer (``cpp_consume.c``, ``--threads``
               consume threads, pull batches of 32, offsets committed), timed from its first
               message to the last, so its rebalance at start is left out (printed as a note)
     sdk-*     rocketmq-python-client 5.1.2 under ``.venv-v5/bin/python`` (``_sdk5_load.py``): one
@@ -29,7 +31,9 @@ by these clients:
               SimpleConsumer shared by ``--threads`` threads of receive(32, 30 s) then ``ack``
               of each message
 
-Each client's clock starts once it has started. Printed per row: msgs/s, the broker's CPU seconds
+``--profile DIR`` records the broker with py-spy (``--gil``) during the C++ and SDK rows (its CPU
+figures then include py-spy's sampling) and writes a summary per row to DIR. Each client's clock
+starts once it has started. Printed per row: msgs/s, the broker's CPU seconds
 per 10k messages (its /proc figures from before the client starts to after it ends, start-up and
 shut-down included) and the client's (``os.wait4`` of the child; this process's own for finchmq).
 The figures go to ``benchmarks/results/sdk5.txt`` too, with the machine, date and commit.
@@ -48,9 +52,11 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from benchmarks._cpp import build_consumer, build_loadgen, run_consumer, run_loadgen
+from benchmarks._profile import py_spy_while, summarize
 from benchmarks._server import ROOT, ServerProcess
 from finchmq.client import AdminClient, BrokerBusyError, Message, Producer, SimpleConsumer
 from finchmq.remoting import run
@@ -85,14 +91,14 @@ class Row:
 
     def line(self) -> str:
         return (
-            f"{self.client:<24} {self.phase:<8} {self.rate:>9,.0f} {self.messages:>8,} {self.seconds:>6.1f}"
+            f"{self.client:<27} {self.phase:<8} {self.rate:>9,.0f} {self.messages:>8,} {self.seconds:>6.1f}"
             f" {self.per_10k(self.broker_cpu):>10} {self.per_10k(self.client_cpu):>10}   {self.note}"
         ).rstrip()
 
 
 HEADER = (
-    f"{'client':<24} {'phase':<8} {'msgs/s':>9} {'msgs':>8} {'s':>6} {'broker':>10} {'client':>10}\n"
-    f"{'':<24} {'':<8} {'':>9} {'':>8} {'':>6} {'cpu s/10k':>10} {'cpu s/10k':>10}"
+    f"{'client':<27} {'phase':<8} {'msgs/s':>9} {'msgs':>8} {'s':>6} {'broker':>10} {'client':>10}\n"
+    f"{'':<27} {'':<8} {'':>9} {'':>8} {'':>6} {'cpu s/10k':>10} {'cpu s/10k':>10}"
 )
 
 
@@ -145,15 +151,25 @@ class Bench:
 
     def child(self, client: str, phase: str, work: Callable[[], dict[str, Any]]) -> Row:
         """A row measured around a child process: ``work`` runs it and returns its JSON result
-        with ``client_cpu_s``."""
+        with ``client_cpu_s``. With ``--profile DIR`` the broker is recorded by py-spy meanwhile."""
         before = self.server.cpu_seconds()
-        result = work()
+        if self.args.profile is None:
+            result = work()
+        else:
+            name = "".join(c if c.isalnum() else "_" for c in f"{client}_{phase}").strip("_")
+            raw = self.args.profile / f"sdk5_broker_{name}.raw"
+            with py_spy_while(self.server.pid, raw):
+                result = work()
+            summary = summarize(raw)
+            raw.with_suffix(".txt").write_text(f"py-spy --gil, the broker, {client} {phase}\n{summary}\n")
         broker = self.server.cpu_seconds() - before
         row = Row(client, phase, result["messages"], result["elapsed"], broker, result["client_cpu_s"])
         row.note = _note(result)
         return row
 
-    async def here(self, client: str, phase: str, work: Callable[[], Awaitable[tuple[int, float, str]]]) -> Row:
+    async def here(
+        self, client: str, phase: str, work: Callable[[], Awaitable[tuple[int, float, str]]]
+    ) -> Row:
         """A row measured around ``work`` in this process (messages, seconds, note)."""
         before, own = self.server.cpu_seconds(), _own_cpu()
         messages, seconds, note = await work()
@@ -228,7 +244,13 @@ class Bench:
 
         def publish() -> dict[str, Any]:
             result = run_loadgen(
-                loadgen, self.namesrv, topic, threads=args.threads, seconds=args.seconds, size=args.size, warmup=0
+                loadgen,
+                self.namesrv,
+                topic,
+                threads=args.threads,
+                seconds=args.seconds,
+                size=args.size,
+                warmup=0,
             )
             result["first_error"] = (result.get("error_samples") or [""])[0]
             return result
@@ -240,12 +262,16 @@ class Bench:
         def receive() -> dict[str, Any]:
             nonlocal started
             group = f"bench_sdk5_cpp_{os.getpid()}"
-            result = run_consumer(consumer, self.namesrv, topic, group, count=args.receive, threads=args.threads)
+            result = run_consumer(
+                consumer, self.namesrv, topic, group, count=args.receive, threads=args.threads
+            )
             started = result["startup"]
             return result
 
         row = self.child("C++ 1.2.4 (remoting)", "receive", receive)
-        row.note = (row.note + f" push consumer; {started:.1f} s to its first message, not timed").strip()
+        row.note = (
+            row.note + f" push consumer; {started:.2f} s from start to its first message, not timed"
+        ).strip()
         rows.append(row)
         return rows
 
@@ -287,7 +313,9 @@ class Bench:
         return rows
 
 
-async def row_group(server: ServerProcess, args: argparse.Namespace, names: list[str]) -> list[Row]:
+async def row_group(
+    server: ServerProcess, args: argparse.Namespace, names: list[str], label: str
+) -> list[Row]:
     bench = Bench(server, args)
     rows: list[Row] = []
     for name in names:
@@ -301,26 +329,28 @@ async def row_group(server: ServerProcess, args: argparse.Namespace, names: list
         except Exception as exc:  # a row that cannot run says why; the others still run
             got = [Row(name, "-", 0, 0.0, 0.0, None, f"failed: {type(exc).__name__}: {exc}"[:300])]
         for row in got:
+            row.client += label
             print(row.line(), flush=True)
         rows += got
     return rows
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-    ).stdout.strip()
+    """The cores, CPU model, Python, date and commit, for the results file."""
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "?")
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], check=False, capture_output=True, text=True
+        ).stdout
+
+    commit = git("rev-parse", "--short", "HEAD").strip()
+    dirty = " (+ changes)" if git("status", "--porcelain", "--untracked-files=no").strip() else ""
+    now = datetime.datetime.now(datetime.UTC)
     return (
         f"{os.cpu_count()} cores ({model}), Python {platform.python_version()}, "
-        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit {commit}{' (+ changes)' if dirty else ''}"
+        f"{now:%Y-%m-%d %H:%M} UTC, commit {commit}{dirty}"
     )
 
 
@@ -333,29 +363,41 @@ def main() -> None:
     parser.add_argument("--receive", type=int, default=20_000, help="backlog to receive (default 20000)")
     parser.add_argument("--size", type=int, default=1024, help="body bytes (default 1024)")
     parser.add_argument("--max-seconds", type=float, default=120, help="receive gives up after this long")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="run the two SDK rows this many times, alternating (default 1)"
+    )
     parser.add_argument("--only", nargs="+", choices=ROWS, help="run these rows only")
+    parser.add_argument(
+        "--profile", type=Path, metavar="DIR", help="py-spy the broker during the C++ and SDK rows, into DIR"
+    )
     parser.add_argument("--no-results", action="store_true", help=f"do not write {RESULTS.name}")
     args = parser.parse_args()
     chosen = args.only or list(ROWS)
     about = machine()
+    load_before = os.getloadavg()[0]
     print(f"sdk5: {about}; finchmq server in its own process", flush=True)
     print(HEADER, flush=True)
     rows: list[Row] = []
     first = [name for name in chosen if name != "sdk-grpcio"]
-    if first:
-        with ServerProcess(grpc=True) as server:  # grpcServerImpl: grpclib, the default
-            rows += run(row_group(server, args, first))
-    if "sdk-grpcio" in chosen:
-        with ServerProcess(grpc=True, conf={"grpcServerImpl": "grpcio"}) as server:
-            rows += run(row_group(server, args, ["sdk-grpcio"]))
+    for round_ in range(1, args.rounds + 1):
+        label = f" #{round_}" if args.rounds > 1 else ""
+        if first:
+            with ServerProcess(grpc=True) as server:  # grpcServerImpl: grpclib, the default
+                rows += run(row_group(server, args, first, label))
+        if "sdk-grpcio" in chosen:
+            with ServerProcess(grpc=True, conf={"grpcServerImpl": "grpcio"}) as server:
+                rows += run(row_group(server, args, ["sdk-grpcio"], label))
+        first = [name for name in first if name == "sdk-grpclib"]  # later rounds: the transports only
     if args.no_results:
         return
+    command = f"python -m benchmarks.sdk5 --seconds {args.seconds:g} --threads {args.threads}"
+    command += f" --receive {args.receive} --size {args.size} --rounds {args.rounds}"
+    command += f" --only {' '.join(args.only)}" if args.only else ""
+    loads = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     RESULTS.write_text(
-        f"python -m benchmarks.sdk5 --seconds {args.seconds:g} --threads {args.threads} --receive {args.receive}"
-        f" --size {args.size}{' --only ' + ' '.join(args.only) if args.only else ''}\n"
-        f"{about}\n"
-        "Other sessions' work was running on the same cores: the figures are relative to each other.\n"
-        "Rows finchmq, cpp and sdk-grpclib share one server (grpclib transport); sdk-grpcio has its own.\n\n"
+        f"{command}\n{about}\n"
+        f"Other sessions' work ran on the same cores ({loads}): compare rows of this run.\n"
+        "finchmq, cpp and the first sdk-grpclib share one server (grpclib); each other row group its own.\n\n"
         f"{HEADER}\n" + "\n".join(row.line() for row in rows) + "\n"
     )
     print(f"written to {RESULTS.relative_to(ROOT)}")

@@ -151,7 +151,13 @@ def main() -> int:
     r.add_argument("--count", type=int, required=True)
     r.add_argument("--batch", type=int, default=32)
     r.add_argument("--invisible", type=int, default=30, help="invisible duration, s")
-    r.add_argument("--await", dest="await_", type=float, default=2, help="long-polling time, s")
+    r.add_argument(
+        "--await",
+        dest="await_",
+        type=int,
+        default=5,
+        help="long-polling time, s (default 5: the proxy's minimum long-polling time)",
+    )
     r.add_argument("--max-seconds", type=float, default=120)
     args = parser.parse_args()
     result = publish(args) if args.cmd == "publish" else receive(args)

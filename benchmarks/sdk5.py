@@ -64,6 +64,7 @@ from finchmq.remoting import run
 QUEUES = 8
 BATCH = 32
 INVISIBLE_S = 30
+AWAIT_S = 5  # long polling: the 5.x proxy's minimum (grpcClientConsumerMinLongPollingTimeoutMillis)
 ROWS = ("finchmq", "cpp", "sdk-grpclib", "sdk-grpcio")
 SDK_PYTHON = ROOT / ".venv-v5" / "bin" / "python"
 SDK_LOAD = ROOT / "benchmarks" / "_sdk5_load.py"
@@ -212,7 +213,7 @@ class Bench:
                 namesrv_addr=self.namesrv,
                 instance_name=f"b-{time.monotonic_ns()}",
                 subscription={topic: "*"},
-                await_duration=2_000,
+                await_duration=AWAIT_S * 1000,
             )
             async with consumer:
                 acked = 0
@@ -307,7 +308,7 @@ class Bench:
         receive = [
             "receive", *threads, "--group", f"bench_sdk5_{transport}_{os.getpid()}", "--count",
             str(args.receive), "--batch", str(BATCH), "--invisible", str(INVISIBLE_S),
-            "--max-seconds", str(args.max_seconds),
+            "--await", str(AWAIT_S), "--max-seconds", str(args.max_seconds),
         ]  # fmt: skip
         rows.append(await loop.run_in_executor(None, self.child, name, "receive", lambda: self.sdk(*receive)))
         return rows

@@ -127,7 +127,7 @@ def receive(args: argparse.Namespace) -> dict:
     elapsed = (tally.finished_at or time.monotonic()) - began
     consumer.shutdown()
     return {
-        "messages": tally.messages,
+        "messages": min(tally.messages, args.count),  # acks after the count-th came after the clock stopped
         "elapsed": elapsed,
         "errors": tally.errors,
         "first_error": tally.first_error,

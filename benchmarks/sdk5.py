@@ -25,17 +25,25 @@ by these clients:
               SendMessageSync; its first sends fail while its route is on its way: counted as
               errors, not messages); receive: a push consumer (``cpp_consume.c``, ``--threads``
               consume threads, pull batches of 32, offsets committed), timed from its first
-              message to the last, so its rebalance at start is left out (printed as a note)
+              message to the last, so its rebalance at start is left out (printed as a note);
+              pull has no per-message ack, so this row is the remoting ceiling, not a
+              like-for-like of the SimpleConsumer rows
     sdk-*     rocketmq-python-client 5.1.2 under ``.venv-v5/bin/python`` (``_sdk5_load.py``): one
               Producer shared by ``--threads`` threads of sync ``send``; receive: one
               SimpleConsumer shared by ``--threads`` threads of receive(32, 30 s) then ``ack``
-              of each message
+              of each message (one AckMessage RPC each)
+
+Both SimpleConsumers long-poll 5 s (the 5.x proxy's minimum; the SDK's RPC deadline is its request
+timeout, 3 s, plus that).
 
 ``--profile DIR`` records the broker with py-spy (``--gil``) during the C++ and SDK rows (its CPU
 figures then include py-spy's sampling) and writes a summary per row to DIR. Each client's clock
-starts once it has started. Printed per row: msgs/s, the broker's CPU seconds
-per 10k messages (its /proc figures from before the client starts to after it ends, start-up and
-shut-down included) and the client's (``os.wait4`` of the child; this process's own for finchmq).
+starts once it has started. Printed per row: msgs/s, the broker's CPU seconds per 10k messages
+(its /proc figures from before the client starts to after it ends, start-up and shut-down
+included) and the client's (``os.wait4`` of the child; this process's own for finchmq). The SDK
+rows are limited by the SDK's own CPU (about as much per message as the broker's) on a 2-core
+machine, so for the two transports the broker's CPU per message is the figure to compare; msgs/s
+at equal load (the same threads) moves with whatever else runs on the machine.
 The figures go to ``benchmarks/results/sdk5.txt`` too, with the machine, date and commit.
 """
 

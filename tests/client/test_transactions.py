@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from finchmq.client import (
     Message,
     MessageConst,
     MessageExt,
+    MQBrokerError,
     TransactionProducer,
 )
 from finchmq.client.sync import BlockingTransactionProducer
@@ -216,6 +217,43 @@ def test_blocking_producer_with_plain_function_listener(server: EmbeddedServer, 
         result = producer.send_message_in_transaction(Message.create(name, b"blocking"), "arg-1")
     assert result.local_transaction_state is COMMIT and seen == ["arg-1"]
     assert [m.body for m in asyncio.run(pull_all(server.namesrv_addr, name, 1))] == [b"blocking"]
+
+
+async def test_a_half_message_sent_here_is_ended_by_another_producer_of_the_group(
+    patient_server: EmbeddedServer, name: str
+) -> None:
+    """``send_half_message`` leaves the transaction open; a producer of the group in another
+    client instance (another process, as the Spark sink's driver) ends it from the
+    ``HalfMessage`` alone, awaiting the broker's answer."""
+    server = patient_server
+    await create_topic(server.namesrv_addr, name)
+    group = f"tx_{name}"
+    listener = Listener(UNKNOW)
+    async with (
+        TransactionProducer(group, namesrv_addr=server.namesrv_addr, transaction_listener=listener) as sender,
+        TransactionProducer(
+            group, namesrv_addr=server.namesrv_addr, transaction_listener=listener, instance_name="ender"
+        ) as ender,
+    ):
+        kept_sent, kept = await sender.send_half_message(Message.create(name, b"kept", keys="k"))
+        _, dropped = await sender.send_half_message(
+            Message.create(name, b"dropped"), queue=kept_sent.message_queue
+        )
+        assert (kept.topic, kept.broker_name, kept.msg_id) == (name, "broker-a", kept_sent.msg_id)
+        assert queue_size(server, HALF_TOPIC) == 2 and listener.executed == []
+        await ender.end_transaction(kept, COMMIT, oneway=False)  # answered once stored
+        assert [m.body for m in await pull_all(server.namesrv_addr, name, 1)] == [b"kept"]
+        await ender.end_transaction(dropped, ROLLBACK, oneway=False)
+        await eventually(lambda: queue_size(server, OP_TOPIC) == 2)
+        with pytest.raises(MQBrokerError, match="The transaction state table offset wrong"):
+            await ender.end_transaction(
+                replace(kept, queue_offset=kept.queue_offset + 7), COMMIT, oneway=False
+            )
+        with pytest.raises(ValueError, match="UNKNOW"):
+            await ender.end_transaction(kept, UNKNOW, oneway=False)
+        await after_checks(server)
+    assert listener.checked == []
+    assert [m.body for m in await pull_all(server.namesrv_addr, name, 1)] == [b"kept"]
 
 
 # -- killed processes ------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ is broken).
             [--keys K] [--prop KEY=VALUE] [--delay-seconds S | --delivery-timestamp V] [--body-prefix P]
             [--tx-resolution commit|rollback|unknown] [--checker commit|rollback] [--stoppable]
     simple  --endpoints H:P --group G --topic T --expect N [--tag-expression E] [--invisible S]
-            [--await S] [--nack-first] [--no-ack] [--max-seconds S]
-    push    --endpoints H:P --group G --topic T [--expect N] [--fail-first] [--fifo] [--stoppable]
+            [--await S] [--nack-first] [--ack-stale] [--no-ack] [--max-seconds S]
+    push    --endpoints H:P --group G --topic T [--expect N] [--fail-first] [--hold-file F] [--fifo]
+            [--stoppable]
     recall  --endpoints H:P --topic T --handle H
     route   --endpoints H:P --topic T
 
@@ -276,12 +277,18 @@ def produce(args: argparse.Namespace) -> int:
     return 0
 
 
+def whole(seconds: float) -> float | int:
+    """A whole number of seconds as an int: the SDK puts durations into ``Duration.seconds``
+    (an int64 field), where a float is a TypeError."""
+    return int(seconds) if float(seconds).is_integer() else seconds
+
+
 def simple(args: argparse.Namespace) -> int:
     consumer = SimpleConsumer(
         configuration(args),
         args.group,
         {args.topic: FilterExpression(args.tag_expression)},
-        await_duration=args.await_,
+        await_duration=whole(args.await_),
         tls_enable=args.tls,
     )
     try:
@@ -294,12 +301,13 @@ def simple(args: argparse.Namespace) -> int:
     stopped = wait_for_stdin_close() if args.stoppable else threading.Event()
     seen: set[str] = set()  # message ids delivered at least once
     finished: set[str] = set()  # acked (or, with --no-ack, received)
+    earlier: dict[str, Message] = {}  # --ack-stale: first deliveries, kept to ack after their redelivery
     try:
         while time.monotonic() < deadline and not (args.expect and len(finished) >= args.expect):
             if stopped.is_set():
                 break
             try:
-                messages = consumer.receive(args.batch, args.invisible)
+                messages = consumer.receive(args.batch, whole(args.invisible))
             except Exception as exc:
                 emit(explained(exc, consumer, args.topic, during="receive"))
                 if args.retry_errors:
@@ -315,8 +323,19 @@ def simple(args: argparse.Namespace) -> int:
                     if args.no_ack:
                         finished.add(msg.message_id)
                     elif args.nack_first and first:
-                        consumer.change_invisible_duration(msg, args.nack_seconds)
+                        consumer.change_invisible_duration(msg, whole(args.nack_seconds))
                         emit({"nacked": msg.message_id})
+                    elif args.ack_stale and first:
+                        earlier[msg.message_id] = msg  # not acked: it comes back once invisible time passed
+                    elif args.ack_stale and msg.message_id in earlier:
+                        try:  # its first handle expired before the redelivery: the server refuses it
+                            consumer.ack(earlier.pop(msg.message_id))
+                            emit({"stale_acked": msg.message_id})
+                        except Exception as exc:
+                            emit({"stale": error_record(exc, message_id=msg.message_id)})
+                        consumer.ack(msg)
+                        finished.add(msg.message_id)
+                        emit({"acked": msg.message_id})
                     else:
                         consumer.ack(msg)
                         finished.add(msg.message_id)
@@ -333,9 +352,10 @@ class Listener(MessageListener):
     """Prints each message it is given; with ``fail_first`` it answers FAILURE the first time it
     sees a message id (the server redelivers it), SUCCESS afterwards."""
 
-    def __init__(self, fail_first: bool, expect: int) -> None:
+    def __init__(self, fail_first: bool, expect: int, hold_file: str | None = None) -> None:
         self.fail_first = fail_first
         self.expect = expect
+        self.hold_file = hold_file
         self.attempts: dict[str, int] = {}
         self.succeeded: set[str] = set()
         self.lock = threading.Lock()
@@ -343,6 +363,10 @@ class Listener(MessageListener):
 
     def consume(self, message: Message) -> ConsumeResult:
         record = describe(message)
+        if self.hold_file:  # a long consumption: until the test creates the file
+            emit({"holding": message.message_id})
+            while not os.path.exists(self.hold_file):
+                time.sleep(0.05)
         with self.lock:
             attempt = self.attempts[message.message_id] = self.attempts.get(message.message_id, 0) + 1
             failing = self.fail_first and attempt == 1
@@ -355,7 +379,7 @@ class Listener(MessageListener):
 
 
 def push(args: argparse.Namespace) -> int:
-    listener = Listener(args.fail_first, args.expect)
+    listener = Listener(args.fail_first, args.expect, args.hold_file)
     consumer = PushConsumer(
         configuration(args),
         args.group,
@@ -477,6 +501,12 @@ def main() -> int:
     )
     s.add_argument("--nack-seconds", type=float, default=1)
     s.add_argument("--no-ack", action="store_true", help="receive only")
+    s.add_argument(
+        "--ack-stale",
+        action="store_true",
+        help="leave each first delivery unacked; at its redelivery ack the first (expired) handle, "
+        "printing {stale: error} or {stale_acked: id}, then the new one",
+    )
     s.add_argument("--max-seconds", type=float, default=60, help="stop receiving after this long")
     s.add_argument("--retry-errors", action="store_true", help="keep receiving after a receive error")
     s.add_argument("--stoppable", action="store_true", help="stop when stdin is closed")
@@ -486,6 +516,7 @@ def main() -> int:
     c.add_argument("--tag-expression", default="*")
     c.add_argument("--expect", type=int, default=0, help="stop once this many messages are consumed")
     c.add_argument("--fail-first", action="store_true", help="answer FAILURE the first time a message comes")
+    c.add_argument("--hold-file", help="each consumption waits until this file exists (prints {holding: id})")
     c.add_argument(
         "--fifo",
         action="store_true",

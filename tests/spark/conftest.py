@@ -20,8 +20,17 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed: pip install 'finchmq[spark]'")
 
-from finchmq.client import BlockingAdminClient, BlockingProducer, Message, MessageQueue, NoRouteError
+from finchmq.client import (
+    BlockingAdminClient,
+    BlockingProducer,
+    Message,
+    MessageExt,
+    MessageQueue,
+    NoRouteError,
+)
+from finchmq.protocol.stored import decode_stored_all
 from finchmq.spark import local_session
+from finchmq.store import GetMessageStatus
 from finchmq.testing import EmbeddedServer
 from tests.waiting import wait_until
 
@@ -137,6 +146,21 @@ def wait_while_running(query: Any, predicate: Callable[[], bool], what: str) -> 
     """Wait for ``predicate`` as the streaming ``query`` runs (a look every 0.2 s: each may ask
     the JVM; 60 s, as micro-batches on a loaded machine are slow)."""
     wait_until(while_running(query, predicate, what), timeout=60, what=what, interval=0.2)
+
+
+def queue_messages(
+    server: EmbeddedServer, topic: str, start: int = 0, queue_id: int = 0
+) -> tuple[list[MessageExt], int]:
+    """The messages of a queue from offset ``start`` on, read straight from the embedded broker's
+    store (system topics too, no consumer group), and the offset after them."""
+    assert server.broker is not None
+    found: list[MessageExt] = []
+    while True:
+        with server.broker.store.get_message("test-observer", topic, queue_id, start, 32) as result:
+            if result.status is not GetMessageStatus.FOUND:
+                return found, start
+            found += decode_stored_all(result.body())
+            start = result.next_begin_offset
 
 
 def checkpoint(tmp_path: Path, name: str = "checkpoint") -> str:

@@ -177,6 +177,31 @@ def test_write_options() -> None:
         )
 
 
+def test_exactly_once_options() -> None:
+    opts = WriteOptions.parse({"nameServer": "h:1"})
+    assert (opts.delivery, opts.exactly_once) == ("at-least-once", False)
+    opts = WriteOptions.parse({"nameServer": "h:1", "delivery": " Exactly-Once "})
+    assert opts.exactly_once
+    assert (opts.producer_group, opts.commit_topic, opts.transaction_timeout_ms, opts.max_in_flight) == (
+        "finchmq-spark-transactional",
+        "finchmq-spark-commits",
+        120_000,
+        64,
+    )
+    opts = WriteOptions.parse(
+        {"nameServer": "h:1", "delivery": "exactly-once", "commitTopic": "C", "transactionTimeoutMs": "30000"}
+    )
+    assert (opts.commit_topic, opts.transaction_timeout_ms) == ("C", 30_000)
+    for option, value, match in [
+        ("delivery", "twice", "expected at-least-once or exactly-once"),
+        ("commitTopic", "bad topic", "not a valid topic name"),
+        ("transactionTimeoutMs", "5000", "10000"),
+    ]:
+        with pytest.raises(OptionError) as info:
+            WriteOptions.parse({"nameServer": "h:1", option: value})
+        assert str(info.value).startswith(f"rocketmq option {option}=") and match in str(info.value)
+
+
 def test_acl_keys() -> None:
     """accessKey + secretKey sign every request for the broker's ACL; one without the other is refused."""
     assert parse().credentials is None

@@ -9,6 +9,7 @@ from finchmq.common.settings import snake_to_camel
 from finchmq.grpc import GrpcServer
 from finchmq.grpc.auth import AclAuthorizer
 from finchmq.grpc.backend import LocalBackend
+from finchmq.grpc.cluster import ClusterBackend
 from finchmq.grpc.config import GrpcConfig
 
 GRPC_KEYS = frozenset(
@@ -32,3 +33,14 @@ def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServe
     )
     authorizer = AclAuthorizer(broker.acl.check_grpc) if broker.acl is not None else None
     return GrpcServer(backend, config, authorizer)
+
+
+def cluster_grpc_server(namesrv_addr: str, config: GrpcConfig) -> GrpcServer:
+    """A ``GrpcServer`` in front of every broker registered with ``namesrv_addr``
+    (``host:port;host:port``), over remoting, as Java's proxy in cluster mode.
+
+    Raises ValueError for a bad name server address.
+    """
+    return GrpcServer(
+        ClusterBackend(namesrv_addr, call_timeout_millis=config.broker_call_timeout_mills), config
+    )

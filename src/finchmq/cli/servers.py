@@ -1,4 +1,4 @@
-"""``finchmq namesrv``, ``finchmq broker`` and ``finchmq server``: run the servers.
+"""``finchmq namesrv``, ``finchmq broker``, ``finchmq server`` and ``finchmq proxy``: run the servers.
 
 Configuration follows RocketMQ: ``broker.conf`` is a Java properties file with RocketMQ's key
 names (brokerClusterName, brokerName, brokerId, namesrvAddr, listenPort, storePathRootDir,
@@ -23,13 +23,13 @@ from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
-from finchmq.cli.grpc import GRPC_KEYS, local_grpc_server
+from finchmq.cli.grpc import GRPC_KEYS, cluster_grpc_server, local_grpc_server
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.common.metrics import MetricsExporterType
 from finchmq.grpc import GrpcServer
 from finchmq.grpc.config import GrpcConfig
 from finchmq.namesrv import NamesrvConfig, NamesrvController
-from finchmq.remoting import run
+from finchmq.remoting import parse_addr, run
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 from finchmq.testing.cluster import BrokerProcess
@@ -175,7 +175,8 @@ def add_server_parsers(commands: Any) -> None:
         type=_port,
         default=None,
         help="serve RocketMQ 5.x clients (gRPC MessagingService, as Java's proxy) on PORT (default 8081, "
-        "skipped with a warning when taken; 0: off; broker.conf grpcServerPort works too)",
+        "skipped with a warning when taken; 0: off; broker.conf grpcServerPort works too); with "
+        "--brokers N > 1 it fronts all N brokers (the proxy's cluster mode), so 5.x clients need only it",
     )
     server.add_argument(
         "--console-port",
@@ -190,6 +191,29 @@ def add_server_parsers(commands: Any) -> None:
         help="web console listen address (default 127.0.0.1: this machine only; it has no login)",
     )
     server.set_defaults(handler=_run_server)
+
+    proxy = commands.add_parser(
+        "proxy",
+        help="serve RocketMQ 5.x clients (gRPC) in front of a cluster's brokers (Java's proxy, cluster mode)",
+        description=(
+            "Serve RocketMQ 5.x clients (gRPC apache.rocketmq.v2.MessagingService) in front of the "
+            "brokers registered with the name servers, as Java's rocketmq-proxy does in cluster mode. "
+            "Clients need only this endpoint: routes list every broker's queues behind it, and each "
+            "call goes over remoting to the broker it is for (sends, receives and acks to the "
+            "message queue's broker; heartbeats to every master). Routes and configs are re-read from "
+            "the name servers and brokers every few seconds."
+        ),
+    )
+    proxy.add_argument(
+        "-n",
+        "--namesrv",
+        help="name server address(es), 'host:port;host:port' (namesrvAddr; default $NAMESRV_ADDR)",
+    )
+    proxy.add_argument(
+        "--grpc-port", type=_port, default=8081, help="gRPC listen port (grpcServerPort, default 8081)"
+    )
+    proxy.add_argument("--bind", default="0.0.0.0", help="listen address (default 0.0.0.0)")
+    proxy.set_defaults(handler=_run_proxy)
 
 
 def _port(text: str) -> int:
@@ -251,12 +275,18 @@ def load_grpc_config(
     return config
 
 
-async def _start_grpc(broker: BrokerController, config: GrpcConfig, *, explicit: bool) -> GrpcServer | None:
-    """The broker's 5.x endpoint (local mode), unless its port is 0. The default port taken is a
-    warning (the broker runs on without it); a port the user asked for is an error."""
+async def _start_grpc(
+    broker: BrokerController, config: GrpcConfig, *, explicit: bool, cluster_namesrv: str | None = None
+) -> GrpcServer | None:
+    """The 5.x endpoint, unless its port is 0: of ``broker`` (local mode), or with
+    ``cluster_namesrv`` of every broker registered there (cluster mode). The default port taken is
+    a warning (the broker runs on without it); a port the user asked for is an error."""
     if not config.grpc_server_port:
         return None
-    server = local_grpc_server(broker, config)
+    if cluster_namesrv is None:
+        server = local_grpc_server(broker, config)
+    else:
+        server = cluster_grpc_server(cluster_namesrv, config)
     try:
         await server.start()
     except OSError as exc:
@@ -268,7 +298,10 @@ async def _start_grpc(broker: BrokerController, config: GrpcConfig, *, explicit:
             "running without the 5.x endpoint (choose a port with --grpc-port)"
         )
         return None
-    _print(f"finchmq gRPC endpoint for RocketMQ 5.x clients at {broker.config.broker_ip1}:{server.port}")
+    mode = "" if cluster_namesrv is None else " (cluster mode: every broker behind it)"
+    _print(
+        f"finchmq gRPC endpoint for RocketMQ 5.x clients at {broker.config.broker_ip1}:{server.port}{mode}"
+    )
     return server
 
 
@@ -309,6 +342,38 @@ async def _broker_main(
         if grpc is not None:
             await grpc.close()
         await broker.close()
+
+
+async def _proxy_main(namesrv_addr: str, config: GrpcConfig) -> None:
+    stop = _stop_on_signal()
+    server = cluster_grpc_server(namesrv_addr, config)
+    await server.start()
+    try:
+        _print(
+            f"finchmq proxy: gRPC endpoint for RocketMQ 5.x clients at {server.address} in front of the "
+            f"brokers of name servers {namesrv_addr}"
+        )
+        await stop.wait()
+        _print("finchmq proxy shutting down")
+    finally:
+        await server.close()
+
+
+def _run_proxy(args: argparse.Namespace) -> int:
+    namesrv_addr = args.namesrv or os.environ.get("NAMESRV_ADDR")
+    if not namesrv_addr:
+        print(
+            "finchmq proxy: give the name servers with --namesrv HOST:PORT (or NAMESRV_ADDR)", file=sys.stderr
+        )
+        return 2
+    try:
+        config = GrpcConfig(grpc_server_port=args.grpc_port, bind_address=args.bind)
+        for addr in namesrv_addr.split(";"):
+            parse_addr(addr)
+    except ValueError as exc:
+        print(f"finchmq proxy: {exc}", file=sys.stderr)
+        return 2
+    return _run_or_report(_proxy_main(namesrv_addr, config))
 
 
 def _run_namesrv(args: argparse.Namespace) -> int:
@@ -387,7 +452,12 @@ async def _server_main(
             _print(f"metrics at {broker.metrics_server.url}")
         grpc_config = load_grpc_config(props, broker_config, store_config, args.grpc_port)
         explicit = args.grpc_port is not None or "grpcServerPort" in props
-        grpc = await _start_grpc(broker, grpc_config, explicit=explicit)
+        grpc = await _start_grpc(
+            broker,
+            grpc_config,
+            explicit=explicit,
+            cluster_namesrv=namesrv.address if args.brokers > 1 else None,
+        )
         console = await _start_console(args, namesrv.address)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"

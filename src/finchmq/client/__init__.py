@@ -90,6 +90,7 @@ from .sync import (
     Portal,
 )
 from .transaction import (
+    HalfMessage,
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,
@@ -125,6 +126,7 @@ __all__ = [
     "ConsumeMessageHook",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "HalfMessage",
     "InvalidReceiptHandleError",
     "LitePullConsumer",
     "LitePullConsumerConfig",

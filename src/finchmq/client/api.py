@@ -779,6 +779,17 @@ class MQClientAPI:
         )
         await self._oneway(addr, request, timeout_millis)
 
+    async def end_transaction(
+        self, addr: str, header: EndTransactionRequestHeader, remark: str | None, timeout_millis: int
+    ) -> None:
+        """END_TRANSACTION awaiting the broker's answer, which it sends once the commit (the
+        message in its real topic) or the rollback is stored. Raises ``MQBrokerError`` when it
+        refuses (no such half message, another group's): then nothing was done.
+        Never for ``TRANSACTION_NOT_TYPE``, which the broker does not answer."""
+        request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), remark=remark)
+        response = await self._invoke(addr, request, timeout_millis, "END_TRANSACTION")
+        _raise_for(response, addr)
+
     async def invoke_broker_to_reset_offset(
         self, addr: str, topic: str, group: str, timestamp: int, is_force: bool, timeout_millis: int
     ) -> dict[MessageQueue, int]:

@@ -61,7 +61,13 @@ from .consumer.simple import SimpleConsumer
 from .producer import ExceptionCallback, Producer, SendCallback
 from .results import PullResult, SendResult
 from .selector import MessageQueueSelector
-from .transaction import TransactionListener, TransactionProducer, TransactionSendResult
+from .transaction import (
+    HalfMessage,
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "BlockingAdminClient",
@@ -328,6 +334,30 @@ class BlockingTransactionProducer(BlockingProducer, wraps=TransactionProducer):
 
     def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
         return self._call(self.transaction_producer.send_message_in_transaction(msg, arg))
+
+    def send_half_message(
+        self, msg: Message, *, queue: MessageQueue | None = None, timeout_millis: int | None = None
+    ) -> tuple[SendResult, HalfMessage]:
+        return self._call_within(
+            self.transaction_producer.send_half_message(msg, queue=queue, timeout_millis=timeout_millis),
+            self._send_timeout(timeout_millis),
+        )
+
+    def end_transaction(
+        self,
+        half: HalfMessage,
+        state: LocalTransactionState,
+        *,
+        oneway: bool = True,
+        timeout_millis: int | None = None,
+        remark: str | None = None,
+    ) -> None:
+        self._call_within(
+            self.transaction_producer.end_transaction(
+                half, state, oneway=oneway, timeout_millis=timeout_millis, remark=remark
+            ),
+            self._send_timeout(timeout_millis),
+        )
 
 
 class BlockingPushConsumer(_Blocking[PushConsumerConfig], wraps=PushConsumer):

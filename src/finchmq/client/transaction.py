@@ -10,6 +10,11 @@ answers. A listener's methods may be coroutines, or plain functions (run in a wo
 a database call does not stall the event loop).
 
 As Java's producer, a delay level on a transactional message is ignored.
+
+A transaction may also span processes: ``send_half_message`` stores a half message and returns
+its ``HalfMessage`` (picklable), and any producer of the group ends it with ``end_transaction``,
+oneway as Java's producer or awaiting the broker's answer. The Spark sink's exactly-once mode
+sends halves from its tasks and ends them from the driver (``docs/spark.md``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from finchmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from finchmq.protocol.message import Message, MessageExt
+from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst, MessageSysFlag
 from finchmq.protocol.msg_id import decode_offset_msg_id
 
@@ -33,6 +38,7 @@ from .producer import Producer
 from .results import SendResult, SendStatus
 
 __all__ = [
+    "HalfMessage",
     "LocalTransactionState",
     "TransactionListener",
     "TransactionProducer",
@@ -62,6 +68,26 @@ class TransactionSendResult(SendResult):
     """The half message's ``SendResult`` and what the local transaction decided."""
 
     local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMessage:
+    """A stored half message, as END_TRANSACTION names it: its real ``topic`` (whose route gives
+    the broker's address), the ``broker_name`` holding it, its offset in the half queue
+    (``tranStateTableOffset``) and in the commit log, and its UNIQ_KEY ``msg_id``."""
+
+    topic: str
+    broker_name: str
+    queue_offset: int
+    commit_log_offset: int
+    msg_id: str
+
+    @classmethod
+    def of(cls, sent: SendResult) -> HalfMessage:
+        """The half message a send of a prepared message stored."""
+        where = decode_offset_msg_id(sent.offset_msg_id or sent.msg_id)
+        mq = sent.message_queue
+        return cls(mq.topic, mq.broker_name, sent.queue_offset, where.commit_log_offset, sent.msg_id)
 
 
 class TransactionListener(Protocol):
@@ -124,12 +150,7 @@ class TransactionProducer(Producer):
         listener = self.transaction_listener
         if listener is None:
             raise ClientStateError("TransactionListener is null: set transaction_listener first")
-        group = self.config.producer_group
-        half = (
-            msg.without_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
-            .with_property(MessageConst.PROPERTY_TRANSACTION_PREPARED, "true")
-            .with_property(MessageConst.PROPERTY_PRODUCER_GROUP, group)
-        )
+        half = self._half_message(msg)
         try:
             sent = await self.send(half)
         except MQClientError as exc:
@@ -156,25 +177,90 @@ class TransactionProducer(Producer):
             )
         return TransactionSendResult(**asdict(sent), local_transaction_state=state)
 
+    def _half_message(self, msg: Message) -> Message:
+        """``msg`` as a half message of this producer's group (TRAN_MSG, PGROUP; no delay level)."""
+        return (
+            msg.without_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
+            .with_property(MessageConst.PROPERTY_TRANSACTION_PREPARED, "true")
+            .with_property(MessageConst.PROPERTY_PRODUCER_GROUP, self.config.producer_group)
+        )
+
+    async def send_half_message(
+        self, msg: Message, *, queue: MessageQueue | None = None, timeout_millis: int | None = None
+    ) -> tuple[SendResult, HalfMessage]:
+        """Store ``msg`` as a half message and leave its transaction open: ``end_transaction``
+        (in this process or in any other with a producer of the group) or the broker's check
+        ends it. Runs no local transaction; the listener only answers checks.
+
+        Raises as ``send`` does; a send the broker answered without SEND_OK stored the half
+        message all the same (the caller decides whether to roll it back).
+        """
+        sent = await self.send(self._half_message(msg), queue=queue, timeout_millis=timeout_millis)
+        return sent, HalfMessage.of(sent)
+
+    async def end_transaction(
+        self,
+        half: HalfMessage,
+        state: LocalTransactionState,
+        *,
+        oneway: bool = True,
+        timeout_millis: int | None = None,
+        remark: str | None = None,
+    ) -> None:
+        """END_TRANSACTION for ``half``: commit or roll back (or, oneway only, leave it unknown).
+
+        ``oneway`` (Java's way) returns once the request is written: nothing says the broker got
+        it, and if it did not its check asks later. Otherwise this waits for the broker's answer,
+        sent once the commit or rollback is stored.
+
+        Raises:
+            ValueError: UNKNOW awaiting an answer (the broker answers none).
+            MQBrokerError: the broker refused (no such half message, another group's): nothing done.
+            MQClientError: the request failed or timed out; if it reached the broker, it may be done.
+        """
+        if state is LocalTransactionState.UNKNOW and not oneway:
+            raise ValueError("the broker does not answer END_TRANSACTION with UNKNOW: send it oneway")
+        await self._end(half, state, oneway, timeout_millis, remark, half.msg_id)
+
+    async def _end(
+        self,
+        half: HalfMessage,
+        state: LocalTransactionState,
+        oneway: bool,
+        timeout_millis: int | None,
+        remark: str | None,
+        transaction_id: str | None,
+    ) -> None:
+        addr = self.instance.find_broker_address_in_publish(half.broker_name)
+        if addr is None:  # a process that has not sent to the topic yet: its route first
+            await self._try_to_find_topic_publish_info(half.topic)
+            addr = self.instance.find_broker_address_in_publish(half.broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{half.broker_name}] not exist")
+        header = EndTransactionRequestHeader(
+            producer_group=self.config.producer_group,
+            tran_state_table_offset=half.queue_offset,
+            commit_log_offset=half.commit_log_offset,
+            commit_or_rollback=_END_TYPE[state],
+            msg_id=half.msg_id,
+            transaction_id=transaction_id,
+        )
+        timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
+        api = self.instance.api
+        if oneway:
+            await api.end_transaction_oneway(addr, header, remark, timeout)
+        else:
+            await api.end_transaction(addr, header, remark, timeout)
+
     async def _end_transaction(
         self, sent: SendResult, state: LocalTransactionState, failure: BaseException | None
     ) -> None:
         """Java ``endTransaction``: END_TRANSACTION, oneway, to the master that holds the half message."""
-        where = decode_offset_msg_id(sent.offset_msg_id or sent.msg_id)
         broker_name = sent.message_queue.broker_name
-        addr = self.instance.find_broker_address_in_publish(broker_name)
-        if addr is None:
+        if self.instance.find_broker_address_in_publish(broker_name) is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
-        header = EndTransactionRequestHeader(
-            producer_group=self.config.producer_group,
-            tran_state_table_offset=sent.queue_offset,
-            commit_log_offset=where.commit_log_offset,
-            commit_or_rollback=_END_TYPE[state],
-            msg_id=sent.msg_id,
-            transaction_id=sent.transaction_id,
-        )
         remark = f"executeLocalTransactionBranch exception: {failure!r}" if failure is not None else None
-        await self.instance.api.end_transaction_oneway(addr, header, remark, self.config.send_msg_timeout)
+        await self._end(HalfMessage.of(sent), state, True, None, remark, sent.transaction_id)
 
     def check_transaction_state(
         self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader

@@ -18,7 +18,13 @@ from finchmq.protocol.command import RemotingCommand
 from finchmq.remoting.connection import RequestSink
 from finchmq.remoting.local import LocalChannel, PeerRequestHandler
 
-__all__ = ["Backend", "BrokerQueues", "ClientLink", "LocalBackend"]
+__all__ = ["BROKER_NAME_FIELD", "Backend", "BrokerQueues", "ClientLink", "LocalBackend"]
+
+BROKER_NAME_FIELD = "bname"
+"""The ext field naming the broker a request concerns (5.x ``RpcRequestHeader.bname``). A backend
+fronting several brokers sets it on what a broker asks of a client (``on_request``), so the
+client's answer (END_TRANSACTION after a transaction check) goes back to that broker (Java's
+cluster proxy adds the broker's address instead, ``ProxyUtils.BROKER_ADDR``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -240,7 +240,15 @@ async def telemetry(
             if kind == "settings":
                 _validate_settings(command.settings)
                 session.settings = command.settings
-                await _register(svc, ctx, session)
+                try:
+                    await _register(svc, ctx, session)
+                except GrpcStatusError:
+                    raise
+                except Exception as exc:  # the broker unreachable, the client terminated meanwhile
+                    log.debug("telemetry settings of %s not registered: %r", session.client_id, exc)
+                    raise GrpcStatusError(
+                        pb.INTERNAL_SERVER_ERROR, f"settings not registered: {exc}"
+                    ) from exc
                 session.writer = send  # the latest stream wins (Java GrpcChannelManager)
                 answer = spb.TelemetryCommand(status=ok(), settings=await merged_settings(svc, session))
                 await session.write(answer)

@@ -32,6 +32,13 @@ class GrpcConfig:
     grpc_client_idle_time_mills: int = 120_000
     grpc_proxy_relay_request_timeout_in_seconds: int = 5
     broker_call_timeout_mills: int = 3_000  # a remoting call to a broker (not a long poll)
+    # auto-renewed receipt handles (ReceiveMessage auto_renew: the PushConsumer's), renew.py
+    enable_proxy_auto_renew: bool = True
+    renew_ahead_time_millis: int = 10_000
+    renew_max_time_millis: int = 3 * 3600 * 1000
+    renew_schedule_period_millis: int = 5_000
+    max_renew_retry_times: int = 3
+    invisible_time_millis_when_clear: int = 1_000
     # TLS on the gRPC port when both are set (ProxyConfig tlsCertPath/tlsKeyPath; Java's default
     # tlsTestModeEnable self-signed certificate and its plaintext-beside-TLS port are not done)
     tls_cert_path: str | None = None  # PEM certificate chain

@@ -25,9 +25,7 @@ from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
-    AckMessageRequestHeader,
     CheckTransactionStateRequestHeader,
-    ConsumerSendMsgBackRequestHeader,
     EndTransactionRequestHeader,
     RecallMessageRequestHeader,
     RecallMessageResponseHeader,
@@ -37,13 +35,13 @@ from finchmq.protocol.headers import (
 from finchmq.protocol.message import Message, java_string_hash, properties_to_string
 from finchmq.protocol.message_const import SYSTEM_PROPERTY_NAMES_5X, MessageConst, MessageSysFlag
 from finchmq.protocol.msg_id import UniqueKeyGenerator, decode_offset_msg_id
-from finchmq.protocol.pop import ReceiptHandle
 from finchmq.protocol.recall import RecallMessageHandle
 from finchmq.protocol.topics import is_dlq_topic, is_retry_topic
 
-from . import validate
+from . import consumer, validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
+from .backend import BROKER_NAME_FIELD
 from .clients import ClientSession
 from .context import CallContext
 from .convert import decode_messages, message_from_ext
@@ -545,8 +543,9 @@ async def relay_transaction_check(
     stored = messages[0]
     group = stored.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP, "")
     transaction_id = header.transaction_id or ""
-    # Java: the broker name of the address the check came from; local mode has one broker
-    broker_name = getattr(svc.backend, "broker_name", "") or ""
+    # Java: the broker name of the address the check came from (cluster mode: the backend names
+    # it in the request); local mode has one broker
+    broker_name = request.ext_fields.get(BROKER_NAME_FIELD) or getattr(svc.backend, "broker_name", "") or ""
     data = svc.transactions.add(
         group,
         broker_name=broker_name,
@@ -601,49 +600,12 @@ async def forward_message_to_dead_letter_queue(
 ) -> spb.ForwardMessageToDeadLetterQueueResponse:
     topic = validate.topic(req.topic)
     group = validate.consumer_group(req.group)
-    try:
-        handle = ReceiptHandle.decode(req.receipt_handle)
-    except ProtocolError as exc:
-        raise GrpcStatusError(pb.INVALID_RECEIPT_HANDLE, f"receipt handle is invalid: {exc}") from exc
-    if handle.commit_log_offset < 0:
-        raise GrpcStatusError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
-    header = ConsumerSendMsgBackRequestHeader(
-        offset=handle.commit_log_offset,
-        group=group,
-        delay_level=-1,
-        origin_msg_id=req.message_id,
-        origin_topic=handle.real_topic(topic, group),
-        max_reconsume_times=0,
+    response = await consumer.forward_to_dead_letter_queue(
+        svc, ctx, req.receipt_handle, req.message_id, group, topic
     )
-    request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
-    response = await svc.invoke(ctx, request, broker_name=handle.broker_name)
-    if response.code == ResponseCode.SUCCESS:
-        await _ack(svc, ctx, handle, req.receipt_handle, group, topic)
     return spb.ForwardMessageToDeadLetterQueueResponse(status=remoting_status(response.code, response.remark))
 
 
 def remoting_status(code: int, remark: str | None) -> pb.Status:
     """Java ``ResponseBuilder#buildStatus(int, String)``: the mapped code, the remark (else the number)."""
     return status(code_of_remoting(code), remark if remark is not None else str(code))
-
-
-async def _ack(
-    svc: MessagingService, ctx: CallContext, handle: ReceiptHandle, text: str, group: str, topic: str
-) -> None:
-    """The forwarded message acked (Java ``ProducerProcessor#forwardMessageToDeadLetterQueue``'s
-    ``ackMessage``); a failure is only logged, as Java ignores it."""
-    header = AckMessageRequestHeader(
-        consumer_group=group,
-        topic=handle.real_topic(topic, group),
-        queue_id=handle.queue_id,
-        extra_info=text,
-        offset=handle.offset,
-    )
-    request = RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields())
-    try:
-        response = await svc.invoke(ctx, request, broker_name=handle.broker_name)
-    except Exception as exc:
-        log.warning("ack after forwarding %s to DLQ failed: %r", handle, exc)
-        return
-    if response.code != ResponseCode.SUCCESS:
-        log.warning("ack after forwarding to DLQ: code %s %s", response.code, response.remark)

@@ -8,8 +8,9 @@ One handler per RPC, grouped as Java's proxy groups its activities (``route``, `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -18,7 +19,7 @@ from google.protobuf.message import Message
 from finchmq.protocol.command import RemotingCommand
 from finchmq.remoting.errors import RemotingError, RemotingTimeoutError
 
-from . import client, consumer, producer, route
+from . import client, consumer, producer, renew, route
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .backend import Backend
@@ -35,7 +36,7 @@ Authorizer = Callable[[CallContext, str, Message], Awaitable[None]]
 """Checks a call's signature and permissions (``auth.py``); raises ``GrpcStatusError``."""
 
 UnaryHandler = Callable[["MessagingService", CallContext, Any], Awaitable[Message]]
-StreamHandler = Callable[["MessagingService", CallContext, Any], AsyncIterator[Message]]
+StreamHandler = Callable[["MessagingService", CallContext, Any], AsyncGenerator[Message, None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ class MessagingService:
         self.transactions = producer.TransactionRegistry(
             config.transaction_data_expire_millis / 1000, config.transaction_data_max_num
         )
+        self.receipt_handles = renew.ReceiptHandleManager(self)
         self.pending_replies: dict[str, asyncio.Future[spb.TelemetryCommand]] = {}
 
     # -- dispatch (the transports call these) --------------------------------------------------
@@ -128,15 +130,16 @@ class MessagingService:
 
     async def server_stream(
         self, method: Method, ctx: CallContext, request: Message
-    ) -> AsyncIterator[Message]:
+    ) -> AsyncGenerator[Message, None]:
         assert method.stream is not None
         try:
             await self._admit(method, ctx, request)
         except Exception as exc:
             yield method.response(status=self._status_of(exc, method.name))
             return
-        async for response in method.stream(self, ctx, request):
-            yield response
+        async with contextlib.aclosing(method.stream(self, ctx, request)) as responses:
+            async for response in responses:
+                yield response
 
     async def telemetry(
         self,
@@ -163,6 +166,11 @@ class MessagingService:
             return status(pb.INTERNAL_SERVER_ERROR, f"{what}: {exc}")
         log.exception("%s failed", what)
         return status(pb.INTERNAL_SERVER_ERROR, f"{what}: {exc!r}")
+
+    def status_of(self, exc: Exception, what: str) -> pb.Status:
+        """The status ``exc`` is answered with (Java ``ResponseBuilder#buildStatus``), for
+        handlers that answer a failure inside a larger response (stream, ack entries)."""
+        return self._status_of(exc, what)
 
     # -- helpers for the handlers ----------------------------------------------------------------
 
@@ -204,5 +212,6 @@ class MessagingService:
     async def close(self) -> None:
         for future in self.pending_replies.values():
             future.cancel()
+        await self.receipt_handles.close()
         await self.clients.close()
         await self.backend.close()

@@ -5,6 +5,7 @@ statuses (INVALID_ARGUMENT for a 4xxxx code, INTERNAL otherwise, Java's ``proces
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -42,8 +43,10 @@ def _handler(service: MessagingService, method: Method) -> Handler:
     async def server_stream(stream: Stream[Message, Message]) -> None:
         request = await stream.recv_message()
         assert request is not None
-        async for response in service.server_stream(method, _context(method, stream), request):
-            await stream.send_message(response)
+        responses = service.server_stream(method, _context(method, stream), request)
+        async with contextlib.aclosing(responses):  # a failed send closes the handler's stream now
+            async for response in responses:
+                await stream.send_message(response)
 
     async def bidi(stream: Stream[spb.TelemetryCommand, spb.TelemetryCommand]) -> None:
         async def inbound() -> AsyncIterator[spb.TelemetryCommand]:

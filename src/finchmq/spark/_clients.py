@@ -28,7 +28,14 @@ from finchmq.client import (
     SessionCredentials,
 )
 
-__all__ = ["READER_GROUP", "close_shared_clients", "shared_admin", "shared_producer", "shared_pull_consumer"]
+__all__ = [
+    "READER_GROUP",
+    "close_shared_clients",
+    "shared_admin",
+    "shared_client",
+    "shared_producer",
+    "shared_pull_consumer",
+]
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +60,7 @@ def _check_fork() -> None:
         _pid = os.getpid()
 
 
-_Client = TypeVar("_Client", BlockingPullConsumer, BlockingAdminClient, BlockingProducer)
+_Client = TypeVar("_Client", bound=BlockingPullConsumer | BlockingAdminClient | BlockingProducer)
 
 
 def _shared(key: tuple[object, ...], make: Callable[[], _Client]) -> _Client:
@@ -66,6 +73,13 @@ def _shared(key: tuple[object, ...], make: Callable[[], _Client]) -> _Client:
             client.start()
             _clients[key] = client
         return client  # type: ignore[return-value]  # each key's kind is fixed by its first element
+
+
+def shared_client(key: tuple[object, ...], make: Callable[[str], _Client]) -> _Client:
+    """The started client under ``key`` (its second element the name server), made on first use
+    in this process by ``make(instance name base)``."""
+    name_server = str(key[1])
+    return _shared(key, lambda: make(_instance_name(name_server)))
 
 
 def shared_pull_consumer(

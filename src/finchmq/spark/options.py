@@ -28,6 +28,7 @@ from finchmq.client.config import check_group
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "Delivery",
     "OffsetSpec",
     "OptionError",
     "QueueKey",
@@ -45,6 +46,11 @@ _ADDR: Final = re.compile(r"^\[?[^\s\[\];]+\]?:\d{1,5}$")
 _TOPIC: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ Validators.VALID_PATTERN_STR
 _MAX_PULL_BATCH: Final = 1024
 _DEFAULT_PRODUCER_GROUP: Final = "finchmq-spark-writer"
+_DEFAULT_TRANSACTIONAL_GROUP: Final = "finchmq-spark-transactional"
+_DEFAULT_COMMIT_TOPIC: Final = "finchmq-spark-commits"
+_MIN_TRANSACTION_TIMEOUT_MS: Final = 10_000
+Delivery = Literal["at-least-once", "exactly-once"]
+_DELIVERIES: Final[tuple[Delivery, ...]] = ("at-least-once", "exactly-once")
 _TRUE: Final = frozenset({"true"})
 _FALSE: Final = frozenset({"false"})
 
@@ -344,7 +350,13 @@ class ReadOptions:
 
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
-    """The sink's options, typed; see ``docs/spark.md``."""
+    """The sink's options, typed; see ``docs/spark.md``.
+
+    ``delivery="exactly-once"`` sends half messages that the driver commits with the batch
+    (``_transactions``): ``commit_topic`` holds its commit records, ``transaction_timeout_ms``
+    bounds a batch from its first send to its commit (the halves' check immunity), and
+    ``max_in_flight`` counts single messages rather than batches.
+    """
 
     name_server: str
     topic: str | None = None
@@ -353,6 +365,13 @@ class WriteOptions:
     send_batch_size: int = 64
     max_in_flight: int = 4
     credentials: SessionCredentials | None = None  # accessKey/secretKey: the broker's ACL
+    delivery: Delivery = "at-least-once"
+    commit_topic: str = _DEFAULT_COMMIT_TOPIC
+    transaction_timeout_ms: int = 120_000
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery == "exactly-once"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -361,15 +380,27 @@ class WriteOptions:
         topic = _get(options, "topic")
         if topic is not None:
             topic = _check_topic("topic", topic, topic.strip())
-        group = (_get(options, "producerGroup") or _DEFAULT_PRODUCER_GROUP).strip()
+        delivery_text = (_get(options, "delivery") or "at-least-once").strip()
+        delivery = next((d for d in _DELIVERIES if d == delivery_text.lower()), None)
+        if delivery is None:
+            raise OptionError("delivery", delivery_text, "expected at-least-once or exactly-once")
+        exactly_once = delivery == "exactly-once"
+        default_group = _DEFAULT_TRANSACTIONAL_GROUP if exactly_once else _DEFAULT_PRODUCER_GROUP
+        group = (_get(options, "producerGroup") or default_group).strip()
         try:
             check_group(group, "producerGroup")
         except ValueError as exc:
             raise OptionError("producerGroup", group, str(exc).split(": ", 1)[-1]) from None
+        commit_topic_text = _get(options, "commitTopic")
+        commit_topic = _DEFAULT_COMMIT_TOPIC
+        if commit_topic_text is not None:
+            commit_topic = _check_topic("commitTopic", commit_topic_text, commit_topic_text.strip())
         send_timeout_ms = _int(options, "sendTimeoutMs", 3_000, low=1)
         send_batch_size = _int(options, "sendBatchSize", 64, low=1, high=1024)
-        max_in_flight = _int(options, "maxInFlight", 4, low=1, high=64)
+        max_in_flight = _int(options, "maxInFlight", 64 if exactly_once else 4, low=1, high=256)
+        timeout_ms = _int(options, "transactionTimeoutMs", 120_000, low=_MIN_TRANSACTION_TIMEOUT_MS)
         assert send_timeout_ms is not None and send_batch_size is not None and max_in_flight is not None
+        assert timeout_ms is not None
         return cls(
             name_server=name_server,
             topic=topic,
@@ -378,4 +409,7 @@ class WriteOptions:
             send_batch_size=send_batch_size,
             max_in_flight=max_in_flight,
             credentials=_credentials(options),
+            delivery=delivery,
+            commit_topic=commit_topic,
+            transaction_timeout_ms=timeout_ms,
         )

@@ -44,7 +44,8 @@ from finchmq.client import MessageQueue, MQClientError
 
 from ._clients import close_shared_clients, shared_admin
 from ._read import SCHEMA, DataLossError, Planner, read_partition
-from ._write import SinkError, WriteIds, check_input_schema, write_batches
+from ._transactions import abort_batch, commit_batch, ensure_commit_topic, shared_transaction_producer
+from ._write import HalvesSent, SinkError, TxnTag, WriteIds, check_input_schema, write_batches, write_halves
 from .options import OptionError, QueueKey, ReadOptions, WriteOptions
 from .partitions import QueuePartition, from_offset_json, plan_partitions, rate_limit, to_offset_json
 
@@ -102,11 +103,15 @@ class RocketMQDataSource(DataSource):
             )
         opts = WriteOptions.parse(self.options)
         check_input_schema(schema, opts)
+        if opts.exactly_once:
+            ensure_commit_topic(opts)
         return RocketMQWriter(opts, uuid.uuid4().hex)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> RocketMQStreamWriter:
         opts = WriteOptions.parse(self.options)
         check_input_schema(schema, opts)
+        if opts.exactly_once:
+            ensure_commit_topic(opts)
         return RocketMQStreamWriter(opts)
 
 
@@ -266,41 +271,79 @@ def _task_ids(query: str, batch: str) -> WriteIds:
     return WriteIds(query, batch, partition)
 
 
+def _write(
+    iterator: Iterator[pa.RecordBatch], opts: WriteOptions, query: str, batch: str
+) -> SentMessages | HalvesSent:
+    """One task's rows: sent (at least once), or as half messages of a transaction of its own
+    (exactly once: the driver commits them)."""
+    ids = _task_ids(query, batch)
+    if not opts.exactly_once:
+        return SentMessages(write_batches(iterator, opts, ids))
+    context = TaskContext.get()
+    attempt = context.taskAttemptId() if context is not None else 0
+    tag = TxnTag(opts.commit_topic, query, int(batch), uuid.uuid4().hex, attempt)
+    return write_halves(iterator, opts, ids, tag, shared_transaction_producer(opts))
+
+
+def _count(messages: list[WriterCommitMessage | None]) -> int:
+    return sum(
+        m.count if isinstance(m, SentMessages) else m.rows
+        for m in messages
+        if isinstance(m, SentMessages | HalvesSent)
+    )
+
+
 class RocketMQWriter(DataSourceArrowWriter):
-    """Batch ``save()``: every row becomes a message; a task retry re-sends with the same ids."""
+    """Batch ``save()``: every row becomes a message; a task retry re-sends with the same ids.
+    Exactly once: the rows are half messages, committed here when Spark commits the write."""
 
     def __init__(self, opts: WriteOptions, write_id: str) -> None:
         self.opts = opts
         self.write_id = write_id
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages:
-        return SentMessages(write_batches(iterator, self.opts, _task_ids(self.write_id, "0")))
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages | HalvesSent:
+        return _write(iterator, self.opts, self.write_id, "0")
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        sent = sum(m.count for m in messages if isinstance(m, SentMessages))
-        log.info("rocketmq sink: write %s stored %d messages", self.write_id, sent)
+        if self.opts.exactly_once:
+            commit_batch(self.opts, self.write_id, 0, messages)
+        log.info("rocketmq sink: write %s stored %d messages", self.write_id, _count(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        sent = sum(m.count for m in messages if isinstance(m, SentMessages))
-        log.warning("rocketmq sink: write %s failed after %d messages were stored", self.write_id, sent)
+        if self.opts.exactly_once:
+            abort_batch(self.opts, messages)
+            log.warning("rocketmq sink: write %s failed: its messages were rolled back", self.write_id)
+            return
+        log.warning(
+            "rocketmq sink: write %s failed after %d messages were stored", self.write_id, _count(messages)
+        )
 
 
 class RocketMQStreamWriter(DataSourceStreamArrowWriter):
-    """Streaming sink: at least once; UNIQ_KEY = hash(query id, batch id, partition, row)."""
+    """Streaming sink: at least once, UNIQ_KEY = hash(query id, batch id, partition, row); or
+    exactly once, each micro-batch's half messages committed with it (``_transactions``)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages | HalvesSent:
         context = TaskContext.get()
         query = (context.getLocalProperty(_QUERY_ID_PROPERTY) if context else None) or "unknown-query"
         batch = (context.getLocalProperty(_BATCH_ID_PROPERTY) if context else None) or "0"
-        return SentMessages(write_batches(iterator, self.opts, _task_ids(query, batch)))
+        return _write(iterator, self.opts, query, batch)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        sent = sum(m.count for m in messages if isinstance(m, SentMessages))
-        log.info("rocketmq sink: micro-batch %d stored %d messages", batchId, sent)
+        if self.opts.exactly_once:
+            queries = {m.tag.query for m in messages if isinstance(m, HalvesSent)}
+            for query in queries:  # one: every task of a micro-batch has the query's id
+                commit_batch(self.opts, query, batchId, messages)
+        log.info("rocketmq sink: micro-batch %d stored %d messages", batchId, _count(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        sent = sum(m.count for m in messages if isinstance(m, SentMessages))
-        log.warning("rocketmq sink: micro-batch %d failed after %d messages were stored", batchId, sent)
+        if self.opts.exactly_once:
+            abort_batch(self.opts, messages)
+            log.warning("rocketmq sink: micro-batch %d failed: its messages were rolled back", batchId)
+            return
+        log.warning(
+            "rocketmq sink: micro-batch %d failed after %d messages were stored", batchId, _count(messages)
+        )

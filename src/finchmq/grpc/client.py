@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 from google.protobuf import duration_pb2
 
 from finchmq.protocol.bodies import (
+    CMResult,
     ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
     ConsumerData,
+    ConsumerRunningInfo,
     ConsumeType,
     CustomizedRetryPolicy,
     ExponentialRetryPolicy,
@@ -28,7 +31,7 @@ from finchmq.protocol.bodies import (
 from finchmq.protocol.codes import LanguageCode, MQVersion, RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.filter import build_subscription_data
-from finchmq.protocol.headers import UnregisterClientRequestHeader
+from finchmq.protocol.headers import GetConsumerRunningInfoRequestHeader, UnregisterClientRequestHeader
 
 from . import validate
 from ._pb import definition_pb2 as pb
@@ -276,39 +279,83 @@ async def relay_broker_request(
     if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
         return await _verify_message(svc, session, request)
     if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+        return await _running_info(svc, session, request)
+    return None  # NOTIFY_CONSUMER_IDS_CHANGED and the rest: nothing for a 5.x client
+
+
+async def _ask(
+    svc: MessagingService, session: ClientSession, command: Callable[[str], spb.TelemetryCommand]
+) -> spb.TelemetryCommand | str:
+    """Write ``command(nonce)`` to the client and wait for the command that answers that nonce
+    (Java ``GrpcChannelManager``'s response futures, ``grpcProxyRelayRequestTimeoutInSeconds``);
+    the reason when there is none."""
+    nonce = svc.clients.next_nonce()
+    future: asyncio.Future[spb.TelemetryCommand] = asyncio.get_running_loop().create_future()
+    svc.pending_replies[nonce] = future
+    try:
+        if not await session.write(command(nonce)):
+            return f"client {session.client_id} has no telemetry stream"
+        try:
+            async with asyncio.timeout(svc.config.grpc_proxy_relay_request_timeout_in_seconds):
+                return await future
+        except TimeoutError:
+            return f"client {session.client_id} ({session.language} {session.version}) did not answer in time"
+    finally:
+        svc.pending_replies.pop(nonce, None)
+
+
+async def _running_info(
+    svc: MessagingService, session: ClientSession, request: RemotingCommand
+) -> RemotingCommand:
+    """GET_CONSUMER_RUNNING_INFO: with ``jstackEnable`` the client's thread stacks (a
+    ``PrintThreadStackTraceCommand``); a 5.x client reports nothing else. Java writes nothing
+    without ``jstackEnable`` and lets the broker's call time out; finchmq says so at once."""
+    header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+    if not header.jstack_enable:
         return request.make_response(
             ResponseCode.SYSTEM_ERROR,
-            f"the 5.x client {session.client_id} ({session.language} {session.version}) "
-            "reports no running info",
+            f"the 5.x client {session.client_id} reports only its thread stacks (ask with jstack)",
         )
-    return None  # NOTIFY_CONSUMER_IDS_CHANGED and the rest: nothing for a 5.x client
+    reply = await _ask(
+        svc,
+        session,
+        lambda nonce: spb.TelemetryCommand(
+            print_thread_stack_trace_command=spb.PrintThreadStackTraceCommand(nonce=nonce)
+        ),
+    )
+    if isinstance(reply, str):
+        return request.make_response(ResponseCode.SYSTEM_ERROR, reply)
+    if reply.status.code not in (pb.CODE_UNSPECIFIED, pb.OK):
+        return request.make_response(ResponseCode.SYSTEM_ERROR, "verify message failed")  # Java's words
+    info = ConsumerRunningInfo(jstack=reply.thread_stack_trace.thread_stack_trace)
+    return request.make_response(ResponseCode.SUCCESS, body=info.to_json())
+
+
+_VERIFY_RESULTS = {
+    pb.OK: CMResult.CR_SUCCESS,
+    pb.FAILED_TO_CONSUME_MESSAGE: CMResult.CR_LATER,
+    pb.MESSAGE_CORRUPTED: CMResult.CR_RETURN_NULL,
+}
 
 
 async def _verify_message(
     svc: MessagingService, session: ClientSession, request: RemotingCommand
 ) -> RemotingCommand:
+    """CONSUME_MESSAGE_DIRECTLY: the message to the client's listener (``VerifyMessageCommand``);
+    its ``VerifyMessageResult`` as Java's ``buildConsumeMessageDirectlyResult`` reads it."""
     from .convert import message_from_stored  # noqa: PLC0415
 
-    nonce = svc.clients.next_nonce()
-    future: asyncio.Future[spb.TelemetryCommand] = asyncio.get_running_loop().create_future()
-    svc.pending_replies[nonce] = future
-    try:
-        message = message_from_stored(bytes(request.body))
-        command = spb.TelemetryCommand(
+    message = message_from_stored(bytes(request.body))
+    reply = await _ask(
+        svc,
+        session,
+        lambda nonce: spb.TelemetryCommand(
             verify_message_command=spb.VerifyMessageCommand(nonce=nonce, message=message)
-        )
-        if not await session.write(command):
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"client {session.client_id} has no telemetry stream"
-            )
-        try:
-            async with asyncio.timeout(svc.config.grpc_proxy_relay_request_timeout_in_seconds):
-                reply = await future
-        except TimeoutError:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"client {session.client_id} did not verify the message in time"
-            )
-        code = ResponseCode.SUCCESS if reply.status.code in (0, pb.OK) else ResponseCode.SYSTEM_ERROR
-        return request.make_response(code, reply.status.message or None)
-    finally:
-        svc.pending_replies.pop(nonce, None)
+        ),
+    )
+    if isinstance(reply, str):
+        return request.make_response(ResponseCode.SYSTEM_ERROR, reply)
+    result = ConsumeMessageDirectlyResult(
+        consume_result=_VERIFY_RESULTS.get(reply.status.code), remark="from gRPC client"
+    )
+    return request.make_response(ResponseCode.SUCCESS, body=result.to_json())

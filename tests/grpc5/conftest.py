@@ -11,16 +11,30 @@ fixtures fail saying so (the end-to-end tests need the server; the driver's own 
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
+import signal
+import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from finchmq.client import AdminClient, NoRouteError
+from finchmq.client.producer import Producer
+from finchmq.protocol.bodies import SubscriptionGroupConfig
+from finchmq.protocol.message import Message, MessageExt
 from finchmq.testing import EmbeddedServer
+from finchmq.testing.audit import stored_messages
+from finchmq.testing.cluster import free_port_pair
+from finchmq.testing.process import free_port
+from tests.client.conftest import TEST_BROKER
 from tests.drivers import DriverProcess, driver_starter, flags
+from tests.waiting import eventually, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("sdk_driver.py")
@@ -129,3 +143,173 @@ def grpc_server(grpc_server_factory: ServerFactory) -> EmbeddedServer:
 def pytest_report_header() -> str:
     state = "present" if V5_PYTHON.exists() else "MISSING"
     return f"5.x SDK: {V5_PYTHON} ({state}); python {sys.version.split()[0]}"
+
+
+# -- the SDK scenarios, local and through the proxy ------------------------------------------------
+
+# What the SDK scenarios need of a broker: retries come back after 1 s instead of 10 s, POP
+# revives quickly, transactions are checked soon, messages can be recalled.
+SCENARIO_CONF = {
+    "messageDelayLevel": "1s 1s 1s 1s 1s",
+    "reviveInterval": "200",
+    "reviveMaxSlow": "1",
+    "transactionCheckInterval": "500",
+    "transactionTimeOut": "1000",
+    "recallMessageEnable": "true",
+}
+
+
+@dataclass
+class Servers:
+    namesrv: str
+    server_grpc: str  # the server's own gRPC endpoint (cluster mode: it runs 2 brokers)
+    proxy: str  # ``finchmq proxy``'s endpoint
+
+
+class _Process:
+    """A ``finchmq`` command as a child process, its output in a file."""
+
+    def __init__(self, log: Path, *args: str) -> None:
+        self.log = log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "finchmq.cli", *args], stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, pattern: str) -> re.Match[str]:
+        found: list[re.Match[str]] = []
+
+        def seen() -> bool:
+            match = re.search(pattern, self.output())
+            if match is not None:
+                found.append(match)
+                return True
+            assert self.proc.poll() is None, self.output()
+            return False
+
+        wait_until(seen, what=f"{pattern!r} in {self.log.name}")
+        return found[0]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    """``finchmq server --brokers 2`` and a ``finchmq proxy`` in front of its name server: one
+    for the whole run (each start costs seconds), shared by every test through the proxy; tests
+    keep to their own topics and groups."""
+    data = tmp_path_factory.mktemp("cluster")
+    conf = data / "small.conf"  # broker-b inherits it: small files, not 1.4 GiB per broker
+    broker_conf = {**TEST_BROKER, **SCENARIO_CONF}
+    conf.write_text("".join(f"{k}={v}\n" for k, v in broker_conf.items()))
+    ns_port, grpc_port = free_port(), free_port()
+    server = _Process(
+        data / "server.out", "server", "--data-dir", str(data), "--bind", "127.0.0.1",
+        "--broker-ip", "127.0.0.1", "--namesrv-port", str(ns_port), "--broker-port", str(free_port_pair()),
+        "--brokers", "2", "--metrics-port", "0", "--console-port", "0", "--grpc-port", str(grpc_port),
+        "-c", str(conf),
+    )  # fmt: skip
+    proxy: _Process | None = None
+    try:
+        server.wait_for("ready in")
+        assert "(cluster mode: every broker behind it)" in server.output()
+        namesrv = f"127.0.0.1:{ns_port}"
+        proxy = _Process(
+            data / "proxy.out", "proxy", "--namesrv", namesrv, "--grpc-port", "0", "--bind", "127.0.0.1"
+        )
+        endpoint = proxy.wait_for(r"at (127\.0\.0\.1:\d+) in front of").group(1)
+        yield Servers(namesrv, f"127.0.0.1:{grpc_port}", endpoint)
+    finally:
+        if proxy is not None:
+            proxy.stop()
+            assert "finchmq proxy shutting down" in proxy.output()
+        server.stop()
+
+
+@dataclass
+class Target:
+    """Where an SDK scenario runs: ``local`` (an embedded name server + broker serving gRPC
+    itself) or ``proxy`` (``finchmq proxy`` in front of ``finchmq server --brokers 2``). The
+    admin side goes through the name server, to every master."""
+
+    kind: str
+    endpoints: str  # the SDK's --endpoints
+    namesrv: str
+
+    def admin(self, work: Callable[[AdminClient], Awaitable[Any]]) -> Any:
+        async def run() -> Any:
+            async with AdminClient(namesrv_addr=self.namesrv) as admin:
+                return await work(admin)
+
+        return asyncio.run(run())
+
+    def masters(self) -> dict[str, str]:
+        """``broker name -> master address``."""
+        result: dict[str, str] = self.admin(lambda admin: admin.master_addrs())
+        return result
+
+    def create_topic(self, topic: str, queues: int = 2, attributes: str | None = None) -> None:
+        """``topic`` with ``queues`` queues on every master, once the name server routes it to all."""
+        brokers = len(self.masters())
+
+        async def create(admin: AdminClient) -> None:
+            await admin.create_topic(
+                topic, read_queue_nums=queues, write_queue_nums=queues, attributes=attributes
+            )
+
+            async def routed() -> bool:
+                try:
+                    return len((await admin.topic_route(topic)).queue_datas) == brokers
+                except NoRouteError:
+                    return False
+
+            await eventually(routed, what=f"the route of {topic} to {brokers} broker(s)")
+
+        self.admin(create)
+
+    def create_group(self, group: str, **options: Any) -> None:
+        """The consumer group's settings (``SubscriptionGroupConfig`` fields) on every master."""
+        config = SubscriptionGroupConfig(group_name=group, **options)
+        self.admin(lambda admin: admin.create_subscription_group(config))
+
+    def send(self, messages: Iterable[Message]) -> list[str]:
+        """Send with finchmq's own (remoting) producer; returns the message ids (UNIQ_KEY)."""
+
+        async def run() -> list[str]:
+            async with Producer("remoting-pg", namesrv_addr=self.namesrv) as producer:
+                return [(await producer.send(m)).msg_id for m in messages]
+
+        return asyncio.run(run())
+
+    def stored(self, topic: str, count: int, queues: int = 8) -> dict[str, list[MessageExt]]:
+        """Every message of ``topic``, by broker name, once there are ``count`` in all."""
+        masters = self.masters()
+        found: dict[str, list[MessageExt]] = {}
+
+        async def enough() -> bool:
+            for name, addr in masters.items():
+                found[name] = await stored_messages(addr, topic, queues=queues)
+            return sum(map(len, found.values())) >= count
+
+        asyncio.run(eventually(enough, what=f"{count} messages stored in {topic}"))
+        return found
+
+
+@pytest.fixture(params=["local", "proxy"])
+def target(request: pytest.FixtureRequest, grpc_server_factory: ServerFactory) -> Target:
+    """An SDK scenario's server: an embedded one (``local``), or the shared cluster's proxy."""
+    if request.param == "local":
+        server = grpc_server_factory(SCENARIO_CONF)
+        return Target("local", grpc_endpoints(server), server.namesrv_addr)
+    cluster: Servers = request.getfixturevalue("servers")
+    return Target("proxy", cluster.proxy, cluster.namesrv)

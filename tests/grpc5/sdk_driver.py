@@ -27,7 +27,8 @@ Bodies are UTF-8 text: message ``i`` has the body ``{body_prefix}{i}``; ``{i}`` 
 ``--prop`` values is replaced by ``i``. A received message is printed as ``message_id``, ``body``,
 ``tag``, ``keys`` (sorted), ``properties`` (user properties), ``delivery_attempt``,
 ``message_group``, ``topic``, ``message_type`` (the ``apache.rocketmq.v2.MessageType`` number) and
-``delivery_timestamp`` (ms, when the server set one).
+``delivery_timestamp`` (ms, when the server set one); the SimpleConsumer's ``{"batch": n}`` and
+``{"received": ...}`` records carry ``at``, the wall clock (ms) when that receive returned.
 
 With ``--stoppable`` a process that would otherwise end (a producer waiting for transaction
 checks, a push consumer) runs until its stdin is closed (``SdkProcess.stop()`` in the tests).
@@ -314,9 +315,10 @@ def simple(args: argparse.Namespace) -> int:
                     time.sleep(0.2)  # the server may be restarting: do not spin
                     continue
                 break
-            emit({"batch": len(messages)})
+            received_at = int(time.time() * 1000)  # wall clock ms: a delay message's check
+            emit({"batch": len(messages), "at": received_at})
             for msg in messages:
-                emit({"received": describe(msg)})
+                emit({"received": describe(msg), "at": received_at})
                 first = msg.message_id not in seen
                 seen.add(msg.message_id)
                 try:

@@ -6,12 +6,7 @@ and what the client does reaches the broker each call is for."""
 from __future__ import annotations
 
 import asyncio
-import re
-import signal
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,89 +31,13 @@ from finchmq.protocol.bodies import (
     TopicStatsTable,
 )
 from finchmq.protocol.headers import GetTopicStatsInfoRequestHeader
-from finchmq.testing.cluster import LocalCluster, free_port_pair
-from finchmq.testing.process import free_port
+from finchmq.testing.cluster import LocalCluster
 from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually, wait_until
 
-from .conftest import SdkProcess, produce, push, simple
+from .conftest import SdkProcess, Servers, produce, push, simple
 
 BROKERS = {"broker-a", "broker-b"}
-
-
-@dataclass
-class Servers:
-    namesrv: str
-    server_grpc: str  # the server's own gRPC endpoint (cluster mode: it runs 2 brokers)
-    proxy: str  # ``finchmq proxy``'s endpoint
-
-
-class _Process:
-    """A ``finchmq`` command as a child process, its output in a file."""
-
-    def __init__(self, log: Path, *args: str) -> None:
-        self.log = log
-        with open(log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "finchmq.cli", *args], stdout=out, stderr=subprocess.STDOUT
-            )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_for(self, pattern: str) -> re.Match[str]:
-        found: list[re.Match[str]] = []
-
-        def seen() -> bool:
-            match = re.search(pattern, self.output())
-            if match is not None:
-                found.append(match)
-                return True
-            assert self.proc.poll() is None, self.output()
-            return False
-
-        wait_until(seen, what=f"{pattern!r} in {self.log.name}")
-        return found[0]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    """``finchmq server --brokers 2`` and a ``finchmq proxy`` in front of its name server."""
-    data = tmp_path_factory.mktemp("cluster")
-    conf = data / "small.conf"  # broker-b inherits it: small files, not 1.4 GiB per broker
-    broker_conf = {**TEST_BROKER, "transactionCheckInterval": "500", "transactionTimeOut": "1000"}
-    conf.write_text("".join(f"{k}={v}\n" for k, v in broker_conf.items()))
-    ns_port, grpc_port = free_port(), free_port()
-    server = _Process(
-        data / "server.out", "server", "--data-dir", str(data), "--bind", "127.0.0.1",
-        "--broker-ip", "127.0.0.1", "--namesrv-port", str(ns_port), "--broker-port", str(free_port_pair()),
-        "--brokers", "2", "--metrics-port", "0", "--console-port", "0", "--grpc-port", str(grpc_port),
-        "-c", str(conf),
-    )  # fmt: skip
-    proxy: _Process | None = None
-    try:
-        server.wait_for("ready in")
-        assert "(cluster mode: every broker behind it)" in server.output()
-        namesrv = f"127.0.0.1:{ns_port}"
-        proxy = _Process(
-            data / "proxy.out", "proxy", "--namesrv", namesrv, "--grpc-port", "0", "--bind", "127.0.0.1"
-        )
-        endpoint = proxy.wait_for(r"at (127\.0\.0\.1:\d+) in front of").group(1)
-        yield Servers(namesrv, f"127.0.0.1:{grpc_port}", endpoint)
-    finally:
-        if proxy is not None:
-            proxy.stop()
-            assert "finchmq proxy shutting down" in proxy.output()
-        server.stop()
 
 
 def create_topic(
@@ -352,19 +271,6 @@ def stored_per_broker(namesrv: str, topic: str) -> dict[str, int]:
         return totals
 
     return asyncio.run(ask())
-
-
-def test_sdk_sends_through_the_proxy_spread_over_both_brokers(
-    servers: Servers, sdk: Callable[..., SdkProcess]
-) -> None:
-    """The proxy picks a write queue of the route for each send (Java ``SendMessageQueueSelector``,
-    round robin) and sends it to that queue's broker."""
-    topic, count = "ClusterProduce", 20
-    create_topic(servers.namesrv, topic, queues=2)
-    assert len(produce(sdk, servers.proxy, topic, count)) == count
-    totals = stored_per_broker(servers.namesrv, topic)
-    assert set(totals) == BROKERS and all(totals.values()), totals
-    assert sum(totals.values()) == count
 
 
 def test_transaction_checks_through_the_proxy_reach_the_sdk_and_commit_on_their_broker(

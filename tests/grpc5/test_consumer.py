@@ -35,7 +35,7 @@ from finchmq.testing import EmbeddedServer
 from finchmq.testing.audit import stored_messages
 from tests.waiting import eventually, wait_until
 
-from .conftest import grpc_endpoints, produce, push, simple
+from .conftest import Target, grpc_endpoints, produce, push, simple
 
 # retries come back after 1 s instead of 10 s, and POP revives quickly
 CONF = {"messageDelayLevel": "1s 1s 1s 1s 1s", "reviveInterval": "200", "reviveMaxSlow": "1"}
@@ -97,12 +97,11 @@ def index(record: Mapping[str, Any]) -> int:
     return int(record["body"].rsplit("-", 1)[1])
 
 
-def test_simple_consumer_receives_what_a_remoting_producer_sent(sdk: Any, grpc_server_factory: Any) -> None:
-    server = grpc_server_factory(CONF)
+def test_simple_consumer_receives_what_a_remoting_producer_sent(sdk: Any, target: Target) -> None:
     topic, group, count = "RemotingToSdk", "GSimple", 10
-    create_topic(server, topic)
-    ids = send(server, numbered(topic, count))
-    consumer = simple(sdk, grpc_endpoints(server), topic, group, expect=count)
+    target.create_topic(topic, queues=4)
+    ids = target.send(numbered(topic, count))
+    consumer = simple(sdk, target.endpoints, topic, group, expect=count)
     records = consumer.finish()
     assert not consumer.errors(), consumer.errors()
     received = consumer.of("received")
@@ -118,17 +117,16 @@ def test_simple_consumer_receives_what_a_remoting_producer_sent(sdk: Any, grpc_s
         assert r["message_type"] == 1  # NORMAL
     assert records[-1]["done"] == count
     # acked: a second consumer of the group finds nothing
-    again = simple(sdk, grpc_endpoints(server), topic, group, max_seconds=6)
+    again = simple(sdk, target.endpoints, topic, group, max_seconds=6)
     again.finish()
     assert not again.errors() and again.of("received") == []
 
 
-def test_nack_redelivers_with_the_next_delivery_attempt(sdk: Any, grpc_server_factory: Any) -> None:
-    server = grpc_server_factory(CONF)
+def test_nack_redelivers_with_the_next_delivery_attempt(sdk: Any, target: Target) -> None:
     topic, group, count = "NackTopic", "GNack", 3
-    create_topic(server, topic)
-    send(server, numbered(topic, count))
-    consumer = simple(sdk, grpc_endpoints(server), topic, group, expect=count, nack_first=True)
+    target.create_topic(topic, queues=4)
+    target.send(numbered(topic, count))
+    consumer = simple(sdk, target.endpoints, topic, group, expect=count, nack_first=True)
     consumer.finish()
     assert not consumer.errors(), consumer.errors()
     received = consumer.of("received")
@@ -196,12 +194,11 @@ def test_a_handle_used_after_its_invisible_time_is_expired(sdk: Any, grpc_server
     assert len(consumer.of("acked")) == 1
 
 
-def test_push_consumer_retries_a_failure_once_then_consumes(sdk: Any, grpc_server_factory: Any) -> None:
-    server = grpc_server_factory(CONF)
+def test_push_consumer_retries_a_failure_once_then_consumes(sdk: Any, target: Target) -> None:
     topic, group, count = "PushTopic", "GPush", 8
-    create_topic(server, topic)
-    send(server, numbered(topic, count))
-    consumer = push(sdk, grpc_endpoints(server), topic, group, expect=count, fail_first=True)
+    target.create_topic(topic, queues=4)
+    target.send(numbered(topic, count))
+    consumer = push(sdk, target.endpoints, topic, group, expect=count, fail_first=True)
     records = consumer.finish()
     assert not consumer.errors(), consumer.errors()
     consumed = [r for r in records if "consumed" in r]
@@ -212,26 +209,27 @@ def test_push_consumer_retries_a_failure_once_then_consumes(sdk: Any, grpc_serve
     assert records[-1]["done"] == count
 
 
-def test_fifo_push_consumer_keeps_each_message_group_in_order(sdk: Any, grpc_server_factory: Any) -> None:
-    server = grpc_server_factory(CONF)
+def test_fifo_push_consumer_keeps_each_message_group_in_order(sdk: Any, target: Target) -> None:
     topic, group, per_group = "FifoTopic", "GFifo", 6
-    create_topic(server, topic, attributes="+message.type=FIFO")
-    create_group(server, group, consume_message_orderly=True)
+    target.create_topic(topic, queues=4, attributes="+message.type=FIFO")
+    target.create_group(group, consume_message_orderly=True)
+    brokers = sorted(target.masters())
     messages = []
-    for g in range(3):  # one queue per message group, as a remoting orderly producer sends them
+    for g in range(3):  # one queue per message group (over the brokers), as an orderly producer sends them
+        queue = MessageQueue(topic, brokers[g % len(brokers)], g)
         for i in range(per_group):
             msg = Message.create(topic, f"g{g}-{i}".encode(), properties={"__SHARDINGKEY": f"group-{g}"})
-            messages.append((g, msg))
+            messages.append((queue, msg))
 
     async def run() -> None:
-        async with Producer("remoting-fifo", namesrv_addr=server.namesrv_addr) as producer:
-            for g, msg in messages:
-                await producer.send(msg, queue=MessageQueue(topic, "broker-a", g))
+        async with Producer("remoting-fifo", namesrv_addr=target.namesrv) as producer:
+            for queue, msg in messages:
+                await producer.send(msg, queue=queue)
 
     asyncio.run(run())
     consumer = push(
         sdk,
-        grpc_endpoints(server),
+        target.endpoints,
         topic,
         group,
         expect=3 * per_group,

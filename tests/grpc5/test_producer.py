@@ -16,10 +16,11 @@ from finchmq.grpc._pb import service_pb2 as spb
 from finchmq.grpc.producer import TransactionRegistry, consistent_hash
 from finchmq.protocol.message import MessageExt, java_string_hash
 from finchmq.protocol.message_const import MessageConst
+from finchmq.protocol.recall import RecallMessageHandle
 from finchmq.testing import EmbeddedServer
 from finchmq.testing.audit import stored_messages
 from tests.drivers import flags
-from tests.grpc5.conftest import ServerFactory, grpc_endpoints, produce
+from tests.grpc5.conftest import Target, grpc_endpoints, produce, simple
 from tests.waiting import eventually
 
 QUEUES = 4
@@ -74,14 +75,18 @@ def message(topic: str, body: bytes = b"b", **system: Any) -> pb.Message:
     )
 
 
-async def test_normal_messages_are_stored_with_their_properties(
-    sdk: Any, grpc_server: EmbeddedServer
-) -> None:
+def queue_ids(stored: dict[str, list[MessageExt]]) -> set[tuple[str, int]]:
+    return {(broker, m.queue_id) for broker, messages in stored.items() for m in messages}
+
+
+def test_normal_messages_are_stored_with_their_properties(sdk: Any, target: Target) -> None:
     topic = "grpc_normal"
-    await create_topic(grpc_server, topic)
-    sent = produce(sdk, grpc_endpoints(grpc_server), topic, 8, tag="TagA", keys="k{i}", prop=["color=red{i}"])
-    assert [r["sent"] for r in sent] == list(range(8))
-    messages = await stored(grpc_server, topic, 8)
+    target.create_topic(topic, QUEUES)
+    count = QUEUES * len(target.masters())
+    sent = produce(sdk, target.endpoints, topic, count, tag="TagA", keys="k{i}", prop=["color=red{i}"])
+    assert [r["sent"] for r in sent] == list(range(count))
+    on_brokers = target.stored(topic, count)
+    messages = [m for found in on_brokers.values() for m in found]
     by_id = {m.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]: m for m in messages}
     assert set(by_id) == {r["message_id"] for r in sent}
     for record in sent:
@@ -94,32 +99,49 @@ async def test_normal_messages_are_stored_with_their_properties(
         assert msg.properties[MessageConst.PROPERTY_PRODUCER_GROUP] == topic
         assert MessageConst.PROPERTY_BORN_TIMESTAMP in msg.properties
         assert record["offset"] == msg.queue_offset
-    assert len({m.queue_id for m in messages}) == QUEUES  # round robin over the write queues
+    assert len(queue_ids(on_brokers)) == count  # round robin over the write queues of every broker
 
 
-async def test_fifo_messages_of_a_group_share_one_queue(sdk: Any, grpc_server: EmbeddedServer) -> None:
+def test_fifo_messages_of_a_group_share_one_queue(sdk: Any, target: Target) -> None:
     topic = "grpc_fifo"
-    await create_topic(grpc_server, topic, "FIFO")
-    produce(sdk, grpc_endpoints(grpc_server), topic, 5, type="fifo", group="order-42")
-    messages = await stored(grpc_server, topic, 5)
-    expected_queue = consistent_hash(java_string_hash("order-42"), QUEUES)
-    assert {m.queue_id for m in messages} == {expected_queue}
+    target.create_topic(topic, QUEUES, attributes="+message.type=FIFO")
+    produce(sdk, target.endpoints, topic, 5, type="fifo", group="order-42")
+    on_brokers = target.stored(topic, 5)
+    messages = [m for found in on_brokers.values() for m in found]
+    write_queues = sorted((broker, q) for broker in target.masters() for q in range(QUEUES))
+    expected_queue = write_queues[consistent_hash(java_string_hash("order-42"), len(write_queues))]
+    assert queue_ids(on_brokers) == {expected_queue}
     assert [m.body for m in sorted(messages, key=lambda m: m.queue_offset)] == [
         f"body-{i}".encode() for i in range(5)
     ]
     assert all(m.properties[MessageConst.PROPERTY_SHARDING_KEY] == "order-42" for m in messages)
 
 
-async def test_delay_message_and_recall(sdk: Any, grpc_server_factory: ServerFactory) -> None:
-    server = grpc_server_factory({"recallMessageEnable": "true"})
-    topic = "grpc_delay"
-    await create_topic(server, topic, "DELAY")
-    endpoints = grpc_endpoints(server)
-    [record] = produce(sdk, endpoints, topic, 1, type="delay", delay_seconds=3600)
-    assert record["recall_handle"]
-    recall = sdk("recall", "--endpoints", endpoints, "--topic", topic, "--handle", record["recall_handle"])
+def test_delay_message_is_delivered_at_its_time_and_recall(sdk: Any, target: Target) -> None:
+    """A delay message reaches a SimpleConsumer once its time came; one far ahead is recalled,
+    its recall handle naming the broker that keeps it."""
+    topic, group = "grpc_delay", "GDelay"
+    target.create_topic(topic, QUEUES, attributes="+message.type=DELAY")
+    [record] = produce(sdk, target.endpoints, topic, 1, type="delay", delay_seconds=3600)
+    assert RecallMessageHandle.decode(record["recall_handle"]).broker_name in target.masters()
+    recall = sdk(
+        "recall", "--endpoints", target.endpoints, "--topic", topic, "--handle", record["recall_handle"]
+    )
     records = recall.finish()
     assert not recall.errors(), records
+    [soon] = produce(sdk, target.endpoints, topic, 1, type="delay", delay_seconds=2, body_prefix="soon-")
+    consumer = simple(sdk, target.endpoints, topic, group, expect=1)
+    consumer.finish()
+    assert not consumer.errors(), consumer.errors()
+    [received] = [r for r in consumer.records if "received" in r]
+    assert received["received"]["message_id"] == soon["message_id"]
+    assert received["at"] >= received["received"]["delivery_timestamp"]
+
+
+async def test_delivery_times_the_server_refuses(sdk: Any, grpc_server: EmbeddedServer) -> None:
+    topic = "grpc_delay_refused"
+    await create_topic(grpc_server, topic, "DELAY")
+    endpoints = grpc_endpoints(grpc_server)
     # the SDK's ms quirk: a ms value in Timestamp.seconds is not a valid Timestamp (Java
     # Timestamps.toMillis → IllegalArgumentException → INTERNAL_SERVER_ERROR); a value past the
     # max delay (1 day) is ILLEGAL_DELIVERY_TIME
@@ -133,11 +155,10 @@ async def test_delay_message_and_recall(sdk: Any, grpc_server_factory: ServerFac
         assert [e.get("code") for e in process.errors()] == [code], process.records
 
 
-async def test_transactions_commit_rollback_and_check(sdk: Any, grpc_server_factory: ServerFactory) -> None:
-    server = grpc_server_factory({"transactionCheckInterval": "500", "transactionTimeOut": "1000"})
+def test_transactions_commit_rollback_and_check(sdk: Any, target: Target) -> None:
     topic = "grpc_tx"
-    await create_topic(server, topic, "TRANSACTION")
-    endpoints = grpc_endpoints(server)
+    target.create_topic(topic, QUEUES, attributes="+message.type=TRANSACTION")
+    endpoints = target.endpoints
     committed = produce(sdk, endpoints, topic, 2, type="tx", tx_resolution="commit", body_prefix="c-")
     produce(sdk, endpoints, topic, 1, type="tx", tx_resolution="rollback", body_prefix="r-")
     checker = sdk(
@@ -145,7 +166,8 @@ async def test_transactions_commit_rollback_and_check(sdk: Any, grpc_server_fact
         "--tx-resolution", "unknown", "--checker", "commit", "--body-prefix", "u-", "--stoppable",
     )  # fmt: skip
     checker.wait_for(lambda records: any("sending_done" in r for r in records))
-    messages = await stored(server, topic, 3)  # the checker's answer commits the third
+    # the checker's answer commits the third
+    messages = [m for found in target.stored(topic, 3).values() for m in found]
     checker.stop()
     assert checker.of("message_id")[0] in checker.of("checked")
     assert sorted(m.body for m in messages) == [b"c-0", b"c-1", b"u-0"]

@@ -16,6 +16,10 @@ STAMP := $(VENV)/.installed
 # compatibility tests drive it as a separate process against a real finchmq server.
 CPP_VENV := .venv-cpp
 CPP_STAMP := $(CPP_VENV)/.installed
+# The official RocketMQ 5.x Python SDK (PyPI rocketmq-python-client, gRPC) likewise: the tests in
+# tests/grpc5 drive it as a separate process against finchmq's gRPC server.
+V5_VENV := .venv-v5
+V5_STAMP := $(V5_VENV)/.installed
 PYTEST_ARGS ?=
 JAVA_MIN := 17
 # The real Apache RocketMQ 4.9.8 (Java) for the interop tests in tests/java; they skip, saying why,
@@ -24,7 +28,7 @@ JAVA_ROCKETMQ ?= $(or $(FINCHMQ_JAVA_ROCKETMQ),$(abspath ../shared/java-rocketmq
 
 .PHONY: demo test test-stress lint typecheck imports pytest bench clean java java-rocketmq chromium
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py $(wildcard src/finchmq/grpc/_pb/*.proto)
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
@@ -75,6 +79,13 @@ $(CPP_STAMP):
 	$(CPP_VENV)/bin/python -c "from rocketmq.client import Producer, PushConsumer, PullConsumer"
 	touch $(CPP_STAMP)
 
+$(V5_STAMP):
+	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
+	$(PYTHON) -m venv $(V5_VENV)
+	$(V5_VENV)/bin/python -m pip install --quiet --disable-pip-version-check rocketmq-python-client==5.1.2
+	$(V5_VENV)/bin/python -c "from rocketmq import Producer, SimpleConsumer, PushConsumer, ClientConfiguration, Credentials, Message"
+	touch $(V5_STAMP)
+
 demo: $(STAMP) java
 	$(BIN)/finchmq demo
 
@@ -88,7 +99,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP) $(CPP_STAMP) java java-rocketmq chromium
+pytest: $(STAMP) $(CPP_STAMP) $(V5_STAMP) java java-rocketmq chromium
 	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest
@@ -97,7 +108,7 @@ test: lint typecheck imports pytest
 # runs beside it, and modules and their tests run in an order drawn from SEED (printed; the same SEED
 # gives the same order). A test that relies on timing or on another test's leftovers fails here
 # before it fails in CI. `make test-stress SEED=1234` repeats a run's order.
-test-stress: $(STAMP) $(CPP_STAMP) java java-rocketmq chromium
+test-stress: $(STAMP) $(CPP_STAMP) $(V5_STAMP) java java-rocketmq chromium
 	@seed=$${SEED:-$$(date +%s)}; cores=$$(nproc); \
 	echo "test-stress: $$cores busy loops beside the suite, order shuffled by seed $$seed (make test-stress SEED=$$seed)"; \
 	busy=(); for _ in $$(seq $$cores); do ( while :; do :; done ) & busy+=($$!); done; \
@@ -108,4 +119,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.remoting_rtt
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(CPP_VENV) $(V5_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist src/*.egg-info

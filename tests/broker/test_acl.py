@@ -6,6 +6,8 @@ from a non-admin are refused, each saying why; the file reloads while the broker
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 import threading
 import time
@@ -33,10 +35,12 @@ from finchmq.client import (
     SessionCredentials,
 )
 from finchmq.client.sync import BlockingAdminClient, BlockingProducer
-from finchmq.protocol import RemotingCommand, RequestCode
-from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, SIGNATURE, sign_request
+from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.acl import ACCESS_KEY, ACL_EXCEPTION, ANY, PUB, SIGNATURE, SUB, sign_request
 from finchmq.protocol.codec import decode_frame, encode_command
+from finchmq.remoting import LocalChannel
 from finchmq.testing import EmbeddedServer
+from tests.broker.conftest import send_request
 from tests.client.conftest import FAST_CLIENT, TEST_BROKER
 from tests.waiting import eventually
 
@@ -227,6 +231,44 @@ def test_the_check(tmp_path: Path) -> None:
     acl.check(here, send_v2("RMQ_SYS_TRACE_TOPIC", APP))
 
 
+def test_the_grpc_check(tmp_path: Path) -> None:
+    """RocketMQ 5.x gRPC calls (ACL 1.0): the signature over x-mq-date-time, then the resources."""
+    acl = validator(tmp_path)
+    date = "20250101T120000Z"
+
+    def sig(secret: str) -> str:
+        return hmac.new(secret.encode(), date.encode(), hashlib.sha1).hexdigest()
+
+    def grpc_refusal(
+        ip: str, key: str | None, signature: str | None, resources: list[tuple[str, bool, int]]
+    ) -> str:
+        with pytest.raises(AclError) as caught:
+            acl.check_grpc(ip, key, date, signature, resources)
+        assert caught.value.remark.startswith(f"{ACL_EXCEPTION}: ")
+        return caught.value.message
+
+    here = "127.0.0.1"
+    good = sig("app_secret_1")
+    acl.check_grpc(here, "app_account", date, good, [("acl_both", False, PUB), ("acl_group", True, SUB)])
+    acl.check_grpc(here, "app_account", date, good, [("acl_sub_only", False, ANY)])  # QueryRoute
+    assert (
+        grpc_refusal(here, "app_account", sig("wrong"), [])
+        == "Check signature failed for accessKey=app_account"
+    )
+    assert "Check signature failed" in grpc_refusal(here, "app_account", None, [])
+    assert grpc_refusal(here, None, None, [("acl_both", False, PUB)]) == "No accessKey is configured"
+    assert grpc_refusal(here, "nobody", good, []) == "No acl config for nobody"
+    assert grpc_refusal(here, "app_account", good, [("acl_sub_only", False, PUB)]) == (
+        "No default permission for topic:acl_sub_only (needs PUB, accessKey=app_account has SUB)"
+    )
+    assert "group:other_group (needs SUB" in grpc_refusal(
+        here, "app_account", good, [("other_group", True, SUB)]
+    )
+    # white lists: the global one lets anything through, the account's skips the signature
+    acl.check_grpc("10.250.250.7", None, None, None, [("anything", False, PUB)])
+    acl.check_grpc(here, "local_account", date, sig("not_the_secret"), [("t", False, PUB)])
+
+
 def test_javas_unique_key_query_flag(tmp_path: Path) -> None:
     """Java's client signs _UNIQUE_KEY_QUERY, Java's broker leaves it out: both are accepted."""
     acl = validator(tmp_path)
@@ -411,6 +453,28 @@ async def test_admin_requests_need_an_admin(acl_server: EmbeddedServer) -> None:
             await admin.create_topic("acl_created", read_queue_nums=1, write_queue_nums=1)
     async with AdminClient(namesrv_addr=acl_server.namesrv_addr, session_credentials=ADMIN) as admin:
         await admin.create_topic("acl_created", read_queue_nums=1, write_queue_nums=1)
+
+
+def test_a_trusted_local_channel_skips_the_acl(acl_server: EmbeddedServer) -> None:
+    """Java's local proxy calls the processors directly: a trusted ``LocalChannel`` (the gRPC front
+    end, which authenticated its caller) is served without a signature, an untrusted one is not."""
+
+    async def no_peer(request: RemotingCommand) -> RemotingCommand | None:
+        return None
+
+    async def send(trusted: bool) -> RemotingCommand:
+        dispatcher = acl_server.broker.server.dispatcher
+        channel = LocalChannel(dispatcher, "10.0.0.7:50001", no_peer, trusted=trusted)
+        try:
+            return await channel.call(send_request("acl_both", b"local", queue_id=0), 10.0)
+        finally:
+            channel.close()
+
+    refused = acl_server.call(send(trusted=False))
+    assert refused.code == ResponseCode.SYSTEM_ERROR
+    assert refused.remark == f"{ACL_EXCEPTION}: No accessKey is configured"
+    served = acl_server.call(send(trusted=True))
+    assert served.code == ResponseCode.SUCCESS, served.remark
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -23,7 +23,8 @@ from finchmq.client import (
     NoRouteError,
     Producer,
 )
-from finchmq.client.sync import BlockingProducer, BlockingPushConsumer
+from finchmq.client.sync import BlockingAdminClient, BlockingProducer, BlockingPushConsumer
+from finchmq.protocol.bodies import ExponentialRetryPolicy, GroupRetryPolicy, GroupRetryPolicyType
 from finchmq.protocol.codes import ResponseCode
 from finchmq.testing import EmbeddedServer
 from tests.waiting import wait_until
@@ -172,6 +173,33 @@ async def test_consumer_progress_shows_lag(namesrv: str, name: str) -> None:
             c.update_consume_offset(MessageQueue(name, "broker-a", 1), 1)
         stats = await admin.consume_stats(group, name)
     assert stats.compute_total_diff() == 8
+
+
+def test_cli_update_sub_group_5x_options(
+    server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mqadmin 5.3.3's ``-o/--consumeMessageOrderly`` and ``-p/--groupRetryPolicy``."""
+    ns, broker = server.namesrv_addr, server.broker_addr
+    run = admin_cli(ns, capsys)
+    policy = '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":60000,"multiplier":3}}'
+    out = run("updateSubGroup", "-b", broker, "-g", f"g5_{name}", "-o", "true", "-p", policy)
+    assert "consumeMessageOrderly=true" in out and '"type":"EXPONENTIAL"' in out
+    run("updateSubGroup", "-b", broker, "-g", f"g4_{name}", "--consumeMessageOrderly", "false")
+    run("updateSubGroup", "-b", broker, "-g", f"g3_{name}")
+    with BlockingAdminClient(namesrv_addr=ns) as admin:
+        groups = admin.subscription_groups()
+    fifo = groups[f"g5_{name}"]
+    assert fifo.consume_message_orderly is True
+    assert fifo.group_retry_policy == GroupRetryPolicy(
+        type=GroupRetryPolicyType.EXPONENTIAL,
+        exponential_retry_policy=ExponentialRetryPolicy(initial=1000, max=60_000, multiplier=3),
+    )
+    assert groups[f"g4_{name}"].consume_message_orderly is False
+    assert groups[f"g3_{name}"].consume_message_orderly is None  # not given: 4.9.8's form
+    assert groups[f"g3_{name}"].group_retry_policy is None
+    with pytest.raises(SystemExit):
+        main(["admin", "updateSubGroup", "-b", broker, "-g", "x", "-p", "{bad", "-n", ns])
+    assert "GroupRetryPolicy" in capsys.readouterr().err
 
 
 def test_cli_group_perm_and_name_server_commands(
@@ -433,3 +461,24 @@ def test_cli_cluster_list_and_broker_status_show_the_timer_backlog(
     assert re.search(r"  \d+-0\(0\.0w, \d+\.\d, \d+\.\d\)$", row)
     listed = json.loads(run("clusterList", "--json"))
     assert [b["stats"]["timerCongestNum"] for b in listed] == ["3"]
+
+
+def test_cli_update_topic_attributes(
+    server: EmbeddedServer, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mqadmin 5.x ``updateTopic -a``: the modification reaches the broker, stored by real key."""
+    run = admin_cli(server.namesrv_addr, capsys)
+
+    async def stored() -> dict[str, str] | None:
+        config = server.broker.topic_config_manager.select_topic_config(name)
+        assert config is not None
+        return config.attributes
+
+    out = run("updateTopic", "-t", name, "-b", server.broker_addr, "-a", "+message.type=FIFO", "--json")
+    assert json.loads(out)["attributes"] == "+message.type=FIFO"
+    assert server.call(stored()) == {"message.type": "FIFO"}
+    run("updateTopic", "-t", name, "-b", server.broker_addr, "-a=-message.type")
+    assert server.call(stored()) is None
+    assert main(["admin", "updateTopic", "-t", name, "-b", server.broker_addr, "-a", "message.type=FIFO",
+                 "-n", server.namesrv_addr]) != 0  # fmt: skip
+    assert "format is wrong" in capsys.readouterr().err

@@ -9,6 +9,8 @@ import hmac
 import ipaddress
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from finchmq.protocol import RemotingCommand, RequestCode
 from finchmq.protocol.acl import (
@@ -19,14 +21,18 @@ from finchmq.protocol.acl import (
     SIGNATURE,
     SUB,
     AddressPattern,
+    AuthorizationHeaderError,
     SessionCredentials,
+    V2Authorization,
     cal_signature,
     check_permission,
     combine_request_content,
     parse_access_request,
     parse_perm,
+    parse_v2_authorization,
     request_signature,
     sign_request,
+    verify_v2_signature,
 )
 from finchmq.protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, HeartbeatData, MessageModel
 from finchmq.protocol.errors import ProtocolError
@@ -197,3 +203,53 @@ def test_a_blank_pattern_matches_nothing() -> None:
 def test_bad_patterns_say_why(pattern: str, why: str) -> None:
     with pytest.raises(ValueError, match=f"Netaddress examine Exception netaddress is .*{why}"):
         AddressPattern(pattern)
+
+
+# -- RocketMQ 5.x gRPC's authorization metadata -----------------------------------------------------
+
+_DATE = "20250101T120000Z"
+
+
+def _sdk_authorization(access_key: str, secret_key: str, date_time: str = _DATE) -> str:
+    """What the 5.x Python SDK sends (``rocketmq/v5/util/signature.py``)."""
+    signature = hmac.new(secret_key.encode(), date_time.encode(), hashlib.sha1).hexdigest()
+    return f"MQv2-HMAC-SHA1 Credential={access_key}, SignedHeaders=x-mq-date-time, Signature={signature}"
+
+
+def test_v2_authorization_parse_and_verify() -> None:
+    parsed = parse_v2_authorization(_sdk_authorization("ak", "sk"))
+    assert parsed.access_key == "ak" and parsed.signature is not None
+    assert verify_v2_signature("sk", _DATE, parsed.signature)
+    assert not verify_v2_signature("other", _DATE, parsed.signature)
+    assert not verify_v2_signature("sk", "20250101T120001Z", parsed.signature)
+    assert not verify_v2_signature("sk", _DATE, "zz")
+    assert verify_v2_signature("sk", _DATE, parsed.signature.upper())  # hex, whatever its case
+    # the Java reading: Credential up to its first '/', other items ignored, items trimmed
+    assert parse_v2_authorization("X Credential=ak/2025/region ,Other=1") == V2Authorization("ak", None)
+    assert parse_v2_authorization("X Signature=00ff") == V2Authorization(None, "00ff")
+    for bad, words in [
+        ("MQv2-HMAC-SHA1", "incorrect"),
+        ("MQv2-HMAC-SHA1 Credential", "no '='"),
+        ("MQv2-HMAC-SHA1 Credential=ak,", "no '='"),
+        ("MQv2-HMAC-SHA1 Credential=/", "credential"),
+        ("MQv2-HMAC-SHA1 Signature=xyz", "not hex"),
+        ("MQv2-HMAC-SHA1 Signature=abc", "not hex"),
+        ("MQv2-HMAC-SHA1 Signature=ab cd", "not hex"),
+    ]:
+        with pytest.raises(AuthorizationHeaderError, match=words):
+            parse_v2_authorization(bad)
+
+
+@given(st.text(max_size=200) | st.builds(
+    lambda parts: "MQv2-HMAC-SHA1 " + ",".join(parts),
+    st.lists(st.sampled_from(["Credential=", "Signature=", "SignedHeaders=", " ", "/", "=", "ab", "é", ","])
+             .flatmap(lambda head: st.text(max_size=12).map(lambda tail: head + tail)), max_size=5),
+))  # fmt: skip
+def test_v2_authorization_parser_raises_only_its_error(value: str) -> None:
+    try:
+        parsed = parse_v2_authorization(value)
+    except AuthorizationHeaderError:
+        return
+    if parsed.signature is not None:
+        bytes.fromhex(parsed.signature)
+        verify_v2_signature("sk", _DATE, parsed.signature)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from finchmq.protocol import bodies
 from finchmq.protocol.bodies import (
+    DEFAULT_RETRY_NEXT_MILLIS,
     BodyError,
     BrokerData,
     CheckClientRequestBody,
@@ -36,7 +37,11 @@ from finchmq.protocol.bodies import (
     ConsumeStats,
     ConsumeStatus,
     ConsumeType,
+    CustomizedRetryPolicy,
     DataVersion,
+    ExponentialRetryPolicy,
+    GroupRetryPolicy,
+    GroupRetryPolicyType,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -411,6 +416,73 @@ def test_java_defaults() -> None:
         "whichBrokerWhenConsumeSlowly": 1,
     }
     assert ConsumeMessageDirectlyResult().auto_commit is True
+
+
+# Java 5.3.3 ``SubscriptionGroupConfig.encode()`` of a group given -o true and mqadmin's -p example.
+JAVA_533_GROUP = (
+    b'{"attributes":{},"brokerId":0,"consumeBroadcastEnable":false,"consumeEnable":true,'
+    b'"consumeFromMinEnable":false,"consumeMessageOrderly":true,"consumeTimeoutMinute":15,'
+    b'"groupName":"G5","groupRetryPolicy":{"exponentialRetryPolicy":{"initial":5000,"max":7200000,'
+    b'"multiplier":2},"type":"EXPONENTIAL"},"groupSysFlag":0,"notifyConsumerIdsChangedEnable":true,'
+    b'"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}'
+)
+
+
+def test_subscription_group_5x_fields_with_java_names() -> None:
+    group = SubscriptionGroupConfig.from_json(JAVA_533_GROUP)
+    assert group.consume_message_orderly is True and group.is_consume_message_orderly
+    assert group.group_retry_policy == GroupRetryPolicy(
+        type=GroupRetryPolicyType.EXPONENTIAL, exponential_retry_policy=ExponentialRetryPolicy()
+    )
+    out = json.loads(group.to_json())
+    assert out["consumeMessageOrderly"] is True
+    assert out["groupRetryPolicy"] == {
+        "exponentialRetryPolicy": {"initial": 5000, "max": 7200000, "multiplier": 2},
+        "type": "EXPONENTIAL",
+    }
+    assert SubscriptionGroupConfig.from_json(group.to_json()) == group
+    customized = GroupRetryPolicy.from_json(
+        b'{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000]}}'
+    )
+    assert customized.retry_policy == CustomizedRetryPolicy(next=(1000, 5000))
+    assert json.loads(customized.to_json()) == {
+        "customizedRetryPolicy": {"next": [1000, 5000]},
+        "type": "CUSTOMIZED",
+    }
+    # Java 5.3.3's default group writes {"type":"CUSTOMIZED"} and consumeMessageOrderly false
+    default = SubscriptionGroupConfig.from_json(
+        b'{"groupName":"G","consumeMessageOrderly":"false","groupRetryPolicy":{"type":"CUSTOMIZED"}}'
+    )
+    assert default.consume_message_orderly is False
+    assert default.effective_group_retry_policy.retry_policy == CustomizedRetryPolicy()
+
+
+def test_subscription_group_5x_fields_absent_keep_4_9_8_form() -> None:
+    group = SubscriptionGroupConfig.from_json(b'{"groupName":"G"}')
+    assert group.consume_message_orderly is None and group.group_retry_policy is None
+    assert not group.is_consume_message_orderly
+    assert group.effective_group_retry_policy == GroupRetryPolicy(type=GroupRetryPolicyType.CUSTOMIZED)
+    assert group.effective_group_retry_policy.retry_policy.next_delay_duration(0) == 10_000  # level 3
+    keys = json.loads(group.to_json())
+    assert "consumeMessageOrderly" not in keys and "groupRetryPolicy" not in keys
+
+
+def test_retry_policies_next_delay_duration_as_java() -> None:
+    customized = CustomizedRetryPolicy()
+    assert customized.next == DEFAULT_RETRY_NEXT_MILLIS and len(customized.next) == 18
+    # index reconsumeTimes + 2, clamped to the table
+    assert [customized.next_delay_duration(n) for n in (-3, 0, 1, 15, 16, 100)] == [
+        10_000, 10_000, 30_000, 7_200_000, 7_200_000, 7_200_000
+    ]  # fmt: skip
+    exponential = ExponentialRetryPolicy()
+    assert (exponential.initial, exponential.max, exponential.multiplier) == (5_000, 7_200_000, 2)
+    assert [exponential.next_delay_duration(n) for n in (-1, 0, 1, 3, 10, 11, 99)] == [
+        5_000, 5_000, 10_000, 40_000, 5_120_000, 7_200_000, 7_200_000
+    ]  # fmt: skip
+    # Java long arithmetic: (long) Math.pow(10, 32) saturates, 5000 * Long.MAX_VALUE wraps to -5000
+    assert ExponentialRetryPolicy(multiplier=10).next_delay_duration(32) == -5_000
+    policy = GroupRetryPolicy(type=GroupRetryPolicyType.EXPONENTIAL)  # absent: Java's default policy
+    assert policy.retry_policy == CustomizedRetryPolicy()
 
 
 def test_data_version_next() -> None:

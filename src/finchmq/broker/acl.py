@@ -33,7 +33,7 @@ import hmac
 import ipaddress
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -56,6 +56,7 @@ from finchmq.protocol.acl import (
     parse_perm,
     perm_to_string,
     request_signature,
+    verify_v2_signature,
 )
 from finchmq.protocol.bodies import DataVersion
 from finchmq.protocol.command import RemotingCommand
@@ -557,10 +558,17 @@ class PlainAccessValidator:
                 "admin",
                 f"Need admin permission for request code={code}, but accessKey={account.access_key} is not",
             )
+        return PlainAccessValidator._missing_resource_permission(access.resources, account)
+
+    @staticmethod
+    def _missing_resource_permission(
+        resources: Mapping[str, int], account: PlainAccount
+    ) -> tuple[str, str] | None:
+        """Java ``checkPerm`` past the admin check: each topic or ``%RETRY%group`` resource."""
         owned_perms = account.resource_perms
-        if not access.resources or (not owned_perms and account.admin):
+        if not resources or (not owned_perms and account.admin):
             return None
-        for resource, needed in access.resources.items():
+        for resource, needed in resources.items():
             owned = owned_perms.get(resource)
             if owned is None:
                 is_group = resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
@@ -573,12 +581,56 @@ class PlainAccessValidator:
                 )
         return None
 
-    def _refuse(self, remote_addr: str, request: RemotingCommand, kind: str, message: str) -> AclError:
+    def _refuse(self, remote_addr: str, request: RemotingCommand | str, kind: str, message: str) -> AclError:
         self.refusals[kind] += 1
-        limited.log(
-            logging.WARNING, "refused", "ACL refused code=%d from %s: %s", request.code, remote_addr, message
-        )
+        what = request if isinstance(request, str) else f"code={request.code}"
+        limited.log(logging.WARNING, "refused", "ACL refused %s from %s: %s", what, remote_addr, message)
         return AclError(kind, message)
+
+    def check_grpc(
+        self,
+        remote_ip: str,
+        access_key: str | None,
+        date_time: str | None,
+        signature_hex: str | None,
+        resources: Iterable[tuple[str, bool, int]],
+    ) -> None:
+        """The check of a RocketMQ 5.x gRPC call (ACL 1.0, Java 5.2.0 ``PlainAccessValidator``
+        over ``PlainAccessResource.parse(GeneratedMessageV3, AuthenticationHeader)``): return, or
+        raise the ``AclError`` the remoting check raises (same kinds, messages and counts).
+
+        ``access_key``/``signature_hex`` come from the ``authorization`` metadata
+        (``protocol.acl.parse_v2_authorization``; None when absent), ``date_time`` is the signed
+        ``x-mq-date-time`` value; ``resources`` are (topic or group name, is it a group, the
+        permission needed: ``PUB``, ``SUB`` or ``ANY``); ``remote_ip`` is the HTTP/2 peer's
+        address (no port), matched against the white lists.
+        """
+        table = self._table
+        ip = _peer_ip(remote_ip)
+        for pattern in table.global_white:
+            if pattern.matches(ip):
+                return
+        if access_key is None:
+            raise self._refuse(remote_ip, "gRPC call", "no-access-key", "No accessKey is configured")
+        account = table.accounts.get(access_key)
+        if account is None:
+            raise self._refuse(remote_ip, "gRPC call", "unknown-account", f"No acl config for {access_key}")
+        if account.white_remote_address.matches(ip):
+            return
+        if (
+            date_time is None
+            or signature_hex is None
+            or not verify_v2_signature(account.secret_key, date_time, signature_hex)
+        ):
+            raise self._refuse(
+                remote_ip, "gRPC call", "signature", f"Check signature failed for accessKey={access_key}"
+            )
+        needs: dict[str, int] = {}
+        for name, is_group, needed in resources:
+            needs[retry_topic(name) if is_group else name] = needed
+        missing = self._missing_resource_permission(needs, account)
+        if missing is not None:
+            raise self._refuse(remote_ip, "gRPC call", *missing)
 
     # -- edits by admin requests (Java AdminBrokerProcessor's ACL codes) ------------------------------
 

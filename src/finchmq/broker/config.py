@@ -39,6 +39,7 @@ class BrokerConfig:
     broker_topic_enable: bool = True
     trace_topic_enable: bool = False
     auto_create_subscription_group: bool = True
+    enable_mixed_message_type: bool = False  # 5.x: refuse a topic whose message.type is MIXED
     notify_consumer_ids_changed_enable: bool = True
 
     # registration with name servers

@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "RocketMQ equivalents: server = mqnamesrv + mqbroker in one process, namesrv = mqnamesrv,\n"
-            "broker = mqbroker, cluster = a local master/slave cluster of those as processes,\n"
+            "broker = mqbroker, proxy = rocketmq-proxy (cluster mode, for 5.x gRPC clients),\n"
+            "cluster = a local master/slave cluster of those as processes,\n"
             "admin = mqadmin (same command names and options), bench = the\n"
             "benchmark's producer.sh / consumer.sh, console = rocketmq-dashboard.\n\n"
             "Run 'finchmq COMMAND --help' for the options of a command; 'finchmq completion bash'\n"

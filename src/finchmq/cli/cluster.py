@@ -2,13 +2,15 @@
 
 Two name servers and two broker groups by default, each group a master and a slave with the same
 brokerName, on loopback ports; each process has its own data directory and ``broker.conf`` under
-DATA_DIR. Kill any of them (their pids are printed) and watch clients carry on.
+DATA_DIR. Kill any of them (their pids are printed) and watch clients carry on. A ``finchmq proxy``
+serves RocketMQ 5.x (gRPC) clients in front of all the brokers on ``--grpc-port``.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -48,7 +50,35 @@ def add_cluster_parser(commands: Any) -> None:
         metavar="KEY=VALUE",
         help="an extra broker.conf key for every broker (repeatable), e.g. --set flushDiskType=SYNC_FLUSH",
     )
+    parser.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        help="serve RocketMQ 5.x clients (gRPC) through a finchmq proxy in front of every broker on PORT "
+        f"(default {DEFAULT_GRPC_PORT}, skipped with a warning when taken; 0: no proxy)",
+    )
     parser.set_defaults(handler=_run_cluster)
+
+
+DEFAULT_GRPC_PORT = 8081
+
+
+def _grpc_port(asked: int | None) -> int | None:
+    """The proxy's port, None for no proxy: the default port only when it is free."""
+    if asked is not None:
+        return asked or None
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", DEFAULT_GRPC_PORT))
+        except OSError:
+            print(
+                f"warning: gRPC port {DEFAULT_GRPC_PORT} is in use; running without the 5.x proxy "
+                "(choose a port with --grpc-port)",
+                flush=True,
+            )
+            return None
+    return DEFAULT_GRPC_PORT
 
 
 def _run_cluster(args: argparse.Namespace) -> int:
@@ -67,6 +97,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
             namesrvs=args.namesrvs,
             role=args.role,
             conf=conf,
+            grpc_port=_grpc_port(args.grpc_port),
         )
     except ValueError as exc:
         print(f"finchmq cluster: {exc}", file=sys.stderr)
@@ -88,6 +119,12 @@ def _run_cluster(args: argparse.Namespace) -> int:
             print(
                 f"  {broker.label:<12} {broker.addr:<21} pid {broker.pid:<8} {role:<13} "
                 f"HA port {int(broker.conf['listenPort']) + 1}, data {broker.data_dir}",
+                flush=True,
+            )
+        if cluster.proxy is not None:
+            proxy = cluster.proxy
+            print(
+                f"  proxy        {proxy.addr:<21} pid {proxy.pid:<8} gRPC for RocketMQ 5.x clients",
                 flush=True,
             )
         print(

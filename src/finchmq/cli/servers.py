@@ -1,4 +1,4 @@
-"""``finchmq namesrv``, ``finchmq broker`` and ``finchmq server``: run the servers.
+"""``finchmq namesrv``, ``finchmq broker``, ``finchmq server`` and ``finchmq proxy``: run the servers.
 
 Configuration follows RocketMQ: ``broker.conf`` is a Java properties file with RocketMQ's key
 names (brokerClusterName, brokerName, brokerId, namesrvAddr, listenPort, storePathRootDir,
@@ -23,10 +23,13 @@ from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
+from finchmq.cli.grpc import GRPC_KEYS, cluster_grpc_server, local_grpc_server
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.common.metrics import MetricsExporterType
+from finchmq.grpc import GrpcServer
+from finchmq.grpc.config import GrpcConfig
 from finchmq.namesrv import NamesrvConfig, NamesrvController
-from finchmq.remoting import run
+from finchmq.remoting import parse_addr, run
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 from finchmq.testing.cluster import BrokerProcess
@@ -81,7 +84,8 @@ def load_broker_config(
         source = f" in {conf_file}" if conf_file else ""
         raise ConfigError(f"bad broker configuration{source}: {exc}") from None
     for key in sorted(unknown):
-        log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
+        if key not in GRPC_KEYS:
+            log.warning("unknown broker.conf key %r ignored (value %r)", key, unknown[key])
     if not broker.broker_ip2:
         broker = replace(broker, broker_ip2=broker.broker_ip1)
     if store.broker_role is BrokerRole.SLAVE:
@@ -167,6 +171,14 @@ def add_server_parsers(commands: Any) -> None:
         f"{DEFAULT_METRICS_PORT}, skipped with a warning when taken; 0: off)",
     )
     server.add_argument(
+        "--grpc-port",
+        type=_port,
+        default=None,
+        help="serve RocketMQ 5.x clients (gRPC MessagingService, as Java's proxy) on PORT (default 8081, "
+        "skipped with a warning when taken; 0: off; broker.conf grpcServerPort works too); with "
+        "--brokers N > 1 it fronts all N brokers (the proxy's cluster mode), so 5.x clients need only it",
+    )
+    server.add_argument(
         "--console-port",
         type=_port,
         default=None,
@@ -179,6 +191,29 @@ def add_server_parsers(commands: Any) -> None:
         help="web console listen address (default 127.0.0.1: this machine only; it has no login)",
     )
     server.set_defaults(handler=_run_server)
+
+    proxy = commands.add_parser(
+        "proxy",
+        help="serve RocketMQ 5.x clients (gRPC) in front of a cluster's brokers (Java's proxy, cluster mode)",
+        description=(
+            "Serve RocketMQ 5.x clients (gRPC apache.rocketmq.v2.MessagingService) in front of the "
+            "brokers registered with the name servers, as Java's rocketmq-proxy does in cluster mode. "
+            "Clients need only this endpoint: routes list every broker's queues behind it, and each "
+            "call goes over remoting to the broker it is for (sends, receives and acks to the "
+            "message queue's broker; heartbeats to every master). Routes and configs are re-read from "
+            "the name servers and brokers every few seconds."
+        ),
+    )
+    proxy.add_argument(
+        "-n",
+        "--namesrv",
+        help="name server address(es), 'host:port;host:port' (namesrvAddr; default $NAMESRV_ADDR)",
+    )
+    proxy.add_argument(
+        "--grpc-port", type=_port, default=8081, help="gRPC listen port (grpcServerPort, default 8081)"
+    )
+    proxy.add_argument("--bind", default="0.0.0.0", help="listen address (default 0.0.0.0)")
+    proxy.set_defaults(handler=_run_proxy)
 
 
 def _port(text: str) -> int:
@@ -221,6 +256,55 @@ async def _namesrv_main(args: argparse.Namespace) -> None:
         _print("finchmq name server shutting down")
 
 
+def load_grpc_config(
+    props: dict[str, str], broker: BrokerConfig, store: MessageStoreConfig, port: int | None = None
+) -> GrpcConfig:
+    """The gRPC endpoint's settings: broker.conf's gRPC keys (``grpcServerPort``, ``tlsCertPath``...),
+    the broker's bind address and message size limit; ``port`` (the command line) wins.
+
+    Raises ConfigError for a bad value.
+    """
+    given = {k: v for k, v in props.items() if k in GRPC_KEYS}
+    if port is not None:
+        given["grpcServerPort"] = str(port)
+    base = GrpcConfig(bind_address=broker.bind_address, max_message_size=store.max_message_size)
+    try:
+        config, _ = config_from_properties(base, given)
+    except SettingsError as exc:
+        raise ConfigError(f"bad gRPC configuration: {exc}") from None
+    return config
+
+
+async def _start_grpc(
+    broker: BrokerController, config: GrpcConfig, *, explicit: bool, cluster_namesrv: str | None = None
+) -> GrpcServer | None:
+    """The 5.x endpoint, unless its port is 0: of ``broker`` (local mode), or with
+    ``cluster_namesrv`` of every broker registered there (cluster mode). The default port taken is
+    a warning (the broker runs on without it); a port the user asked for is an error."""
+    if not config.grpc_server_port:
+        return None
+    if cluster_namesrv is None:
+        server = local_grpc_server(broker, config)
+    else:
+        server = cluster_grpc_server(cluster_namesrv, config)
+    try:
+        await server.start()
+    except OSError as exc:
+        await server.close()
+        if explicit:
+            raise OSError(exc.errno, f"gRPC port {config.grpc_server_port}: {exc.strerror}") from exc
+        _print(
+            f"warning: gRPC port {config.grpc_server_port} on {config.bind_address} is in use; "
+            "running without the 5.x endpoint (choose a port with --grpc-port)"
+        )
+        return None
+    mode = "" if cluster_namesrv is None else " (cluster mode: every broker behind it)"
+    _print(
+        f"finchmq gRPC endpoint for RocketMQ 5.x clients at {broker.config.broker_ip1}:{server.port}{mode}"
+    )
+    return server
+
+
 async def _broker_main(
     broker_config: BrokerConfig,
     store_config: MessageStoreConfig,
@@ -230,9 +314,16 @@ async def _broker_main(
     began = time.monotonic()
     stop = _stop_on_signal()
     broker = BrokerController(broker_config, store_config, config_file=conf_file, extra_properties=props)
+    grpc: GrpcServer | None = None
     try:
         await broker.start()
+        if "grpcServerPort" in props:  # finchmq broker serves 5.x clients when its conf asks
+            grpc = await _start_grpc(
+                broker, load_grpc_config(props, broker_config, store_config), explicit=True
+            )
     except BaseException:
+        if grpc is not None:
+            await grpc.close()
         await broker.close()
         raise
     try:
@@ -248,7 +339,41 @@ async def _broker_main(
         await stop.wait()
         _print("finchmq broker shutting down")
     finally:
+        if grpc is not None:
+            await grpc.close()
         await broker.close()
+
+
+async def _proxy_main(namesrv_addr: str, config: GrpcConfig) -> None:
+    stop = _stop_on_signal()
+    server = cluster_grpc_server(namesrv_addr, config)
+    await server.start()
+    try:
+        _print(
+            f"finchmq proxy: gRPC endpoint for RocketMQ 5.x clients at {server.address} in front of the "
+            f"brokers of name servers {namesrv_addr}"
+        )
+        await stop.wait()
+        _print("finchmq proxy shutting down")
+    finally:
+        await server.close()
+
+
+def _run_proxy(args: argparse.Namespace) -> int:
+    namesrv_addr = args.namesrv or os.environ.get("NAMESRV_ADDR")
+    if not namesrv_addr:
+        print(
+            "finchmq proxy: give the name servers with --namesrv HOST:PORT (or NAMESRV_ADDR)", file=sys.stderr
+        )
+        return 2
+    try:
+        config = GrpcConfig(grpc_server_port=args.grpc_port, bind_address=args.bind)
+        for addr in namesrv_addr.split(";"):
+            parse_addr(addr)
+    except ValueError as exc:
+        print(f"finchmq proxy: {exc}", file=sys.stderr)
+        return 2
+    return _run_or_report(_proxy_main(namesrv_addr, config))
 
 
 def _run_namesrv(args: argparse.Namespace) -> int:
@@ -309,6 +434,7 @@ async def _server_main(
     if broker.metrics is not None:
         broker.metrics_collectors.append(namesrv.enable_metrics().write)
     console = None
+    grpc: GrpcServer | None = None
     children: list[BrokerProcess] = []
     try:
         await broker.start()
@@ -324,6 +450,14 @@ async def _server_main(
             )
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
+        grpc_config = load_grpc_config(props, broker_config, store_config, args.grpc_port)
+        explicit = args.grpc_port is not None or "grpcServerPort" in props
+        grpc = await _start_grpc(
+            broker,
+            grpc_config,
+            explicit=explicit,
+            cluster_namesrv=namesrv.address if args.brokers > 1 else None,
+        )
         console = await _start_console(args, namesrv.address)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
@@ -333,6 +467,8 @@ async def _server_main(
     finally:
         if console is not None:
             await console.close()
+        if grpc is not None:
+            await grpc.close()
         await asyncio.gather(*(asyncio.to_thread(child.stop) for child in children))
         await broker.close()
         await namesrv.close()

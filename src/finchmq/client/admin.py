@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from finchmq.protocol._json import java_hash_order
+from finchmq.protocol.attributes import TopicAttributeError, parse_attribute_modification
 from finchmq.protocol.bodies import (
     MASTER_ID,
     BrokerData,
@@ -234,18 +235,28 @@ class AdminClient(ClientService):
         order: bool = False,
         cluster: str | None = None,
         broker_addr: str | None = None,
+        attributes: str | None = None,
     ) -> list[str]:
         """Create or update ``topic`` on one broker or on every master of a cluster (mqadmin
-        ``updateTopic``); returns the broker addresses written."""
+        ``updateTopic``); returns the broker addresses written.
+
+        ``attributes`` is mqadmin 5.x's ``-a`` modification, e.g. ``"+message.type=FIFO"``
+        (``-key`` deletes one on an update); a malformed one raises ``ValidationError``.
+        """
         problem = validate_topic(topic)
         if problem is not None:
             raise ValidationError(f"topic {topic!r}: {problem}")
+        try:
+            modification = parse_attribute_modification(attributes.strip() if attributes else None)
+        except TopicAttributeError as exc:
+            raise ValidationError(f"topic {topic!r}: attributes {attributes!r}: {exc}") from None
         config = TopicConfig(
             topic_name=topic,
             read_queue_nums=read_queue_nums,
             write_queue_nums=write_queue_nums,
             perm=perm,
             order=order,
+            attributes=modification or None,
         )
         addrs = [broker_addr] if broker_addr else list((await self.master_addrs(cluster)).values())
         if not addrs:

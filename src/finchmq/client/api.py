@@ -18,11 +18,12 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from finchmq.common import format_properties, parse_properties
 from finchmq.protocol import pop
+from finchmq.protocol.attributes import format_attribute_modification
 from finchmq.protocol.bodies import (
     BatchAckMessageRequestBody,
     BrokerStatsData,
@@ -119,7 +120,6 @@ from finchmq.protocol.headers import (
     WipeWritePermOfBrokerResponseHeader,
 )
 from finchmq.protocol.message import MessageExt, MessageQueue
-from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
 from finchmq.protocol.stored import decode_stored, decode_stored_all
 from finchmq.remoting import RemotingClient
 from finchmq.remoting.errors import RemotingConnectError, RemotingError
@@ -465,7 +465,7 @@ class MQClientAPI:
             return PopResult(pop_status=status, rest_num=answer.rest_num)
         msgs = cls.decode_messages(response.body, addr)
         try:
-            msgs = _with_pop_check_points(broker_name, header, answer, msgs)
+            msgs = pop.with_pop_check_points(broker_name, header, answer, msgs)
         except pop.ExtraInfoError as exc:
             raise MQClientError(f"bad pop response from {addr}: {exc}") from exc
         return PopResult(
@@ -697,6 +697,8 @@ class MQClientAPI:
             topic_filter_type=config.topic_filter_type.name,
             topic_sys_flag=config.topic_sys_flag,
             order=config.order,
+            # 5.x: config.attributes holds the signed modification (Java MQClientAPIImpl.createTopic)
+            attributes=format_attribute_modification(config.attributes) if config.attributes else None,
         )
         await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, timeout_millis)
 
@@ -945,71 +947,3 @@ class MQClientAPI:
         )
         response = await self._call(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header, timeout_millis)
         return ConsumeMessageDirectlyResult.from_json(response.body)
-
-
-def _with_pop_check_points(
-    broker_name: str,
-    header: PopMessageRequestHeader,
-    answer: PopMessageResponseHeader,
-    msgs: list[MessageExt],
-) -> list[MessageExt]:
-    """The popped messages as Java's ``processPopResponse`` leaves them (see there)."""
-    start_offsets = pop.parse_start_offset_info(answer.start_offset_info)
-    msg_offsets = pop.parse_msg_offset_info(answer.msg_offset_info)
-    order_counts = pop.parse_order_count_info(answer.order_count_info)
-    sorted_offsets = _queue_offset_sorted_map(msgs)
-    first_pop_time = str(answer.pop_time)
-    by_queue: dict[str, str] = {}  # the old form (no startOffsetInfo): one check point per queue
-    out = []
-    for msg in msgs:
-        props = msg.properties
-        assert isinstance(props, dict)  # the decoder made it for us alone
-        reconsume_times = msg.reconsume_times
-        if start_offsets is None:
-            key = f"{msg.topic}{msg.queue_id}"
-            if key not in by_queue:
-                by_queue[key] = pop.ExtraInfo.build(
-                    msg.queue_offset, answer.pop_time, answer.invisible_time, answer.revive_qid,
-                    msg.topic, broker_name, msg.queue_id,
-                ).encode()  # fmt: skip
-            props[MessageConst.PROPERTY_POP_CK] = f"{by_queue[key]}{KEY_SEPARATOR}{msg.queue_offset}"
-        elif MessageConst.PROPERTY_POP_CK not in props:
-            queue_key = pop.start_offset_map_key(msg.topic, msg.queue_id)
-            offset_key = pop.queue_offset_map_key(msg.topic, msg.queue_id, msg.queue_offset)
-            start = start_offsets.get(queue_key)
-            offsets = (msg_offsets or {}).get(queue_key)
-            index = sorted_offsets.get(queue_key, []).index(msg.queue_offset)
-            if start is None or offsets is None or index >= len(offsets):
-                raise pop.ExtraInfoError(
-                    f"no check point for {msg.topic}:{msg.queue_id} offset {msg.queue_offset} in "
-                    f"startOffsetInfo={answer.start_offset_info!r} msgOffsetInfo={answer.msg_offset_info!r}"
-                )
-            queue_offset = offsets[index]
-            if queue_offset != msg.queue_offset:
-                log.warning(
-                    "Queue offset[%d] of msg is strange, not equal to the stored in msg, %s",
-                    queue_offset,
-                    msg.client_msg_id,
-                )
-            props[MessageConst.PROPERTY_POP_CK] = pop.ExtraInfo.build(
-                start, answer.pop_time, answer.invisible_time, answer.revive_qid,
-                msg.topic, broker_name, msg.queue_id, queue_offset,
-            ).encode()  # fmt: skip
-            if header.order and order_counts is not None:
-                count = order_counts.get(offset_key, order_counts.get(queue_key))
-                if count is not None and count > 0:
-                    reconsume_times = count
-        props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, first_pop_time)
-        out.append(replace(msg, topic=header.topic, reconsume_times=reconsume_times))
-    return out
-
-
-def _queue_offset_sorted_map(msgs: list[MessageExt]) -> dict[str, list[int]]:
-    """Java ``buildQueueOffsetSortedMap``: each queue's popped offsets (``mark@queueId``), in
-    the order the broker sent them (its check point's order)."""
-    table: dict[str, list[int]] = {}
-    for msg in msgs:
-        ck = msg.properties.get(MessageConst.PROPERTY_POP_CK)
-        mark = pop.ExtraInfo.parse(ck).retry if ck is not None else pop.topic_mark(msg.topic)
-        table.setdefault(f"{mark}@{msg.queue_id}", []).append(msg.queue_offset)
-    return table

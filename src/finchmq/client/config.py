@@ -31,7 +31,7 @@ from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
 from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import MessageQueue
 from finchmq.protocol.namespace import NAMESPACE_SEPARATOR, without_namespace, wrap_namespace
-from finchmq.protocol.topics import DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP
+from finchmq.protocol.topics import DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP, validate_group
 
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 
@@ -54,8 +54,6 @@ __all__ = [
     "parse_consume_timestamp",
 ]
 
-GROUP_MAX_LENGTH: Final = 255  # Java Validators.CHARACTER_MAX_LENGTH
-_GROUP_PATTERN: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _ADDR_PATTERN: Final = re.compile(r"^\[?[^\s\[\]]+\]?:\d{1,5}$")
 _TIMESTAMP_FORMAT: Final = "%Y%m%d%H%M%S"  # Java UtilAll.YYYYMMDDHHMMSS
 DEFAULT_LOCAL_OFFSET_STORE_DIR: Final = Path.home() / ".rocketmq_offsets"
@@ -77,15 +75,9 @@ def local_ip() -> str:
 
 def check_group(group: str, field_name: str = "group") -> None:
     """Java ``Validators.checkGroup``; raises ``ValueError`` naming the field and the value."""
-    if not group or not group.strip():
-        raise ValueError(f"{field_name}={group!r}: the specified group is blank")
-    if not _GROUP_PATTERN.match(group):
-        raise ValueError(
-            f"{field_name}={group!r}: the specified group contains illegal characters, "
-            "allowing only ^[%|a-zA-Z0-9_-]+$"
-        )
-    if len(group) > GROUP_MAX_LENGTH:
-        raise ValueError(f"{field_name}={group!r}: the specified group is longer than group max length 255.")
+    reason = validate_group(group)
+    if reason is not None:
+        raise ValueError(f"{field_name}={group!r}: {reason}")
 
 
 def parse_consume_timestamp(text: str) -> int:

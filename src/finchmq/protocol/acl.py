@@ -10,6 +10,10 @@ Owns:
     * permissions (Java ``Permission``): the bits, ``PUB|SUB`` parsing, the admin-only codes;
     * ``parse_access_request``: what a request needs (Java ``PlainAccessValidator.parse``);
     * ``AddressPattern``: a ``whiteRemoteAddress`` pattern (Java ``RemoteAddressStrategyFactory``).
+    * RocketMQ 5.x gRPC's signature: the ``authorization`` metadata value
+      (``MQv2-HMAC-SHA1 Credential=<ak>, SignedHeaders=x-mq-date-time, Signature=<hex>``,
+      ``parse_v2_authorization``) and its check (``verify_v2_signature``: the same HMAC-SHA1,
+      over the ``x-mq-date-time`` value).
 
 Sans-IO: no files, no sockets. The broker's account table, file loading and checks live in
 ``finchmq.broker.acl``.
@@ -45,17 +49,23 @@ __all__ = [
     "SIGNATURE",
     "SUB",
     "UNIQUE_MSG_QUERY_FLAG",
+    "V2_AUTHORIZATION",
+    "V2_DATE_TIME",
     "AccessRequest",
     "AddressPattern",
+    "AuthorizationHeaderError",
     "SessionCredentials",
+    "V2Authorization",
     "cal_signature",
     "check_permission",
     "combine_request_content",
     "parse_access_request",
     "parse_perm",
+    "parse_v2_authorization",
     "perm_to_string",
     "request_signature",
     "sign_request",
+    "verify_v2_signature",
 ]
 
 # extFields keys (Java SessionCredentials; OnsChannel is what the C++ client adds)
@@ -447,3 +457,77 @@ class AddressPattern:
 
     def __repr__(self) -> str:
         return f"AddressPattern({self.text!r})"
+
+
+# -- RocketMQ 5.x gRPC: the authorization metadata ---------------------------------------------------
+
+V2_AUTHORIZATION: Final = "authorization"
+"""The gRPC metadata key of the signature (Java ``GrpcConstants.AUTHORIZATION``)."""
+V2_DATE_TIME: Final = "x-mq-date-time"
+"""The gRPC metadata key whose value is signed (Java ``GrpcConstants.DATE_TIME``)."""
+_CREDENTIAL: Final = "Credential"
+_V2_SIGNATURE: Final = "Signature"
+
+
+class AuthorizationHeaderError(ValueError):
+    """An ``authorization`` value Java's ``DefaultAuthenticationContextBuilder`` cannot read; the
+    gRPC front end answers UNAUTHORIZED with this message."""
+
+
+@dataclass(frozen=True, slots=True)
+class V2Authorization:
+    """What a gRPC ``authorization`` value says: the access key (``Credential`` up to its first
+    ``/``) and the signature (lower-case hex of the HMAC-SHA1), either absent when not given."""
+
+    access_key: str | None
+    signature: str | None
+
+
+def parse_v2_authorization(value: str) -> V2Authorization:
+    """Java ``DefaultAuthenticationContextBuilder.build(Metadata, ...)``: the algorithm name, a
+    space, then comma-separated ``key=value`` items (trimmed); ``Credential`` gives the access
+    key, ``Signature`` the hex signature, other items are ignored. An empty value is the caller's
+    business (Java: anonymous).
+
+    Raises ``AuthorizationHeaderError`` (and nothing else) for a value without a space, an item
+    without ``=``, a ``Credential`` of only slashes, or a ``Signature`` that is not hex.
+    """
+    _algorithm, space, items = value.partition(" ")
+    if not space:
+        raise AuthorizationHeaderError("authentication header is incorrect.")
+    access_key: str | None = None
+    signature: str | None = None
+    for item in items.split(","):
+        key, equals, text = item.strip().partition("=")
+        if not equals:
+            raise AuthorizationHeaderError(
+                f"authentication keyValues length is incorrect: {item.strip()!r} has no '='."
+            )
+        if key == _CREDENTIAL:
+            parts = text.split("/")
+            while len(parts) > 1 and not parts[-1]:  # Java's split drops trailing empty strings
+                parts.pop()
+            if text and not parts[-1]:  # only slashes: Java's split gives nothing
+                raise AuthorizationHeaderError(f"authentication credential is incorrect: {text!r}.")
+            access_key = parts[0]
+        elif key == _V2_SIGNATURE:
+            try:
+                bytes.fromhex(text)
+            except ValueError:
+                raise AuthorizationHeaderError(f"the signature is not hex: {text[:80]!r}.") from None
+            if len(text) % 2 or not text.isascii() or any(c.isspace() for c in text):
+                raise AuthorizationHeaderError(f"the signature is not hex: {text[:80]!r}.")
+            signature = text
+    return V2Authorization(access_key, signature)
+
+
+def verify_v2_signature(secret_key: str, date_time: str, signature_hex: str) -> bool:
+    """True when ``signature_hex`` is the HMAC-SHA1 of ``date_time`` (UTF-8) keyed with
+    ``secret_key``, as the 5.x SDKs sign a call (``cal_signature`` over the date-time; Java
+    compares the Base64 forms in constant time). A signature that is not hex is False."""
+    try:
+        given = bytes.fromhex(signature_hex)
+    except ValueError:
+        return False
+    expected = cal_signature(date_time.encode("utf-8", "replace"), secret_key)
+    return hmac.compare_digest(expected.encode("ascii"), base64.b64encode(given))

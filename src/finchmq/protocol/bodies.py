@@ -63,6 +63,7 @@ from .errors import RemoteProtocolError
 from .message import MessageQueue
 
 __all__ = [
+    "DEFAULT_RETRY_NEXT_MILLIS",
     "MASTER_ID",
     "BatchAck",
     "BatchAckMessageRequestBody",
@@ -85,9 +86,13 @@ __all__ = [
     "ConsumerListByGroupResponseBody",
     "ConsumerOffsetSerializeWrapper",
     "ConsumerRunningInfo",
+    "CustomizedRetryPolicy",
     "DataVersion",
+    "ExponentialRetryPolicy",
     "GetConsumerStatusBody",
     "GroupList",
+    "GroupRetryPolicy",
+    "GroupRetryPolicyType",
     "HeartbeatData",
     "JavaBitSet",
     "KVTable",
@@ -113,6 +118,7 @@ __all__ = [
     "RegisterBrokerBody",
     "RemotingSerializable",
     "ResetOffsetBody",
+    "RetryPolicy",
     "SetMessageRequestModeRequestBody",
     "SubscriptionData",
     "SubscriptionGroupConfig",
@@ -895,30 +901,49 @@ class TopicConfig(RemotingSerializable):
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
+    attributes: dict[str, str] | None = None
+    """5.x topic attributes by real key (``{"message.type": "FIFO"}``, ``protocol.attributes``);
+    ``None`` (4.9.8, or none set) is omitted from the JSON. In an admin client's request the keys
+    carry their ``+``/``-`` sign, as Java's mqadmin puts them (``AttributeParser.parseToMap``)."""
 
     def encode(self) -> str:
-        """Java ``TopicConfig.encode``: ``"name read write perm filterType"``, space-separated."""
-        return (
+        """Java ``TopicConfig.encode``: ``"name read write perm filterType"``, space-separated,
+        then (5.x, when there are attributes) the attributes' JSON."""
+        text = (
             f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} "
             f"{self.perm} {self.topic_filter_type.name}"
         )
+        if self.attributes is None:
+            return text
+        ordered = java_hash_order(list(self.attributes))
+        return f"{text} " + dumps_fastjson({k: self.attributes[k] for k in ordered}).decode("utf-8")
 
     @classmethod
     def decode(cls, text: str) -> TopicConfig:
         """Java ``TopicConfig.decode``; ``topic_sys_flag``/``order`` keep their defaults.
 
-        Raises ``BodyError`` unless there are 5 fields (a 6th, 5.x's attributes, is ignored).
+        Raises ``BodyError`` unless there are 5 or 6 fields; a 6th, 5.x's attributes, is read
+        when it is a JSON object of strings and ignored otherwise (as Java ignores it).
         """
         parts = text.split(" ")
         try:
             if len(parts) not in (5, 6):
                 raise ValueError(f"{len(parts)} fields")
+            attributes: dict[str, str] | None = None
+            if len(parts) == 6 and parts[5]:
+                try:
+                    tree = loads(parts[5])
+                except JSONDecodeError:
+                    tree = None
+                if isinstance(tree, dict) and all(isinstance(v, str) for v in tree.values()):
+                    attributes = {str(k): v for k, v in tree.items()}
             return cls(
                 topic_name=parts[0],
                 read_queue_nums=int(parts[1]),
                 write_queue_nums=int(parts[2]),
                 perm=int(parts[3]),
                 topic_filter_type=TopicFilterType[parts[4]],
+                attributes=attributes,
             )
         except (ValueError, KeyError) as exc:
             raise BodyError(f"TopicConfig: bad encoded form {_show(text)} ({exc})") from None
@@ -1011,19 +1036,129 @@ class RegisterBrokerBody(RemotingSerializable):
         return cls(topic_config_serialize_wrapper=wrapper, filter_server_list=tuple(servers))
 
 
+class GroupRetryPolicyType(enum.IntEnum):
+    """Java 5.x ``GroupRetryPolicyType``; JSON carries the name."""
+
+    EXPONENTIAL = 0
+    CUSTOMIZED = 1
+
+
+_LONG_MIN: Final = -(1 << 63)
+_LONG_MAX: Final = (1 << 63) - 1
+
+
+def _java_long(value: int) -> int:
+    """``value`` wrapped to a Java ``long`` (two's complement overflow)."""
+    return (value - _LONG_MIN) % (1 << 64) + _LONG_MIN
+
+
+def _java_pow_long(base: int, exponent: int) -> int:
+    """Java ``(long) Math.pow(base, exponent)``: a double, truncated and clamped to ``long``."""
+    try:
+        power = float(base) ** exponent
+    except OverflowError:
+        power = float("inf") if base > 0 or exponent % 2 == 0 else float("-inf")
+    if power >= 2.0**63:
+        return _LONG_MAX
+    if power <= -(2.0**63):
+        return _LONG_MIN
+    return int(power)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExponentialRetryPolicy(RemotingSerializable):
+    """Java 5.x ``ExponentialRetryPolicy``: a retry waits ``initial * multiplier^n``, at most
+    ``max`` milliseconds."""
+
+    initial: int = 5_000  # TimeUnit.SECONDS.toMillis(5)
+    max: int = 7_200_000  # TimeUnit.HOURS.toMillis(2)
+    multiplier: int = 2
+
+    def next_delay_duration(self, reconsume_times: int) -> int:
+        """Java ``nextDelayDuration``: milliseconds before the next delivery of a message
+        consumed ``reconsume_times`` times (clamped to 0..32)."""
+        times = min(max(reconsume_times, 0), 32)
+        return min(self.max, _java_long(self.initial * _java_pow_long(self.multiplier, times)))
+
+
+DEFAULT_RETRY_NEXT_MILLIS: Final[tuple[int, ...]] = tuple(
+    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+)
+"""Java ``CustomizedRetryPolicy``'s default ``next``: 1s 5s 10s 30s 1m..10m 20m 30m 1h 2h, the
+broker's default ``messageDelayLevel``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CustomizedRetryPolicy(RemotingSerializable):
+    """Java 5.x ``CustomizedRetryPolicy``: a retry waits ``next[reconsumeTimes + 2]``
+    milliseconds, as the 4.x delay levels did."""
+
+    next: tuple[int, ...] = DEFAULT_RETRY_NEXT_MILLIS
+
+    def next_delay_duration(self, reconsume_times: int) -> int:
+        """Java ``nextDelayDuration``: index ``reconsumeTimes + 2`` (delay level ``+ 3``), the
+        last entry beyond the end."""
+        if not self.next:
+            raise ValueError("CustomizedRetryPolicy.next is empty")
+        return self.next[min(max(reconsume_times, 0) + 2, len(self.next) - 1)]
+
+
+RetryPolicy: typing.TypeAlias = ExponentialRetryPolicy | CustomizedRetryPolicy
+"""Java 5.x ``RetryPolicy``: either policy, both with ``next_delay_duration``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupRetryPolicy(RemotingSerializable):
+    """Java 5.x ``GroupRetryPolicy``: a consumer group's retry back-off (JSON
+    ``{"type":"EXPONENTIAL","exponentialRetryPolicy":{...}}`` or
+    ``{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[...]}}``)."""
+
+    type: GroupRetryPolicyType = GroupRetryPolicyType.CUSTOMIZED
+    exponential_retry_policy: ExponentialRetryPolicy | None = None
+    customized_retry_policy: CustomizedRetryPolicy | None = None
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """Java ``getRetryPolicy`` (not serialized): the policy of ``type``; when that one is
+        absent, the default ``CustomizedRetryPolicy``."""
+        if self.type is GroupRetryPolicyType.EXPONENTIAL and self.exponential_retry_policy is not None:
+            return self.exponential_retry_policy
+        if self.type is GroupRetryPolicyType.CUSTOMIZED and self.customized_retry_policy is not None:
+            return self.customized_retry_policy
+        return CustomizedRetryPolicy()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubscriptionGroupConfig(RemotingSerializable):
-    """Java ``SubscriptionGroupConfig`` with its defaults."""
+    """Java ``SubscriptionGroupConfig`` with its defaults.
+
+    The 5.x fields ``consume_message_orderly`` and ``group_retry_policy`` are None unless set, so
+    a group written without them has 4.9.8's bytes; None means Java 5.x's default (not orderly;
+    ``effective_group_retry_policy``).
+    """
 
     group_name: str = ""
     consume_enable: bool = True
     consume_from_min_enable: bool = True
     consume_broadcast_enable: bool = True
+    consume_message_orderly: bool | None = None  # 5.x: FIFO consumption for gRPC clients
     retry_queue_nums: int = 1
     retry_max_times: int = 16
+    group_retry_policy: GroupRetryPolicy | None = None  # 5.x
     broker_id: int = MASTER_ID
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+
+    @property
+    def is_consume_message_orderly(self) -> bool:
+        """Java ``isConsumeMessageOrderly``: False when unset."""
+        return bool(self.consume_message_orderly)
+
+    @property
+    def effective_group_retry_policy(self) -> GroupRetryPolicy:
+        """Java ``getGroupRetryPolicy``: the group's policy, or Java's default
+        (``CUSTOMIZED`` with the default ``next``) when unset."""
+        return self.group_retry_policy if self.group_retry_policy is not None else GroupRetryPolicy()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

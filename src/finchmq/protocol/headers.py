@@ -946,6 +946,7 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_filter_type: str = wire(default="SINGLE_TAG", not_null=True)
     topic_sys_flag: int | None = None
     order: bool = wire(default=False, not_null=True)
+    attributes: str | None = None  # 5.x: the modification, "+message.type=FIFO,-k" (protocol.attributes)
 
 
 @command_header

@@ -30,6 +30,7 @@ __all__ = [
     "Message",
     "MessageExt",
     "MessageQueue",
+    "java_string_hash",
     "properties_to_string",
     "string_to_properties",
     "tags_hash_code",
@@ -125,6 +126,11 @@ def tags_hash_code(tags: str | None) -> int:
     if not tags:
         return 0
     return _java_string_hash(tags)
+
+
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode``: a signed int32 over the UTF-16 code units of ``text``."""
+    return _java_string_hash(text)
 
 
 @functools.lru_cache(maxsize=4096)

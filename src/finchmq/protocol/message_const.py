@@ -71,6 +71,11 @@ class MessageConst:
     PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
     PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
     PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
+    PROPERTY_TIMER_DELAY_LEVEL: Final = "TIMER_DELAY_LEVEL"
+    PROPERTY_BORN_HOST: Final = "__BORNHOST"  # 5.x proxy: the 5.x client's address
+    PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+    PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
+    PROPERTY_CRC32: Final = "__CRC32#"
 
     KEY_SEPARATOR: Final = " "
 
@@ -170,3 +175,17 @@ class MessageSysFlag:
     @staticmethod
     def check(flag: int, expected: int) -> bool:
         return flag & expected != 0
+
+
+# Java 5.3.3 MessageConst.STRING_HASH_SET: the 4.x names and the 5.x ones a 5.x client may not set
+# and that a 5.x message never shows as user properties (the gRPC front end).
+SYSTEM_PROPERTY_NAMES_5X: Final = RESERVED_PROPERTY_NAMES | frozenset(
+    {
+        MessageConst.PROPERTY_TIMER_DELAY_LEVEL,
+        MessageConst.PROPERTY_BORN_HOST,
+        MessageConst.PROPERTY_BORN_TIMESTAMP,
+        MessageConst.PROPERTY_DLQ_ORIGIN_TOPIC,
+        MessageConst.PROPERTY_DLQ_ORIGIN_MESSAGE_ID,
+        MessageConst.PROPERTY_CRC32,
+    }
+)

@@ -20,7 +20,9 @@ Strategy:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import logging
 import re
 import typing
 from collections.abc import Sequence
@@ -30,6 +32,9 @@ from typing import ClassVar, Final
 from .bodies import JavaTable, RemotingSerializable
 from .codes import ResponseCode
 from .errors import RemoteProtocolError
+from .headers import PopMessageRequestHeader, PopMessageResponseHeader
+from .message import MessageExt
+from .message_const import KEY_SEPARATOR, MessageConst
 from .topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
@@ -74,7 +79,10 @@ __all__ = [
     "start_offset_info_item",
     "start_offset_map_key",
     "topic_mark",
+    "with_pop_check_points",
 ]
+
+_log = logging.getLogger(__name__)
 
 # -- PopAckConstants / KeyBuilder -----------------------------------------------------------
 
@@ -643,3 +651,83 @@ class ConsumerOrderInfoWrapper(RemotingSerializable):
     table: typing.Annotated[
         dict[str, typing.Annotated[dict[int, OrderInfo], JavaTable(32)]], JavaTable(256)
     ] = field(default_factory=dict)
+
+
+# -- a popped message's check point (MQClientAPIImpl#processPopResponse) ----------------------
+
+
+def with_pop_check_points(
+    broker_name: str,
+    request: PopMessageRequestHeader,
+    answer: PopMessageResponseHeader,
+    msgs: list[MessageExt],
+) -> list[MessageExt]:
+    """The messages of a FOUND POP_MESSAGE answer as Java's ``processPopResponse`` leaves them
+    (the client's ``MQClientAPIImpl``, and the 5.x proxy's ``ConsumerProcessor#popMessage``): each
+    gets its ``POP_CK`` (its check point's start offset from ``startOffsetInfo``, its own queue
+    offset from ``msgOffsetInfo``; pre-``startOffsetInfo`` brokers: one check point per queue),
+    its ``1ST_POP_TIME``, the consume count of an orderly pop (``orderCountInfo``) as
+    ``reconsume_times``, and ``request.topic`` as its topic. The messages' property dicts are
+    updated in place (they must be the decoder's own); new ``MessageExt`` values are returned.
+
+    Raises ``ExtraInfoError`` when the answer holds no check point for a message.
+    """
+    start_offsets = parse_start_offset_info(answer.start_offset_info)
+    msg_offsets = parse_msg_offset_info(answer.msg_offset_info)
+    order_counts = parse_order_count_info(answer.order_count_info)
+    sorted_offsets = _queue_offset_sorted_map(msgs)
+    first_pop_time = str(answer.pop_time)
+    by_queue: dict[str, str] = {}  # the old form (no startOffsetInfo): one check point per queue
+    out = []
+    for msg in msgs:
+        props = msg.properties
+        assert isinstance(props, dict)  # the decoder made it for us alone
+        reconsume_times = msg.reconsume_times
+        if start_offsets is None:
+            key = f"{msg.topic}{msg.queue_id}"
+            if key not in by_queue:
+                by_queue[key] = ExtraInfo.build(
+                    msg.queue_offset, answer.pop_time, answer.invisible_time, answer.revive_qid,
+                    msg.topic, broker_name, msg.queue_id,
+                ).encode()  # fmt: skip
+            props[MessageConst.PROPERTY_POP_CK] = f"{by_queue[key]}{KEY_SEPARATOR}{msg.queue_offset}"
+        elif MessageConst.PROPERTY_POP_CK not in props:
+            queue_key = start_offset_map_key(msg.topic, msg.queue_id)
+            offset_key = queue_offset_map_key(msg.topic, msg.queue_id, msg.queue_offset)
+            start = start_offsets.get(queue_key)
+            offsets = (msg_offsets or {}).get(queue_key)
+            index = sorted_offsets.get(queue_key, []).index(msg.queue_offset)
+            if start is None or offsets is None or index >= len(offsets):
+                raise ExtraInfoError(
+                    f"no check point for {msg.topic}:{msg.queue_id} offset {msg.queue_offset} in "
+                    f"startOffsetInfo={answer.start_offset_info!r} msgOffsetInfo={answer.msg_offset_info!r}"
+                )
+            queue_offset = offsets[index]
+            if queue_offset != msg.queue_offset:
+                _log.warning(
+                    "Queue offset[%d] of msg is strange, not equal to the stored in msg, %s",
+                    queue_offset,
+                    msg.client_msg_id,
+                )
+            props[MessageConst.PROPERTY_POP_CK] = ExtraInfo.build(
+                start, answer.pop_time, answer.invisible_time, answer.revive_qid,
+                msg.topic, broker_name, msg.queue_id, queue_offset,
+            ).encode()  # fmt: skip
+            if request.order and order_counts is not None:
+                count = order_counts.get(offset_key, order_counts.get(queue_key))
+                if count is not None and count > 0:
+                    reconsume_times = count
+        props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, first_pop_time)
+        out.append(dataclasses.replace(msg, topic=request.topic, reconsume_times=reconsume_times))
+    return out
+
+
+def _queue_offset_sorted_map(msgs: list[MessageExt]) -> dict[str, list[int]]:
+    """Java ``buildQueueOffsetSortedMap``: each queue's popped offsets (``mark@queueId``), in
+    the order the broker sent them (its check point's order)."""
+    table: dict[str, list[int]] = {}
+    for msg in msgs:
+        ck = msg.properties.get(MessageConst.PROPERTY_POP_CK)
+        mark = ExtraInfo.parse(ck).retry if ck is not None else topic_mark(msg.topic)
+        table.setdefault(f"{mark}@{msg.queue_id}", []).append(msg.queue_offset)
+    return table

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_CONSUMER_GROUP",
     "DEFAULT_PRODUCER_GROUP",
     "DLQ_GROUP_TOPIC_PREFIX",
+    "GROUP_MAX_LENGTH",
     "OFFSET_MOVED_EVENT",
     "RETRY_GROUP_TOPIC_PREFIX",
     "RMQ_SYS_TRACE_TOPIC",
@@ -31,6 +32,7 @@ __all__ = [
     "is_dlq_topic",
     "is_not_allowed_send_topic",
     "is_retry_topic",
+    "is_sys_consumer_group",
     "is_system_group",
     "is_system_topic",
     "reply_topic",
@@ -97,6 +99,28 @@ def validate_topic(topic: str) -> str | None:
     if len(topic) > TOPIC_MAX_LENGTH:
         return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
     return None
+
+
+GROUP_MAX_LENGTH: Final = 255  # Java Validators.CHARACTER_MAX_LENGTH
+
+
+def validate_group(group: str) -> str | None:
+    """None if ``group`` is a legal group name, else the reason (Java ``Validators.checkGroup``)."""
+    if not group or not group.strip():
+        return "the specified group is blank"
+    if not _VALID.match(group):
+        return "the specified group contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
+    return None
+
+
+CID_RMQ_SYS_PREFIX: Final = "CID_RMQ_SYS_"
+
+
+def is_sys_consumer_group(group: str) -> bool:
+    """Java ``MixAll.isSysConsumerGroup``: the groups a 5.x client may not use."""
+    return group.startswith(CID_RMQ_SYS_PREFIX)
 
 
 def is_not_allowed_send_topic(topic: str) -> bool:

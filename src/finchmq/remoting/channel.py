@@ -79,13 +79,17 @@ class RemotingContext:
     """Where a request came from; lets a processor answer later or call the peer back."""
 
     # Not a dataclass: compiled by mypyc, a dataclass resolves its fields' annotations at import.
-    __slots__ = ("channel",)
+    __slots__ = ("channel", "trusted")
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, trusted: bool = False) -> None:
         self.channel = channel
+        self.trusted = trusted
+        """An in-process peer that authenticated its callers itself (RocketMQ 5.x's local proxy
+        calls the processors directly): the dispatcher skips its ``before_request`` hook (ACL)."""
 
     def __repr__(self) -> str:
-        return f"RemotingContext(channel={self.channel!r})"
+        trusted = ", trusted=True" if self.trusted else ""
+        return f"RemotingContext(channel={self.channel!r}{trusted})"
 
     @property
     def remote_addr(self) -> str:

@@ -4,7 +4,9 @@ A front end for another protocol (RocketMQ 5.x's gRPC ``MessagingService``, whic
 serves in "local" mode by handing remoting commands to the broker's processors in-process)
 builds ``RemotingCommand`` requests itself and ``call``s them through a dispatcher, as a TCP
 connection's frames are: the same ``@handles`` routes, executors, flow control, ACL hook and
-answers. What the server sends to the peer (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
+answers. A ``trusted`` channel skips the dispatcher's ``before_request`` hook (the broker's ACL):
+Java's local proxy calls ``processRequest`` directly, having authenticated its gRPC callers itself.
+What the server sends to the peer (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
 GET_CONSUMER_RUNNING_INFO...) goes to the front end's ``on_request``, which translates it for its
 own client, as Java's proxy turns them into telemetry commands.
 """
@@ -38,10 +40,12 @@ class LocalChannel:
         dispatcher: RequestSink,
         remote_addr: str,
         on_request: PeerRequestHandler | None = None,
+        *,
+        trusted: bool = False,
     ) -> None:
         self._dispatcher = dispatcher
         self._on_request = on_request
-        self._ctx = RemotingContext(self)
+        self._ctx = RemotingContext(self, trusted=trusted)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._resumed = asyncio.Event()
         self._resumed.set()

@@ -486,7 +486,7 @@ class RequestDispatcher:
             if not request.is_oneway:
                 ctx.write_response(request.make_response(ResponseCode.SYSTEM_BUSY, REMARK_REJECT_REQUEST))
             return
-        if self.before_request is not None and not self._run_before_request(ctx, request):
+        if self.before_request is not None and not ctx.trusted and not self._run_before_request(ctx, request):
             return
         if executor.run_now(processor, ctx, request):
             return

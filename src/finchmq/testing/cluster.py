@@ -1,5 +1,6 @@
 """A local RocketMQ-style cluster of separate processes: name servers and broker groups (a master and
-its slaves, same ``brokerName``), on loopback ports, each process with its own data directory.
+its slaves, same ``brokerName``), on loopback ports, each process with its own data directory;
+optionally a ``finchmq proxy`` in front of them for RocketMQ 5.x (gRPC) clients.
 
 ``finchmq cluster`` runs one for trying things; the HA tests and ``benchmarks/replication.py``
 start one and kill its processes with SIGKILL. Every broker gets a ``broker.conf`` written with
@@ -21,7 +22,7 @@ from typing import Self
 
 from .process import ChildServer, free_port
 
-__all__ = ["BrokerProcess", "LocalCluster", "NamesrvProcess", "free_port_pair"]
+__all__ = ["BrokerProcess", "LocalCluster", "NamesrvProcess", "ProxyProcess", "free_port_pair"]
 
 
 def free_port_pair() -> int:
@@ -75,6 +76,30 @@ class NamesrvProcess(ChildServer):
             "--bind", "127.0.0.1", "--data-dir", str(self.data_dir),
         ]  # fmt: skip
         self._spawn(args, None, lambda: "listening on" in self.log_path.read_text(errors="replace"), "listen")
+        return self
+
+
+class ProxyProcess(ChildServer):
+    """``finchmq proxy``: a gRPC endpoint for 5.x clients in front of the brokers of ``namesrv_addr``,
+    on loopback ``port`` (a free one unless given)."""
+
+    name = "finchmq proxy"
+
+    def __init__(self, data_dir: Path, namesrv_addr: str, port: int | None = None) -> None:
+        super().__init__(data_dir, "finchmq-proxy-", data_dir / "proxy.log")
+        self.namesrv_addr = namesrv_addr
+        self.port = port or free_port()
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> Self:
+        args = [
+            sys.executable, "-m", "finchmq.cli", "--log-level", "INFO", "proxy",
+            "--namesrv", self.namesrv_addr, "--grpc-port", str(self.port), "--bind", "127.0.0.1",
+        ]  # fmt: skip
+        self._spawn(args, None, lambda: "in front of" in self.log_path.read_text(errors="replace"), "listen")
         return self
 
 
@@ -161,8 +186,9 @@ class LocalCluster:
     master (``role``: SYNC_MASTER or ASYNC_MASTER) and ``slaves`` slaves, under ``root``;
     ``metrics`` has every broker serve /metrics on a free port of its own.
 
-    ``conf`` adds broker.conf keys to every broker. Start with ``start()`` or ``with``; the
-    processes are stopped with SIGTERM (a clean shutdown) at ``stop()``.
+    ``conf`` adds broker.conf keys to every broker; ``grpc_port`` (0: a free one) adds a
+    ``finchmq proxy`` for 5.x clients in front of the brokers (``proxy``). Start with ``start()``
+    or ``with``; the processes are stopped with SIGTERM (a clean shutdown) at ``stop()``.
     """
 
     def __init__(
@@ -176,6 +202,7 @@ class LocalCluster:
         cluster_name: str = "FinchCluster",
         conf: dict[str, str] | None = None,
         metrics: bool = False,
+        grpc_port: int | None = None,
     ) -> None:
         if role not in ("SYNC_MASTER", "ASYNC_MASTER"):
             raise ValueError(f"role must be SYNC_MASTER or ASYNC_MASTER, got {role!r}")
@@ -184,6 +211,11 @@ class LocalCluster:
         self.root = root
         self.namesrvs = [NamesrvProcess(root / f"namesrv-{i}") for i in range(namesrvs)]
         self.brokers: dict[tuple[str, int], BrokerProcess] = {}
+        self.proxy = (
+            ProxyProcess(root / "proxy", self.namesrv_addr, grpc_port or None)
+            if grpc_port is not None
+            else None
+        )
         for g in range(groups):
             name = f"broker-{chr(ord('a') + g)}"
             for broker_id in range(slaves + 1):
@@ -225,6 +257,8 @@ class LocalCluster:
                 broker.conf["namesrvAddr"] = self.namesrv_addr
                 broker.start()
             self.wait_slaves_connected()
+            if self.proxy is not None:
+                self.proxy.start()
         except BaseException:
             self.stop()
             raise
@@ -244,6 +278,8 @@ class LocalCluster:
                 time.sleep(0.05)
 
     def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
         for broker in reversed(list(self.brokers.values())):
             broker.stop()
         for namesrv in self.namesrvs:

@@ -12,7 +12,10 @@ from types import TracebackType
 from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
+from finchmq.cli.grpc import local_grpc_server
 from finchmq.common import config_from_properties
+from finchmq.grpc import GrpcServer
+from finchmq.grpc.config import GrpcConfig
 from finchmq.namesrv import NamesrvConfig, NamesrvController
 from finchmq.remoting import loop_factory
 from finchmq.store import MessageStoreConfig
@@ -39,8 +42,19 @@ class EmbeddedServer:
     overload).
     """
 
-    def __init__(self, data_dir: Path, broker_properties: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        broker_properties: Mapping[str, str] | None = None,
+        *,
+        grpc_port: int | None = None,
+        grpc_properties: Mapping[str, str] | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
+        self._grpc_wanted = grpc_port
+        self._grpc_properties = dict(grpc_properties or {})
+        self.grpc: GrpcServer | None = None
+        self.grpc_port = 0  # the 5.x endpoint's port once started with grpc_port (0: any free port)
         self.broker_properties = {**_TEST_DEFAULTS, **(broker_properties or {})}
         self.namesrv_addr = ""
         self.broker_addr = ""
@@ -92,6 +106,18 @@ class EmbeddedServer:
             await broker.start()
             self.namesrv_addr = namesrv.address
             self.broker_addr = broker.broker_addr
+            if self._grpc_wanted is not None:
+                base = GrpcConfig(
+                    grpc_server_port=self._grpc_wanted,
+                    bind_address="127.0.0.1",
+                    max_message_size=store_config.max_message_size,
+                )
+                grpc_config, unknown = config_from_properties(base, self._grpc_properties)
+                if unknown:
+                    raise ValueError(f"unknown gRPC keys: {sorted(unknown)}")
+                self.grpc = local_grpc_server(broker, grpc_config)
+                await self.grpc.start()
+                self.grpc_port = self.grpc.port
         except BaseException as exc:
             await self._close_servers()
             ready.set_exception(exc)
@@ -101,6 +127,8 @@ class EmbeddedServer:
         await self._close_servers()
 
     async def _close_servers(self) -> None:
+        if self.grpc is not None:
+            await self.grpc.close()
         if self.broker is not None:
             await self.broker.close()
         if self.namesrv is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,14 +25,15 @@ ServerFactory = Callable[..., EmbeddedServer]
 
 @pytest.fixture
 def finchmq_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerFactory]:
-    """Start embedded servers with your ``broker.conf`` settings; all stop after the test."""
+    """Start embedded servers with your ``broker.conf`` settings (and ``EmbeddedServer``'s other
+    options, e.g. ``grpc_port=0`` for a RocketMQ 5.x endpoint); all stop after the test."""
     servers: list[EmbeddedServer] = []
 
     def start(
-        broker_properties: Mapping[str, str] | None = None, data_dir: Path | None = None
+        broker_properties: Mapping[str, str] | None = None, data_dir: Path | None = None, **options: Any
     ) -> EmbeddedServer:
         directory = data_dir or tmp_path_factory.mktemp("finchmq")
-        server = EmbeddedServer(directory, broker_properties).start()
+        server = EmbeddedServer(directory, broker_properties, **options).start()
         servers.append(server)
         return server
 

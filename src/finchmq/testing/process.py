@@ -101,6 +101,12 @@ class ChildServer:
     def rss_mib(self) -> float:
         return rss_mib(self.pid)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash; ``start()`` again restarts it on the same data directory and ports."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def stop(self) -> None:
         """SIGTERM (a clean shutdown), SIGKILL after ``stop_grace_seconds``."""
         if self.proc is not None and self.proc.poll() is None:
@@ -125,7 +131,8 @@ class ChildServer:
 class ServerProcess(ChildServer):
     """``finchmq server`` (name server + broker) on free loopback ports; ``conf`` becomes its
     ``broker.conf``. Metrics are served on a free port too (``metrics_port``), or off with
-    ``metrics=False``; ``console_port`` is its web console's port (0, the default: no console).
+    ``metrics=False``; ``console_port`` is its web console's port (0, the default: no console);
+    ``grpc=True`` serves RocketMQ 5.x clients on a free ``grpc_port`` (off by default).
     ``source`` runs finchmq from another source tree (its ``src``), e.g. an older revision that a
     benchmark compares with this one in the same run."""
 
@@ -143,8 +150,10 @@ class ServerProcess(ChildServer):
         metrics: bool = True,
         console_port: int = 0,
         source: Path | None = None,
+        grpc: bool = False,
     ) -> None:
         super().__init__(data_dir, "finchmq-server-", log_path)
+        self.grpc_port = free_port() if grpc else 0  # the 5.x endpoint, off unless asked for
         self.source = source
         self.namesrv_port = free_port()
         self.broker_port = free_port()
@@ -166,7 +175,7 @@ class ServerProcess(ChildServer):
             sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
             "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
             "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", "--metrics-port", str(self.metrics_port),
-            "--console-port", str(self.console_port),
+            "--console-port", str(self.console_port), "--grpc-port", str(self.grpc_port),
         ]  # fmt: skip
         if self.conf:
             self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,13 @@ import time
 from finchmq.broker.acl import AclConfigError, PlainAccessConfig
 from finchmq.common import config_to_properties, format_properties, parse_properties
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
+from finchmq.protocol.attributes import (
+    TOPIC_MESSAGE_TYPE_ATTRIBUTE,
+    TopicAttributeError,
+    TopicMessageType,
+    alter_topic_attributes,
+    parse_attribute_modification,
+)
 from finchmq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -103,6 +110,20 @@ class AdminBrokerProcessor(BrokerProcessor):
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, "readQueueNums and writeQueueNums must be > 0"
             )
+        existing = c.topic_config_manager.select_topic_config(header.topic)
+        try:
+            modification = parse_attribute_modification(header.attributes)
+            if (
+                not c.config.enable_mixed_message_type
+                and modification.get("+" + TOPIC_MESSAGE_TYPE_ATTRIBUTE.name) == TopicMessageType.MIXED
+            ):
+                return request.make_response(
+                    ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported."
+                )
+            current = (existing.attributes if existing is not None else None) or {}
+            attributes = alter_topic_attributes(existing is None, current, modification)
+        except TopicAttributeError as exc:  # Java: the catch-all's SYSTEM_ERROR with the message
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(exc))
         c.topic_config_manager.update_topic_config(
             TopicConfig(
                 topic_name=header.topic,
@@ -112,6 +133,7 @@ class AdminBrokerProcessor(BrokerProcessor):
                 topic_filter_type=filter_type,
                 topic_sys_flag=header.topic_sys_flag or 0,
                 order=header.order,
+                attributes=attributes or None,  # none: absent, as in 4.9.8's topics.json
             )
         )
         return request.make_response(ResponseCode.SUCCESS)

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from finchmq.client import BlockingAdminClient, MQClientError
 from finchmq.client.views import consume_progress_dict
-from finchmq.protocol.bodies import ConsumerRunningInfo, MessageRequestMode, SubscriptionGroupConfig
+from finchmq.protocol.bodies import (
+    BodyError,
+    ConsumerRunningInfo,
+    GroupRetryPolicy,
+    MessageRequestMode,
+    SubscriptionGroupConfig,
+)
 from finchmq.protocol.codes import version_desc
 
 from .command import BROKER_ADDR, CLUSTER, CommandFamily, Option, Result, parse_bool
@@ -99,16 +105,34 @@ def _consumer_status(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
 
 
 def _sub_group_text(config: SubscriptionGroupConfig) -> str:
+    """4.9.8's ``toString``; the 5.x fields where 5.3.3 puts them, when they are set."""
+    orderly = config.consume_message_orderly
+    policy = config.group_retry_policy
     return (
         f"SubscriptionGroupConfig [groupName={config.group_name}, "
         f"consumeEnable={java_bool(config.consume_enable)}, "
         f"consumeFromMinEnable={java_bool(config.consume_from_min_enable)}, "
         f"consumeBroadcastEnable={java_bool(config.consume_broadcast_enable)}, "
-        f"retryQueueNums={config.retry_queue_nums}, "
-        f"retryMaxTimes={config.retry_max_times}, brokerId={config.broker_id}, "
+        + ("" if orderly is None else f"consumeMessageOrderly={java_bool(orderly)}, ")
+        + f"retryQueueNums={config.retry_queue_nums}, "
+        f"retryMaxTimes={config.retry_max_times}, "
+        + ("" if policy is None else f"groupRetryPolicy={policy.to_json().decode()}, ")
+        + f"brokerId={config.broker_id}, "
         f"whichBrokerWhenConsumeSlowly={config.which_broker_when_consume_slowly}, "
         f"notifyConsumerIdsChangedEnable={java_bool(config.notify_consumer_ids_changed_enable)}]"
     )
+
+
+def _group_retry_policy(text: str) -> GroupRetryPolicy:
+    """mqadmin ``-p``: a ``GroupRetryPolicy`` as JSON."""
+    try:
+        return GroupRetryPolicy.from_json(text.strip())
+    except BodyError as exc:
+        raise argparse.ArgumentTypeError(
+            f'{exc}; e.g. {{"type":"EXPONENTIAL","exponentialRetryPolicy":'
+            f'{{"initial":5000,"max":7200000,"multiplier":2}}}} or '
+            f'{{"type":"CUSTOMIZED","customizedRetryPolicy":{{"next":[1000,5000,10000]}}}}'
+        ) from None
 
 
 @commands.admin(
@@ -120,8 +144,10 @@ def _sub_group_text(config: SubscriptionGroupConfig) -> str:
     Option("-s", "--consumeEnable", dest="consume_enable", type=parse_bool, default=True),
     Option("-m", "--consumeFromMinEnable", dest="consume_from_min_enable", type=parse_bool, default=False),
     Option("-d", "--consumeBroadcastEnable", dest="consume_broadcast_enable", type=parse_bool, default=False),
+    Option("-o", "--consumeMessageOrderly", dest="consume_message_orderly", type=parse_bool),
     Option("-q", "--retryQueueNums", dest="retry_queue_nums", type=int, default=1),
     Option("-r", "--retryMaxTimes", dest="retry_max_times", type=int, default=16),
+    Option("-p", "--groupRetryPolicy", dest="group_retry_policy", type=_group_retry_policy),
     Option("-i", "--brokerId", dest="broker_id", type=int, default=0),
     Option(
         "-w", "--whichBrokerWhenConsumeSlowly", dest="which_broker_when_consume_slowly", type=int, default=1
@@ -138,8 +164,10 @@ def _update_sub_group(admin: BlockingAdminClient, args: argparse.Namespace) -> R
         consume_enable=args.consume_enable,
         consume_from_min_enable=args.consume_from_min_enable,
         consume_broadcast_enable=args.consume_broadcast_enable,
+        consume_message_orderly=args.consume_message_orderly,
         retry_queue_nums=args.retry_queue_nums,
         retry_max_times=args.retry_max_times,
+        group_retry_policy=args.group_retry_policy,
         broker_id=args.broker_id,
         which_broker_when_consume_slowly=args.which_broker_when_consume_slowly,
         notify_consumer_ids_changed_enable=args.notify_consumer_ids_changed,

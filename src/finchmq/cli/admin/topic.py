@@ -32,6 +32,7 @@ commands = CommandFamily()
     Option("-w", "--writeQueueNums", dest="write_queue_nums", type=int, default=8),
     Option("-p", "--perm", type=int, default=6),
     Option("-o", "--order", type=parse_bool, default=False),
+    Option("-a", "--attributes", help="attribute(+a=b,+c=d,-e), e.g. +message.type=FIFO (5.x)"),
 )
 def _update_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
     if not args.cluster and not args.broker:
@@ -44,6 +45,7 @@ def _update_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Resul
         order=args.order,
         cluster=args.cluster,
         broker_addr=args.broker,
+        attributes=args.attributes,
     )
     data = {
         "topic": args.topic,
@@ -51,6 +53,7 @@ def _update_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Resul
         "writeQueueNums": args.write_queue_nums,
         "perm": args.perm,
         "order": args.order,
+        **({"attributes": args.attributes} if args.attributes else {}),
         "brokers": addrs,
     }
     text = "\n".join(f"create topic to {a} success." for a in addrs) + f"\n{data}"

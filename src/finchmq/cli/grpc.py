@@ -1,0 +1,46 @@
+"""The 5.x gRPC endpoint of a broker in this process (local mode) and of a cluster (``finchmq proxy``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from finchmq.broker import BrokerController
+from finchmq.common.settings import snake_to_camel
+from finchmq.grpc import GrpcServer
+from finchmq.grpc.auth import AclAuthorizer
+from finchmq.grpc.backend import LocalBackend
+from finchmq.grpc.cluster import ClusterBackend
+from finchmq.grpc.config import GrpcConfig
+
+GRPC_KEYS = frozenset(
+    snake_to_camel(f.name)
+    for f in dataclasses.fields(GrpcConfig)
+    if f.name not in ("bind_address", "max_message_size")
+)
+"""broker.conf keys of the gRPC endpoint (the bind address and message size are the broker's)."""
+
+
+def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServer:
+    """A ``GrpcServer`` serving ``broker`` in-process, as Java's proxy in local mode; with
+    ``aclEnable=true`` every call is checked against the broker's ACL accounts (``AclAuthorizer``),
+    without it anyone may call."""
+    backend = LocalBackend(
+        broker.server.dispatcher,
+        broker_name=broker.config.broker_name,
+        host=broker.config.broker_ip1,
+        topic_config=broker.topic_config_manager.select_topic_config,
+        group_config=broker.subscription_group_manager.find_subscription_group_config,
+    )
+    authorizer = AclAuthorizer(broker.acl.check_grpc) if broker.acl is not None else None
+    return GrpcServer(backend, config, authorizer)
+
+
+def cluster_grpc_server(namesrv_addr: str, config: GrpcConfig) -> GrpcServer:
+    """A ``GrpcServer`` in front of every broker registered with ``namesrv_addr``
+    (``host:port;host:port``), over remoting, as Java's proxy in cluster mode.
+
+    Raises ValueError for a bad name server address.
+    """
+    return GrpcServer(
+        ClusterBackend(namesrv_addr, call_timeout_millis=config.broker_call_timeout_mills), config
+    )

@@ -191,7 +191,12 @@ def test_settings_take_javas_names_and_the_config_file_wins(tmp_path: Path) -> N
     assert tls.server_key_path == "/k.pem"
     assert tls.test_mode_enable is False
     assert tls.client_auth_server is True and tls.enable is True
-    assert TlsConfig().server_mode is TlsMode.PERMISSIVE and TlsConfig().test_mode_enable  # Java's defaults
+    default = TlsConfig()  # Java's defaults
+    assert default.server_mode is TlsMode.PERMISSIVE and default.test_mode_enable and default.enable is None
+    # a broker's client to its name servers: tls.enable if given, else mode == enforcing (BrokerStartup)
+    assert not default.broker_client_uses_tls
+    assert TlsConfig(server_mode=TlsMode.ENFORCING).broker_client_uses_tls
+    assert not TlsConfig(server_mode=TlsMode.ENFORCING, enable=False).broker_client_uses_tls
     with pytest.raises(TlsConfigError, match=r"tls\.server\.mode"):
         TlsConfig.from_properties({"tls.server.mode": "strict"})
     with pytest.raises(TlsConfigError, match="does not exist"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -121,8 +122,11 @@ class RemotingClient(RemotingEndpoint):
                 )
         except (OSError, TimeoutError, ValueError) as exc:
             detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-            if self._ssl_context is not None:
-                detail += " (with TLS: does the server serve TLS? tls.server.mode, tls.client.*)"
+            if self._ssl_context is not None and isinstance(exc, (ssl.SSLError, ConnectionResetError)):
+                detail = (
+                    f"TLS handshake failed: {detail} (does the server serve TLS, see tls.server.mode; "
+                    "does it trust this client, see tls.client.certPath/keyPath?)"
+                )
             error = RemotingConnectError(f"connect to {addr} failed: {detail}", addr)
             error.__cause__ = exc
             if not result.done():

@@ -45,6 +45,7 @@ __all__ = [
     "TlsConfig",
     "TlsConfigError",
     "TlsMode",
+    "is_tls_key",
     "start_server_tls",
 ]
 
@@ -89,6 +90,7 @@ _KEYS: dict[str, str] = {
     "client_auth_server": "tls.client.authServer",
     "client_trust_cert_path": "tls.client.trustCertPath",
 }
+_BY_KEY = {key: name for name, key in _KEYS.items()}
 _FILE_KEYS = frozenset(_KEYS) - {"server_mode", "enable", "config_file"}  # what Java reads from the file
 
 
@@ -101,7 +103,9 @@ class TlsConfig:
     """Every ``tls.*`` setting (Java ``TlsSystemConfig``), Java's defaults."""
 
     server_mode: TlsMode = TlsMode.PERMISSIVE
-    enable: bool = False  # tls.enable: clients connect with TLS (Java ClientConfig.useTLS)
+    # tls.enable: clients connect with TLS (Java ClientConfig.useTLS); None = not given, which a
+    # broker takes as "when tls.server.mode is enforcing" for its name-server client (BrokerStartup)
+    enable: bool | None = None
     config_file: Path = DEFAULT_TLS_CONFIG_FILE
     test_mode_enable: bool = True
     server_need_client_auth: str = "none"  # none | optional | require
@@ -132,10 +136,9 @@ class TlsConfig:
             TlsConfigError: a bad mode or client-auth value, or an unreadable config file.
         """
         config = base or cls()
-        by_key = {key: name for name, key in _KEYS.items()}
         changes: dict[str, object] = {}
         for key, raw in properties.items():
-            name = by_key.get(key)
+            name = _BY_KEY.get(key)
             if name is not None:
                 changes[name] = _value(name, key, raw)
         config = _replace(config, changes)
@@ -175,6 +178,12 @@ class TlsConfig:
         return out
 
     # -- contexts ---------------------------------------------------------------------------
+
+    @property
+    def broker_client_uses_tls(self) -> bool:
+        """Whether a server's own client (a broker's to its name servers) uses TLS: ``tls.enable``
+        if given, else whether ``tls.server.mode`` is enforcing (Java ``BrokerStartup``)."""
+        return self.enable if self.enable is not None else self.server_mode is TlsMode.ENFORCING
 
     def client_context(self) -> ssl.SSLContext:
         """The client side (Java ``TlsHelper.buildSslContext(true)``).
@@ -226,6 +235,11 @@ class TlsConfig:
         return ctx
 
 
+def is_tls_key(key: str) -> bool:
+    """Whether ``key`` is one of Java's ``tls.*`` settings (kept out of the broker's own config)."""
+    return key in _BY_KEY
+
+
 def _value(name: str, key: str, raw: str) -> object:
     field_type = {f.name: f.type for f in dataclasses.fields(TlsConfig)}[name]
     text = raw.strip()
@@ -234,7 +248,7 @@ def _value(name: str, key: str, raw: str) -> object:
             return TlsMode(text.lower())
         except ValueError:
             raise TlsConfigError(f"bad {key} {raw!r}: expected disabled, permissive or enforcing") from None
-    if field_type == "bool":
+    if field_type in ("bool", "bool | None"):
         return _bool(text)
     if name == "config_file":
         return Path(text).expanduser()

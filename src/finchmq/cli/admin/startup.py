@@ -2,7 +2,9 @@
 families: each command's sub-parser, options and handler come from its one declaration.
 
 Strategy: every command runs on the default ``Portal`` with the credentials of
-``--access-key``/``--secret-key`` or ``$ROCKETMQ_HOME/conf/tools.yml``. Exit status: 0 on
+``--access-key``/``--secret-key`` or ``$ROCKETMQ_HOME/conf/tools.yml``, and with TLS when
+``--tls`` is given (mqadmin's ``-Dtls.enable=true``; the ``tls.client.*`` settings come from
+``--tls-config``, mqadmin's ``-Dtls.config.file``). Exit status: 0 on
 success, 1 when the cluster answers with an error, 2 for bad arguments (messages on stderr).
 """
 
@@ -19,6 +21,7 @@ import yaml
 
 from finchmq.client import MQClientError, SessionCredentials
 from finchmq.client.sync import Portal
+from finchmq.remoting.tls import TLS_CONFIG_FILE, TLS_ENABLE, TlsConfig
 
 from .acl import commands as acl
 from .broker import commands as broker
@@ -71,11 +74,21 @@ def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
     return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
 
 
+def _tls_options(args: argparse.Namespace) -> dict[str, object]:
+    """``use_tls``/``tls`` from --tls and --tls-config (Java: -Dtls.enable, -Dtls.config.file)."""
+    props = {TLS_ENABLE: "true" if args.tls else "false"}
+    if args.tls_config is not None:
+        props[TLS_CONFIG_FILE] = str(args.tls_config)
+    tls = TlsConfig.from_properties(props)  # TlsConfigError is a ValueError: exit status 2
+    return {"use_tls": bool(tls.enable), "tls": tls}
+
+
 def _run(command: Command, args: argparse.Namespace) -> int:
     name = command.name
     portal = Portal.default()
     try:
         args.credentials = _session_credentials(args)
+        args.client_options = {"session_credentials": args.credentials, **_tls_options(args)}
         data, text = command.run(args, portal)
     except (MQClientError, TimeoutError) as exc:
         print(f"{name} failed: {exc}", file=sys.stderr)
@@ -118,6 +131,19 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--secret-key",
         default=os.environ.get("ROCKETMQ_SECRET_KEY"),
         help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
+    )
+    common.add_argument(
+        "--tls",
+        action="store_true",
+        help="connect with TLS (mqadmin's -Dtls.enable=true); the server must serve TLS "
+        "(tls.server.mode permissive or enforcing)",
+    )
+    common.add_argument(
+        "--tls-config",
+        type=Path,
+        metavar="FILE",
+        help="tls.config.file: a properties file with the tls.client.* settings (certPath, keyPath, "
+        "trustCertPath, authServer, tls.test.mode.enable; default /etc/rocketmq/tls.properties if present)",
     )
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
     for command in COMMANDS:

@@ -4,6 +4,7 @@ admin --tls`` reach them; a plain client is refused; the broker registers over T
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +95,11 @@ def test_finchmq_admin_with_tls(
     assert "DefaultCluster" in capsys.readouterr().out
     assert main(argv) == 1  # without --tls: refused
     assert "clusterList failed" in capsys.readouterr().err
+
+
+async def test_the_console_reaches_a_tls_cluster(tls_server: EmbeddedServer, tls_files: TlsFiles) -> None:
+    from finchmq.console.service import ConsoleService  # noqa: PLC0415  (the web stack, only here)
+
+    async with ConsoleService(tls_server.namesrv_addr, client_options=tls_options(tls_files)) as service:
+        cluster = await service.cluster()
+    assert "DefaultCluster" in json.dumps(cluster, default=str)

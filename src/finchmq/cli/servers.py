@@ -368,7 +368,7 @@ async def _server_main(
             )
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
-        console = await _start_console(args, namesrv.address)
+        console = await _start_console(args, namesrv.address, tls)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )
@@ -425,14 +425,16 @@ def _can_listen(host: str, port: int) -> bool:
     return True
 
 
-async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
+async def _start_console(args: argparse.Namespace, namesrv_addr: str, tls: TlsConfig) -> Any:
     """The embedded web console, unless ``--console-port 0``. The default port taken is a
     warning (the server runs on without a console); a port the user asked for is an error."""
     port = DEFAULT_CONSOLE_PORT if args.console_port is None else args.console_port
     if port == 0:
         return None
     try:
-        console = await start_console(namesrv_addr, args.console_bind, port)
+        # the console's clients talk to this process's servers as the broker does (TLS if enforcing)
+        options = {"use_tls": tls.broker_client_uses_tls, "tls": tls}
+        console = await start_console(namesrv_addr, args.console_bind, port, options)
     except OSError as exc:
         if args.console_port is not None:
             raise OSError(exc.errno, f"web console port {port}: {exc.strerror}") from exc

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
+from finchmq.cli.tls import add_tls_options, tls_client_options
 from finchmq.client import MQClientError, SessionCredentials
 from finchmq.client.sync import Portal
-from finchmq.remoting.tls import TLS_CONFIG_FILE, TLS_ENABLE, TlsConfig
 
 from .acl import commands as acl
 from .broker import commands as broker
@@ -74,21 +74,12 @@ def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
     return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
 
 
-def _tls_options(args: argparse.Namespace) -> dict[str, object]:
-    """``use_tls``/``tls`` from --tls and --tls-config (Java: -Dtls.enable, -Dtls.config.file)."""
-    props = {TLS_ENABLE: "true" if args.tls else "false"}
-    if args.tls_config is not None:
-        props[TLS_CONFIG_FILE] = str(args.tls_config)
-    tls = TlsConfig.from_properties(props)  # TlsConfigError is a ValueError: exit status 2
-    return {"use_tls": bool(tls.enable), "tls": tls}
-
-
 def _run(command: Command, args: argparse.Namespace) -> int:
     name = command.name
     portal = Portal.default()
     try:
         args.credentials = _session_credentials(args)
-        args.client_options = {"session_credentials": args.credentials, **_tls_options(args)}
+        args.client_options = {"session_credentials": args.credentials, **tls_client_options(args)}
         data, text = command.run(args, portal)
     except (MQClientError, TimeoutError) as exc:
         print(f"{name} failed: {exc}", file=sys.stderr)
@@ -132,19 +123,7 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         default=os.environ.get("ROCKETMQ_SECRET_KEY"),
         help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
     )
-    common.add_argument(
-        "--tls",
-        action="store_true",
-        help="connect with TLS (mqadmin's -Dtls.enable=true); the server must serve TLS "
-        "(tls.server.mode permissive or enforcing)",
-    )
-    common.add_argument(
-        "--tls-config",
-        type=Path,
-        metavar="FILE",
-        help="tls.config.file: a properties file with the tls.client.* settings (certPath, keyPath, "
-        "trustCertPath, authServer, tls.test.mode.enable; default /etc/rocketmq/tls.properties if present)",
-    )
+    add_tls_options(common)
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         parser = sub.add_parser(command.name, parents=[common], help=command.help, description=command.help)

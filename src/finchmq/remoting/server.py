@@ -195,6 +195,21 @@ class RemotingServer(RemotingEndpoint):
 
 
 def _describe(exc: BaseException) -> str:
+    """A failed handshake in words, with the setting to look at."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (
+            f"the client's certificate is not trusted ({exc.verify_message}); "
+            "tls.server.trustCertPath must hold the CA that signed it"
+        )
     if isinstance(exc, ssl.SSLError):
+        if exc.reason == "PEER_DID_NOT_RETURN_A_CERTIFICATE":
+            return "the client sent no certificate (tls.server.need.client.auth=require; tls.client.certPath)"
         return f"{exc.reason or exc}"
+    if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+        return (
+            "the client closed the connection during the handshake "
+            "(does it trust this server's certificate? tls.client.trustCertPath)"
+        )
+    if isinstance(exc, TimeoutError):
+        return "no handshake within tls_handshake_timeout_seconds"
     return str(exc) or type(exc).__name__

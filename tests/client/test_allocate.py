@@ -7,10 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from finchmq.client import (
+    AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
     AllocateMessageQueueConsistentHash,
+    AllocateMessageQueueStrategy,
+    MachineRoomResolver,
     MessageQueue,
 )
 
@@ -92,3 +96,131 @@ def test_every_queue_goes_to_exactly_one_member(strategy: object, queues: int, m
     if strategy.get_name() != "CONSISTENT_HASH":  # type: ignore[attr-defined]
         sizes = [len(s) for s in shares]
         assert max(sizes) - min(sizes) <= 1, "balanced"
+
+
+# -- machine rooms ------------------------------------------------------------------------------
+# The expected allocations below were printed by Java 4.9.8's own classes for the same input.
+
+
+class ByPrefix:
+    """Java's AllocateMachineRoomNearByTest resolver: the room is what comes before the first '-'."""
+
+    def broker_deploy_in(self, message_queue: MessageQueue) -> str:
+        return message_queue.broker_name.split("-")[0]
+
+    def consumer_deploy_in(self, client_id: str) -> str:
+        return client_id.split("-", maxsplit=1)[0]
+
+
+def shares(
+    strategy: AllocateMessageQueueStrategy, mqs: list[MessageQueue], cids: list[str]
+) -> dict[str, list[tuple[str, int]]]:
+    return {c: [(q.broker_name, q.queue_id) for q in strategy.allocate("g", c, mqs, cids)] for c in cids}
+
+
+def test_by_machine_room_like_javas_unit_test() -> None:
+    # AllocateMessageQueueByMachineRoomTest: 5 queues in room1, 5 in room2, consumeridcs {room1}
+    mqs = [MessageQueue("topic", "room1@broker-a" if i < 5 else "room2@broker-b", i) for i in range(10)]
+    cids = ["CID_PREFIX0", "CID_PREFIX1"]
+    strategy = AllocateMessageQueueByMachineRoom({"room1"})
+    assert strategy.get_name() == "MACHINE_ROOM"
+    assert [ids(strategy.allocate("", c, mqs, cids)) for c in cids] == [[0, 1, 4], [2, 3]]
+    with pytest.raises(ValueError, match="mqAll is null or mqAll empty"):
+        strategy.allocate("", cids[0], [], cids)
+
+
+def test_by_machine_room_like_java() -> None:
+    # only "<room>@<name>" brokers of the configured rooms; Java's split drops a trailing empty part
+    brokers = [
+        "room1@broker-a",
+        "room2@broker-b",
+        "room3@broker-c",
+        "broker-d",
+        "room1@x@y",
+        "room3@broker-e@",
+    ]
+    mqs = [MessageQueue("T", b, i) for b in brokers for i in range(4)]
+    strategy = AllocateMessageQueueByMachineRoom()
+    strategy.set_consumeridcs(["room1", "room3"])
+    assert shares(strategy, mqs, ["c0", "c1", "c2", "c3", "c4"]) == {
+        "c0": [("room1@broker-a", 0), ("room1@broker-a", 1), ("room3@broker-e@", 2)],
+        "c1": [("room1@broker-a", 2), ("room1@broker-a", 3), ("room3@broker-e@", 3)],
+        "c2": [("room3@broker-c", 0), ("room3@broker-c", 1)],
+        "c3": [("room3@broker-c", 2), ("room3@broker-c", 3)],
+        "c4": [("room3@broker-e@", 0), ("room3@broker-e@", 1)],
+    }
+    assert strategy.allocate("g", "stranger", mqs, ["c0"]) == []
+
+
+# brokers in IDC1, IDC2, IDC3; members in IDC1 (two), IDC2, IDC4 (a room without brokers)
+ROOM_MQS = [MessageQueue("T", f"{room}-broker", i) for room in ("IDC1", "IDC2", "IDC3") for i in range(3)]
+ROOM_CIDS = ["IDC1-c0", "IDC1-c1", "IDC2-c0", "IDC4-c0"]
+
+
+def test_machine_room_nearby_like_java() -> None:
+    nearby = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), ByPrefix())
+    assert nearby.get_name() == "MACHINE_ROOM_NEARBY-AVG"
+    assert shares(nearby, ROOM_MQS, ROOM_CIDS) == {
+        "IDC1-c0": [("IDC1-broker", 0), ("IDC1-broker", 1), ("IDC3-broker", 0)],
+        "IDC1-c1": [("IDC1-broker", 2), ("IDC3-broker", 1)],
+        "IDC2-c0": [("IDC2-broker", 0), ("IDC2-broker", 1), ("IDC2-broker", 2), ("IDC3-broker", 2)],
+        "IDC4-c0": [],
+    }
+    circle = AllocateMachineRoomNearby(AllocateMessageQueueAveragelyByCircle(), ByPrefix())
+    assert circle.get_name() == "MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE"
+    assert shares(circle, ROOM_MQS, ROOM_CIDS) == {
+        "IDC1-c0": [("IDC1-broker", 0), ("IDC1-broker", 2), ("IDC3-broker", 0)],
+        "IDC1-c1": [("IDC1-broker", 1), ("IDC3-broker", 1)],
+        "IDC2-c0": [("IDC2-broker", 0), ("IDC2-broker", 1), ("IDC2-broker", 2), ("IDC3-broker", 2)],
+        "IDC4-c0": [],
+    }
+
+
+def test_machine_room_nearby_refuses_an_unknown_room_and_a_missing_part() -> None:
+    class NoRoom(ByPrefix):
+        def consumer_deploy_in(self, client_id: str) -> str:
+            return ""
+
+    assert isinstance(ByPrefix(), MachineRoomResolver)
+    with pytest.raises(ValueError, match="Machine room is null for consumer id IDC1-c0"):
+        AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), NoRoom()).allocate(
+            "g", "IDC1-c0", ROOM_MQS, ROOM_CIDS
+        )
+    with pytest.raises(ValueError, match="machineRoomResolver is null"):
+        AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="allocateMessageQueueStrategy is null"):
+        AllocateMachineRoomNearby(None, ByPrefix())  # type: ignore[arg-type]
+    nearby = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), ByPrefix())
+    assert nearby.allocate("g", "stranger", ROOM_MQS, ROOM_CIDS) == []
+
+
+def rooms(prefix_count: int, start: int = 1) -> list[str]:
+    return [f"IDC{i}" for i in range(start, start + prefix_count)]
+
+
+@given(
+    broker_rooms=st.integers(1, 6),
+    member_rooms=st.integers(1, 6),
+    offset=st.integers(0, 3),
+    queues=st.integers(1, 12),
+    members=st.integers(1, 8),
+)
+def test_machine_room_nearby_properties_of_javas_test(
+    broker_rooms: int, member_rooms: int, offset: int, queues: int, members: int
+) -> None:
+    """Java's AllocateMachineRoomNearByTest, over any mix of rooms: every queue goes to exactly one
+    member; the queues of a room with members go to members of that room only."""
+    mqs = [
+        MessageQueue("topic_test", f"{r}-brokerName", i) for r in rooms(broker_rooms) for i in range(queues)
+    ]
+    cids = [f"{r}-CID-{i}" for r in rooms(member_rooms, 1 + offset) for i in range(members)]
+    nearby = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), ByPrefix())
+    resolver = ByPrefix()
+    member_room_set = {resolver.consumer_deploy_in(c) for c in cids}
+    flat = []
+    for cid in cids:
+        for mq in nearby.allocate("Test-C-G", cid, mqs, cids):
+            if resolver.broker_deploy_in(mq) in member_room_set:
+                assert resolver.broker_deploy_in(mq) == resolver.consumer_deploy_in(cid)
+            flat.append(mq)
+    assert sorted(flat) == sorted(mqs), "disjoint and complete"

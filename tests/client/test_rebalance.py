@@ -12,6 +12,8 @@ from typing import Any, cast
 import pytest
 
 from finchmq.client import (
+    AllocateMachineRoomNearby,
+    AllocateMessageQueueAveragely,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -226,3 +228,38 @@ async def test_a_rebalance_finishing_after_close_ends_quietly(
         c.rebalance.message_queue_changed(name, queues, queues)  # as the late rebalance does
         await asyncio.sleep(0)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+class RoomOfName:
+    """Machine rooms: the one broker is in "hz"; a member is where its instance name says."""
+
+    def broker_deploy_in(self, message_queue: MessageQueue) -> str:
+        return "hz"
+
+    def consumer_deploy_in(self, client_id: str) -> str:
+        return client_id.split("@")[1].split("-", maxsplit=1)[0]
+
+
+async def test_machine_room_nearby_keeps_a_rooms_queues_in_the_room(namesrv: str, name: str) -> None:
+    """AllocateMachineRoomNearby on live members: while a member is alive in the broker's room it
+    takes every queue there; once it leaves, the member of the other room takes them over."""
+    await create_topic(namesrv, name, 4)
+    strategy = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), RoomOfName())
+
+    def member(tag: str) -> PushConsumer:
+        c = PushConsumer(
+            f"g_{name}", namesrv_addr=namesrv, instance_name=tag, allocate_message_queue_strategy=strategy,
+            **FAST_CLIENT,
+        )  # fmt: skip
+        c.subscribe(name)
+        c.register_message_listener(lambda msgs, ctx: OK)
+        return c
+
+    def mine(c: PushConsumer) -> set[MessageQueue]:
+        return {mq for mq in c.rebalance.process_queue_table if mq.topic == name}
+
+    async with member("sh-1") as far:
+        await eventually(lambda: len(mine(far)) == 4)  # nobody in "hz": everyone shares its queues
+        async with member("hz-1") as near:
+            await eventually(lambda: len(mine(near)) == 4 and not mine(far))
+        await eventually(lambda: len(mine(far)) == 4)

@@ -1,6 +1,7 @@
 """Message trace end to end: a producer and a push consumer with ``enable_msg_trace`` record
 the send (Pub) and the consumption (SubBefore, SubAfter) in RMQ_SYS_TRACE_TOPIC, and
-``finchmq admin queryMsgTraceById`` prints them as mqadmin does."""
+``finchmq admin queryMsgTraceById`` prints them as mqadmin does; a transaction producer records
+each end of a transaction (EndTransaction)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,31 @@ from typing import Any
 
 import pytest
 
+from finchmq.broker.transaction import OP_TOPIC
 from finchmq.cli.__main__ import main
-from finchmq.client import ConsumeConcurrentlyStatus, Message, MessageExt, Producer, PushConsumer
+from finchmq.client import (
+    AdminClient,
+    ConsumeConcurrentlyStatus,
+    LocalTransactionState,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+    TransactionProducer,
+)
 from finchmq.protocol.topics import RMQ_SYS_TRACE_TOPIC
+from finchmq.protocol.trace import (
+    CONTENT_SPLITOR,
+    FIELD_SPLITOR,
+    TraceMessageType,
+    TraceType,
+    decode_trace_data,
+)
 from finchmq.testing import EmbeddedServer
 from tests.waiting import eventually
 
-from .conftest import FAST_BROKER, FAST_CLIENT, create_topic
+from .conftest import FAST_BROKER, FAST_CLIENT, create_topic, pull_all
+from .test_transactions import FAST_CHECKS, Listener
 
 
 async def test_send_and_consume_are_traced(
@@ -56,3 +75,54 @@ async def test_send_and_consume_are_traced(
         out[sub_header + 1].split()[:2] == ["Sub", f"cg_{name}"]
         and out[sub_header + 1].split()[-1] == "success"
     )
+
+
+async def test_ended_transactions_are_traced_as_java_does(finchmq_server_factory: Any, name: str) -> None:
+    """A committed transaction, and one left unknown that the broker's check rolls back: each end
+    is an EndTransaction record in the trace topic, in Java's 13-field layout."""
+    # no check at all until the first transaction is committed (however slow the machine)
+    server: EmbeddedServer = finchmq_server_factory(
+        {**FAST_CHECKS, "transactionTimeOut": "3600000", "traceTopicEnable": "true"}
+    )
+    assert server.broker is not None
+    store = server.broker.store
+    await create_topic(server.namesrv_addr, name, 1)
+    group = f"tx_{name}"
+    async with TransactionProducer(
+        group,
+        namesrv_addr=server.namesrv_addr,
+        transaction_listener=Listener(LocalTransactionState.COMMIT_MESSAGE),
+        enable_msg_trace=True,
+    ) as p:
+        first = await p.send_message_in_transaction(Message.create(name, b"one", tags="TagA", keys="k1 k2"))
+        await eventually(lambda: store.get_max_offset_in_queue(OP_TOPIC, 0) >= 1)  # committed
+        async with AdminClient(namesrv_addr=server.namesrv_addr) as admin:
+            await admin.update_broker_config(server.broker_addr, {"transactionTimeOut": "500"})
+        p.set_transaction_listener(
+            Listener(LocalTransactionState.UNKNOW, check=LocalTransactionState.ROLLBACK_MESSAGE)
+        )
+        second = await p.send_message_in_transaction(Message.create(name, b"two"))
+        await eventually(lambda: store.get_max_offset_in_queue(OP_TOPIC, 0) >= 2)  # the check rolled it back
+    # closing flushed the dispatcher: every record is stored
+    stored = store.get_max_offset_in_queue(RMQ_SYS_TRACE_TOPIC, 0)
+    trace_msgs = await pull_all(server.namesrv_addr, RMQ_SYS_TRACE_TOPIC, stored)
+    bodies = "".join(m.body.decode() for m in trace_msgs)
+    raw = [r.split(CONTENT_SPLITOR) for r in bodies.split(FIELD_SPLITOR) if r.startswith("EndTransaction")]
+    assert all(len(fields) == 13 for fields in raw), "Java's EndTransaction layout has 13 fields"
+    assert all(int(f[1]) > 0 for f in raw)
+    layout = [tuple(f[:1] + f[2:]) for f in raw]  # everything but the time stamp
+    addr = server.broker_addr
+    commit = str(int(TraceMessageType.Trans_msg_Commit))
+    one = ("EndTransaction", "DefaultRegion", group, name, first.msg_id, "TagA", "k1 k2", addr, commit)
+    two = ("EndTransaction", "DefaultRegion", group, name, second.msg_id, "null", "null", addr, commit)
+    expected = [
+        (*one, first.msg_id, "COMMIT_MESSAGE", "false"),
+        (*two, second.msg_id, "UNKNOW", "false"),
+        (*two, second.msg_id, "ROLLBACK_MESSAGE", "true"),
+    ]
+    # a check already in flight when the rollback landed may be answered (and traced) again
+    assert layout[:3] == expected and all(extra == expected[2] for extra in layout[3:]), layout
+    ends = [c for c in decode_trace_data(bodies) if c.trace_type is TraceType.EndTransaction]
+    assert [c.trace_beans[0].from_transaction_check for c in ends[:3]] == [False, False, True]
+    # the trace message is indexed by the traced message's id and keys, as Java's
+    assert any({first.msg_id, "k1", "k2"} <= set((m.keys or "").split(" ")) for m in trace_msgs)

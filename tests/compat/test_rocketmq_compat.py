@@ -312,3 +312,27 @@ def test_session_credentials_sign_requests(finchmq_server_factory: object, tmp_p
     finally:
         consumer.shutdown()
     assert [m.body for m in received] == [b"body-0"], "the one refused was never stored"
+
+
+def test_a_namespace_wraps_topic_and_group_on_the_broker(finchmq_server_factory: object) -> None:
+    server: EmbeddedServer = finchmq_server_factory(FAST)  # type: ignore[operator]
+    topic = "CompatNsTopic"
+    with BlockingAdminClient(namesrv_addr=server.namesrv_addr) as admin:
+        admin.create_topic(f"compat_ns%{topic}", read_queue_nums=2, write_queue_nums=2)
+    producer = Producer("compat_ns_pg")
+    producer.set_name_server_address(server.namesrv_addr)
+    producer.set_namespace("compat_ns")
+    with producer:
+        producer.send_sync(make_message(topic, 0))
+        producer.send_orderly_with_sharding_key(make_message(topic, 1), "shard")
+    received: list[RecvMessage] = []
+    consumer = PushConsumer("compat_ns_cg")
+    consumer.set_name_server_address(server.namesrv_addr)
+    consumer.set_namespace("compat_ns")
+    consumer.subscribe(topic, lambda m: received.append(m) or ConsumeStatus.CONSUME_SUCCESS)
+    with consumer:
+        wait_until(lambda: len(received) >= 2, what="both messages consumed")
+    assert {m.topic for m in received} == {topic}
+    assert server.broker is not None
+    store = server.broker.store
+    assert sum(store.get_max_offset_in_queue(f"compat_ns%{topic}", q) for q in range(2)) == 2

@@ -60,6 +60,36 @@ def test_records_are_javas_text() -> None:
     )
 
 
+END = TraceContext(
+    TraceType.EndTransaction, 1700000000200, "DefaultRegion", "pg",
+    trace_beans=[TraceBean(topic="T", msg_id="UNIQ1", tags="TagA", keys="k1 k2", store_host="127.0.0.1:10911",
+                           msg_type=TraceMessageType.Trans_msg_Commit, transaction_id="UNIQ1",
+                           transaction_state="COMMIT_MESSAGE")],
+)  # fmt: skip
+
+
+def test_end_transaction_records_are_javas_text() -> None:
+    # printed by Java 4.9.8's TraceDataEncoder.encoderFromContextBean for the same contexts
+    assert encode_trace_context(END) == (
+        java(r"EndTransaction\x011700000000200\x01DefaultRegion\x01pg\x01T\x01UNIQ1\x01TagA\x01k1 k2"
+             r"\x01127.0.0.1:10911\x012\x01UNIQ1\x01COMMIT_MESSAGE\x01false\x02"),
+        ["UNIQ1", "k1", "k2"],
+    )  # fmt: skip
+    checked = TraceContext(
+        TraceType.EndTransaction, 1700000000200, "DefaultRegion", "pg",
+        trace_beans=[TraceBean(topic="T", msg_id="UNIQ2", tags=None, keys=None, store_host="h:1",
+                               msg_type=TraceMessageType.Trans_msg_Commit, transaction_id=None,
+                               transaction_state="UNKNOW", from_transaction_check=True)],
+    )  # fmt: skip
+    assert encode_trace_context(checked) == (
+        java(r"EndTransaction\x011700000000200\x01DefaultRegion\x01pg\x01T\x01UNIQ2\x01null\x01null\x01h:1"
+             r"\x012\x01null\x01UNKNOW\x01true\x02"),
+        ["UNIQ2"],
+    )  # fmt: skip
+    [back] = decode_trace_data(encode_trace_context(END)[0])
+    assert back == END
+
+
 def test_a_batch_decodes_into_views_of_one_message() -> None:
     body = "".join(encode_trace_context(c)[0] for c in (PUB, BEFORE, AFTER))
     [pub, before, after] = decode_trace_data(body)

@@ -218,6 +218,28 @@ def test_acl_keys() -> None:
         WriteOptions.parse({"nameServer": "h:1", "secretKey": "s"})
 
 
+def test_namespace() -> None:
+    """``namespace`` (Java ClientConfig.namespace): topics are the user's names; one given as
+    ``namespace%topic`` (topic or offsets JSON) is taken as ``topic``; a blank one or one with
+    ``%`` is refused."""
+    assert parse().namespace is None and WriteOptions.parse({"nameServer": "h:1"}).namespace is None
+    offsets = json.dumps({"tenant_a%Orders": {"broker-a": {"0": 5}}, "Refunds": {"broker-a": {"1": 2}}})
+    opts = parse(namespace=" tenant_a ", topic="tenant_a%Orders,Refunds", startingOffsets=offsets)
+    assert opts.namespace == "tenant_a"
+    assert opts.topics == ("Orders", "Refunds")
+    assert opts.starting.offset_map() == {("Orders", "broker-a", 0): 5, ("Refunds", "broker-a", 1): 2}
+    assert pickle.loads(pickle.dumps(opts)) == opts
+    assert parse(topic="other%Orders", namespace="tenant_a").topics == ("other%Orders",)
+    assert WriteOptions.parse({"nameServer": "h:1", "namespace": "tenant_a"}).namespace == "tenant_a"
+    for bad in ("", "  ", "a%b"):
+        with pytest.raises(
+            OptionError, match=r"rocketmq option namespace=.*must be non-blank and without '%'"
+        ):
+            parse(namespace=bad)
+        with pytest.raises(OptionError, match=r"rocketmq option namespace="):
+            WriteOptions.parse({"nameServer": "h:1", "namespace": bad})
+
+
 def schema(*fields: tuple[str, object]) -> StructType:
     return StructType([StructField(n, t) for n, t in fields])  # type: ignore[arg-type]
 

@@ -22,11 +22,14 @@ from finchmq.remoting.tls import TlsConfig, TlsMode
 
 from .admin import AdminClient
 from .allocate import (
+    AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
+    MachineRoomResolver,
 )
 from .config import (
     ClientConfig,
@@ -103,9 +106,11 @@ __all__ = [
     "AckStatus",
     "AclRefusedError",
     "AdminClient",
+    "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
     "AsyncMessageListenerConcurrently",
@@ -138,6 +143,7 @@ __all__ = [
     "MQConnectError",
     "MQNetworkError",
     "MQTimeoutError",
+    "MachineRoomResolver",
     "Message",
     "MessageConst",
     "MessageExt",

@@ -5,17 +5,23 @@ here where client code looks for them. The broker runs the same ones for QUERY_A
 from __future__ import annotations
 
 from finchmq.protocol.allocate import (
+    AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
     AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
+    MachineRoomResolver,
 )
 
 __all__ = [
+    "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
+    "MachineRoomResolver",
 ]

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Final, Self, TypeVar, cast
 from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel
 from finchmq.protocol.filter import MessageSelector
+from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.namespace import NAMESPACE_SEPARATOR, without_namespace, wrap_namespace
 from finchmq.protocol.topics import DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP
 from finchmq.remoting.tls import TlsConfig
 
@@ -153,10 +155,19 @@ class ClientConfig:
     # tls.config.file); the default TlsConfig is Java's test mode: any server is trusted
     use_tls: bool = False
     tls: TlsConfig = field(default_factory=TlsConfig)
+    # Java ClientConfig.namespace: topics and groups go to the broker as "namespace%name"
+    namespace: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.tls, TlsConfig):
             raise ValueError(f"tls must be a TlsConfig, got {type(self.tls).__name__}")
+        if self.namespace is not None and (
+            not self.namespace.strip() or NAMESPACE_SEPARATOR in self.namespace
+        ):
+            raise ValueError(
+                f"namespace={self.namespace!r} must be non-blank and without '{NAMESPACE_SEPARATOR}' "
+                "(its separator from the topic or group)"
+            )
         if self.namesrv_addr is not None:
             for addr in self.namesrv_addr_list():
                 if not _ADDR_PATTERN.match(addr):
@@ -197,6 +208,28 @@ class ClientConfig:
         if self.unit_name:
             client_id += f"@{self.unit_name}"
         return client_id
+
+    def with_namespace(self, resource: str) -> str:
+        """``resource`` as the broker knows it: ``namespace%resource`` (``%RETRY%namespace%group``
+        for a retry topic), unchanged without a namespace or for system topics and groups (Java
+        ``withNamespace``)."""
+        return wrap_namespace(self.namespace, resource)
+
+    def without_namespace(self, resource: str) -> str:
+        """``resource`` as the user names it: this namespace stripped (Java ``withoutNamespace``)."""
+        return without_namespace(resource, self.namespace)
+
+    def queue_with_namespace(self, queue: MessageQueue) -> MessageQueue:
+        """``queue`` with its topic wrapped (Java ``queueWithNamespace``)."""
+        if not self.namespace:
+            return queue
+        return replace(queue, topic=self.with_namespace(queue.topic))
+
+    def queue_without_namespace(self, queue: MessageQueue) -> MessageQueue:
+        """``queue`` with its topic unwrapped, as the user sees it."""
+        if not self.namespace:
+            return queue
+        return replace(queue, topic=self.without_namespace(queue.topic))
 
     def with_instance_name_pid(self) -> Self:
         """Java ``changeInstanceNameToPID``: ``DEFAULT`` becomes the process id."""
@@ -264,6 +297,13 @@ class ConsumerConfig(ClientConfig):
     message_model: MessageModel = MessageModel.CLUSTERING
     offset_store: OffsetStore | None = None  # None: remote (clustering) or local file (broadcasting)
     local_offset_store_dir: Path = DEFAULT_LOCAL_OFFSET_STORE_DIR  # Java rocketmq.client.localOffsetStoreDir
+
+    def with_namespaced_group(self) -> Self:
+        """This config with ``consumer_group`` wrapped in ``namespace`` (Java consumers' ``start``:
+        ``setConsumerGroup(wrapNamespace(namespace, consumerGroup))``)."""
+        if not self.namespace:
+            return self
+        return replace(self, consumer_group=self.with_namespace(self.consumer_group))
 
     def __post_init__(self) -> None:
         ClientConfig.__post_init__(self)

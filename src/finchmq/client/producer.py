@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TypeAlias, cast
 
 from finchmq.protocol.batch import encode_batch
@@ -191,7 +191,10 @@ class Producer(ClientService, MQProducerInner):
     _KIND = "producer"
 
     def __init__(self, config: ProducerConfig | str, /, **overrides: object) -> None:
-        self.config: ProducerConfig = make_config(ProducerConfig, config, "producer_group", overrides)
+        config = make_config(ProducerConfig, config, "producer_group", overrides)
+        if config.namespace:  # Java DefaultMQProducer.start: setProducerGroup(withNamespace(...))
+            config = replace(config, producer_group=config.with_namespace(config.producer_group))
+        self.config: ProducerConfig = config
         self._state = ServiceState.CREATE_JUST
         self._instance: MQClientInstance | None = None
         self._publish_info: dict[str, TopicPublishInfo] = {}
@@ -304,10 +307,43 @@ class Producer(ClientService, MQProducerInner):
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         """The writable queues of ``topic`` (Java ``fetchPublishMessageQueues``)."""
-        info = await self._try_to_find_topic_publish_info(topic)
+        config = self.config
+        info = await self._try_to_find_topic_publish_info(config.with_namespace(topic))
         if not info.ok():
             raise self._no_route(topic)
-        return list(info.message_queue_list)
+        return [config.queue_without_namespace(mq) for mq in info.message_queue_list]
+
+    # -- namespace ------------------------------------------------------------------------------
+
+    def _to_broker(
+        self, msg: Message, queue: MessageQueue | None, selector: MessageQueueSelector | None
+    ) -> tuple[Message, MessageQueue | None, MessageQueueSelector | None]:
+        """With a namespace: the message and queue as the broker knows them (``ns%topic``,
+        INSTANCE_ID set, as Java), and a selector that sees the user's topic."""
+        config = self.config
+        namespace = config.namespace
+        if not namespace:
+            return msg, queue, selector
+        if selector is not None:
+            user_selector = selector
+            user_msg = msg
+
+            def user_view(mqs: Sequence[MessageQueue], _msg: Message, arg: object) -> MessageQueue:
+                picked = user_selector([config.queue_without_namespace(q) for q in mqs], user_msg, arg)
+                return config.queue_with_namespace(picked) if isinstance(picked, MessageQueue) else picked
+
+            selector = user_view
+
+        wrapped = replace(msg, topic=config.with_namespace(msg.topic)).with_property(
+            MessageConst.PROPERTY_INSTANCE_ID, namespace
+        )
+        return wrapped, None if queue is None else config.queue_with_namespace(queue), selector
+
+    def _to_user(self, result: SendResult) -> SendResult:
+        """``result`` with its queue's topic as the user names it (Java ``processSendResponse``)."""
+        if not self.config.namespace:
+            return result
+        return replace(result, message_queue=self.config.queue_without_namespace(result.message_queue))
 
     # -- sending --------------------------------------------------------------------------------
 
@@ -322,6 +358,7 @@ class Producer(ClientService, MQProducerInner):
         instance = self.instance
         began = time.monotonic()
         correlation_id = str(uuid.uuid4())
+        msg = self._to_broker(msg, None, None)[0]
         msg = msg.with_properties(
             {
                 MessageConst.PROPERTY_CORRELATION_ID: correlation_id,
@@ -411,13 +448,15 @@ class Producer(ClientService, MQProducerInner):
             MQBrokerError, MQNetworkError, NoRouteError, MQTimeoutError.
         """
         timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
+        if self.config.namespace:
+            msg, queue, selector = self._to_broker(msg, queue, selector)
         if queue is None and selector is None:  # the common case: one coroutine frame less
             self._check_single(msg)
             result = await self._send_default(msg, _Mode.SYNC, timeout, None)
         else:
             result = await self._dispatch(msg, _Mode.SYNC, queue, selector, arg, timeout)
         assert result is not None
-        return result
+        return self._to_user(result)
 
     async def recall_message(self, topic: str, recall_handle: str) -> str:
         """Withdraw a timer message before its time (5.x ``recallMessage``): ``recall_handle`` is
@@ -438,6 +477,7 @@ class Producer(ClientService, MQProducerInner):
             handle = RecallMessageHandle.decode(recall_handle)
         except RecallHandleError as exc:
             raise ValidationError(str(exc)) from exc
+        topic = self.config.with_namespace(topic)
         await self._try_to_find_topic_publish_info(topic)
         addr = instance.find_broker_address_in_publish(
             handle.broker_name
@@ -461,6 +501,7 @@ class Producer(ClientService, MQProducerInner):
         arg: object = None,
     ) -> None:
         """Send without waiting for an answer (written to the socket, nothing more)."""
+        msg, queue, selector = self._to_broker(msg, queue, selector)
         await self._dispatch(msg, _Mode.ONEWAY, queue, selector, arg, self.config.send_msg_timeout)
 
     def send_async(
@@ -489,6 +530,8 @@ class Producer(ClientService, MQProducerInner):
             )
         timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
         coro: Coroutine[object, object, SendResult | None]
+        if self.config.namespace:
+            msg, queue, selector = self._to_broker(msg, queue, selector)
         if queue is None and selector is None:
             try:
                 self._check_single(msg)
@@ -498,6 +541,8 @@ class Producer(ClientService, MQProducerInner):
                 coro = self._send_default(msg, _Mode.ASYNC, timeout, None)
         else:
             coro = self._dispatch(msg, _Mode.ASYNC, queue, selector, arg, timeout)
+        if self.config.namespace:
+            coro = self._unwrapped(coro)
         task = asyncio.get_running_loop().create_task(coro)
         tasks.add(task)
         if on_success is None and on_exception is None:
@@ -521,6 +566,10 @@ class Producer(ClientService, MQProducerInner):
             task.add_done_callback(done)
         return cast("asyncio.Future[SendResult]", task)
 
+    async def _unwrapped(self, coro: Coroutine[object, object, SendResult | None]) -> SendResult | None:
+        result = await coro
+        return None if result is None else self._to_user(result)
+
     async def send_batch(
         self,
         messages: Iterable[Message],
@@ -533,7 +582,8 @@ class Producer(ClientService, MQProducerInner):
         Returns one ``SendResult`` per batch sent (its ``msg_id`` lists the batch's ids).
         Batches do not support delay levels or retry topics (Java).
         """
-        msgs = list(messages)
+        msgs = [self._to_broker(m, None, None)[0] for m in messages]
+        queue = None if queue is None else self.config.queue_with_namespace(queue)
         if not msgs:
             raise ValidationError("the batch is empty", response_code=ResponseCode.MESSAGE_ILLEGAL)
         topic = msgs[0].topic
@@ -580,7 +630,7 @@ class Producer(ClientService, MQProducerInner):
             )
             result = await self._dispatch(batch.message, _Mode.SYNC, queue, None, None, timeout, batch=batch)
             assert result is not None
-            results.append(result)
+            results.append(self._to_user(result))
         return results
 
     async def _dispatch(

@@ -1,6 +1,7 @@
-"""Message trace on the client (Java ``AsyncTraceDispatcher`` and the send and consume trace
-hooks): with ``enable_msg_trace=True`` a producer records each send (Pub) and a push consumer
-each consumption (SubBefore, SubAfter); the records are batched and sent in the background to
+"""Message trace on the client (Java ``AsyncTraceDispatcher`` and the send, consume and
+end-transaction trace hooks): with ``enable_msg_trace=True`` a producer records each send (Pub), a
+transaction producer each end of a transaction (EndTransaction), and a push consumer each
+consumption (SubBefore, SubAfter); the records are batched and sent in the background to
 ``RMQ_SYS_TRACE_TOPIC`` (or ``customized_trace_topic``) by an internal producer, as Java does:
 every 100 ms the queue is drained, and a topic's batch goes out once its first record is 500 ms
 old or it nears the message size limit. Recording never blocks nor fails the traced call: when
@@ -15,21 +16,31 @@ import itertools
 import logging
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 from finchmq.common.logs import RateLimitedLog
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.acl import SessionCredentials
 from finchmq.protocol.message import Message
+from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.msg_id import UniqueKeyGenerator
 from finchmq.protocol.topics import RMQ_SYS_TRACE_TOPIC
-from finchmq.protocol.trace import TraceBean, TraceContext, TraceType, encode_trace_context
+from finchmq.protocol.trace import TraceBean, TraceContext, TraceMessageType, TraceType, encode_trace_context
 
 from .consumer.listener import CONSUME_CONTEXT_TYPE, ConsumeMessageContext
 from .errors import MQClientError
 from .results import SendResult
 
-__all__ = ["ConsumeMessageTraceHook", "TraceDispatcher", "TraceProducer", "TraceProducerFactory"]
+__all__ = [
+    "ConsumeMessageTraceHook",
+    "EndTransactionContext",
+    "EndTransactionHook",
+    "EndTransactionTraceHook",
+    "TraceDispatcher",
+    "TraceProducer",
+    "TraceProducerFactory",
+]
 
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)
@@ -38,6 +49,7 @@ _QUEUE_SIZE: Final = 2048
 _POLL_SECONDS: Final = 0.1
 _WAIT_THRESHOLD_MS: Final = 500
 _MAX_BATCH_BYTES: Final = 128_000 - 10_000
+_DEFAULT_TRACE_REGION_ID: Final = "DefaultRegion"  # Java MixAll.DEFAULT_TRACE_REGION_ID
 _counter = itertools.count(1)
 _ids = UniqueKeyGenerator()  # SubBefore/SubAfter request ids
 
@@ -205,3 +217,69 @@ class ConsumeMessageTraceHook:
 
 # Java ConsumeReturnType ordinals, by the name the consume service records in props
 _CONTEXT_CODES: Final = {"SUCCESS": 0, "TIME_OUT": 1, "EXCEPTION": 2, "RETURNNULL": 3, "FAILED": 4}
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransactionContext:
+    """Java ``EndTransactionContext``: a transaction a producer is about to end (commit, roll
+    back, or leave unknown), after its local transaction ran or the broker's check was answered.
+
+    ``message`` is the half message (as sent, or as the broker's check delivered it); ``msg_id``
+    its UNIQ_KEY; ``transaction_id`` the message's transaction id (its UNIQ_KEY, None when it has
+    none); ``transaction_state`` Java's ``LocalTransactionState`` name."""
+
+    producer_group: str
+    broker_addr: str
+    message: Message
+    msg_id: str
+    transaction_id: str | None
+    transaction_state: str
+    from_transaction_check: bool
+
+
+class EndTransactionHook(Protocol):
+    """Java ``EndTransactionHook``: told of every transaction a producer ends. Called on the
+    event loop; must not block. An exception is logged and ignored."""
+
+    def hook_name(self) -> str:
+        """A name for the logs."""
+        ...
+
+    def end_transaction(self, context: EndTransactionContext) -> None:
+        """The producer is ending ``context``'s transaction."""
+        ...
+
+
+class EndTransactionTraceHook:
+    """Java ``EndTransactionTraceHookImpl``: an EndTransaction record (type Trans_msg_Commit,
+    whatever the state) per ended transaction; none for a message of the trace topic."""
+
+    def __init__(self, dispatcher: TraceDispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def hook_name(self) -> str:
+        return "EndTransactionTraceHook"
+
+    def end_transaction(self, context: EndTransactionContext) -> None:
+        msg = context.message
+        if msg.topic.startswith(self.dispatcher.topic):
+            return
+        bean = TraceBean(
+            topic=msg.topic,
+            msg_id=context.msg_id,
+            tags=msg.tags,
+            keys=msg.keys,
+            store_host=context.broker_addr,
+            msg_type=TraceMessageType.Trans_msg_Commit,
+            transaction_id=context.transaction_id,
+            transaction_state=context.transaction_state,
+            from_transaction_check=context.from_transaction_check,
+        )
+        self.dispatcher.append(
+            TraceContext(
+                TraceType.EndTransaction,
+                region_id=msg.properties.get(MessageConst.PROPERTY_MSG_REGION) or _DEFAULT_TRACE_REGION_ID,
+                group_name=context.producer_group,
+                trace_beans=[bean],
+            )
+        )

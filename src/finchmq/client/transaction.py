@@ -9,7 +9,10 @@ CHECK_TRANSACTION_STATE to a producer of the group, whose ``check_local_transact
 answers. A listener's methods may be coroutines, or plain functions (run in a worker thread, so
 a database call does not stall the event loop).
 
-As Java's producer, a delay level on a transactional message is ignored.
+As Java's producer, a delay level on a transactional message is ignored. With
+``enable_msg_trace=True`` each end of a transaction (commit, rollback or unknown, by the local
+transaction or by a check's answer) writes an EndTransaction trace record, as Java's
+``EndTransactionTraceHookImpl`` does; ``register_end_transaction_hook`` adds other hooks.
 
 A transaction may also span processes: ``send_half_message`` stores a half message and returns
 its ``HalfMessage`` (picklable), and any producer of the group ends it with ``end_transaction``,
@@ -24,7 +27,7 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 from finchmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -34,8 +37,10 @@ from finchmq.protocol.msg_id import decode_offset_msg_id
 
 from .config import ProducerConfig
 from .errors import ClientStateError, MQClientError
+from .instance import MQClientInstance
 from .producer import Producer
 from .results import SendResult, SendStatus
+from .trace import EndTransactionContext, EndTransactionHook, EndTransactionTraceHook
 
 __all__ = [
     "HalfMessage",
@@ -135,6 +140,49 @@ class TransactionProducer(Producer):
     ) -> None:
         super().__init__(config, **overrides)
         self.transaction_listener = transaction_listener
+        self.end_transaction_hooks: list[EndTransactionHook] = []
+
+    async def start(self, *, instance: MQClientInstance | None = None) -> None:
+        """As ``Producer.start``; with message trace on, also traces the ends of transactions."""
+        await super().start(instance=instance)
+        trace = self._trace
+        if trace is not None and not any(
+            isinstance(h, EndTransactionTraceHook) and h.dispatcher is trace
+            for h in self.end_transaction_hooks
+        ):
+            self.register_end_transaction_hook(EndTransactionTraceHook(trace))
+
+    def register_end_transaction_hook(self, hook: EndTransactionHook) -> None:
+        """Java ``registerEndTransactionHook``: call ``hook`` for every transaction this producer
+        ends (before END_TRANSACTION is sent)."""
+        self.end_transaction_hooks.append(hook)
+
+    def _execute_end_transaction_hook(
+        self,
+        msg: Message,
+        msg_id: str,
+        broker_addr: str,
+        state: LocalTransactionState,
+        transaction_id: str | None,
+        from_transaction_check: bool,
+    ) -> None:
+        """Java ``doExecuteEndTransactionHook``: each hook in turn; a failing one is logged."""
+        if not self.end_transaction_hooks:
+            return
+        context = EndTransactionContext(
+            producer_group=self.config.producer_group,
+            broker_addr=broker_addr,
+            message=msg,
+            msg_id=msg_id,
+            transaction_id=transaction_id,
+            transaction_state=state.value,
+            from_transaction_check=from_transaction_check,
+        )
+        for hook in self.end_transaction_hooks:
+            try:
+                hook.end_transaction(context)
+            except Exception:
+                log.warning("failed to executeEndTransactionHook %s", hook.hook_name(), exc_info=True)
 
     def set_transaction_listener(self, listener: TransactionListener) -> None:
         """Java ``setTransactionListener``: who runs local transactions and answers checks."""
@@ -167,7 +215,7 @@ class TransactionProducer(Producer):
         else:  # stored, but not as safely as asked: Java rolls back
             state = LocalTransactionState.ROLLBACK_MESSAGE
         try:
-            await self._end_transaction(sent, state, failure)
+            await self._end_transaction(half, sent, state, failure)
         except MQClientError as exc:
             log.warning(
                 "local transaction %s is %s, but ending it on the broker failed: %s",
@@ -220,7 +268,10 @@ class TransactionProducer(Producer):
         """
         if state is LocalTransactionState.UNKNOW and not oneway:
             raise ValueError("the broker does not answer END_TRANSACTION with UNKNOW: send it oneway")
-        await self._end(half, state, oneway, timeout_millis, remark, half.msg_id)
+        traced = Message.create(
+            half.topic, properties={MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: half.msg_id}
+        )
+        await self._end(half, state, oneway, timeout_millis, remark, half.msg_id, traced, half.msg_id)
 
     async def _end(
         self,
@@ -230,10 +281,14 @@ class TransactionProducer(Producer):
         timeout_millis: int | None,
         remark: str | None,
         transaction_id: str | None,
+        msg: Message,
+        traced_transaction_id: str | None,
     ) -> None:
+        """END_TRANSACTION of ``half``; the end-transaction hooks see ``msg`` (the half message)
+        and ``traced_transaction_id`` (its transaction id, Java ``Message.getTransactionId``)."""
         addr = self.instance.find_broker_address_in_publish(half.broker_name)
         if addr is None:  # a process that has not sent to the topic yet: its route first
-            await self._try_to_find_topic_publish_info(half.topic)
+            await self._try_to_find_topic_publish_info(self.config.with_namespace(half.topic))
             addr = self.instance.find_broker_address_in_publish(half.broker_name)
         if addr is None:
             raise MQClientError(f"The broker[{half.broker_name}] not exist")
@@ -245,6 +300,7 @@ class TransactionProducer(Producer):
             msg_id=half.msg_id,
             transaction_id=transaction_id,
         )
+        self._execute_end_transaction_hook(msg, half.msg_id, addr, state, traced_transaction_id, False)
         timeout = self.config.send_msg_timeout if timeout_millis is None else timeout_millis
         api = self.instance.api
         if oneway:
@@ -253,14 +309,18 @@ class TransactionProducer(Producer):
             await api.end_transaction(addr, header, remark, timeout)
 
     async def _end_transaction(
-        self, sent: SendResult, state: LocalTransactionState, failure: BaseException | None
+        self, half: Message, sent: SendResult, state: LocalTransactionState, failure: BaseException | None
     ) -> None:
-        """Java ``endTransaction``: END_TRANSACTION, oneway, to the master that holds the half message."""
+        """Java ``endTransaction``: END_TRANSACTION, oneway, to the master that holds the half
+        message ``half`` (whose transaction id is its UNIQ_KEY once stored with SEND_OK)."""
         broker_name = sent.message_queue.broker_name
         if self.instance.find_broker_address_in_publish(broker_name) is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         remark = f"executeLocalTransactionBranch exception: {failure!r}" if failure is not None else None
-        await self._end(HalfMessage.of(sent), state, True, None, remark, sent.transaction_id)
+        traced_transaction_id = sent.msg_id if sent.send_status is SendStatus.SEND_OK else None
+        await self._end(
+            HalfMessage.of(sent), state, True, None, remark, sent.transaction_id, half, traced_transaction_id
+        )
 
     def check_transaction_state(
         self, broker_addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
@@ -279,8 +339,11 @@ class TransactionProducer(Producer):
             )
             return
         failure: BaseException | None = None
+        user_msg = msg
+        if self.config.namespace:  # Java ClientRemotingProcessor.checkTransactionState
+            user_msg = replace(msg, topic=self.config.without_namespace(msg.topic))
         try:
-            state = await _ask(listener.check_local_transaction, msg)
+            state = await _ask(listener.check_local_transaction, user_msg)
         except Exception as exc:
             log.info("checking transaction %s failed: %s", header.msg_id, exc)
             state, failure = LocalTransactionState.UNKNOW, exc
@@ -294,6 +357,14 @@ class TransactionProducer(Producer):
             from_transaction_check=True,
         )
         remark = f"checkLocalTransactionState Exception: {failure!r}" if failure is not None else None
+        self._execute_end_transaction_hook(
+            msg,
+            answer.msg_id,
+            broker_addr,
+            state,
+            msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+            True,
+        )
         try:
             await self.instance.api.end_transaction_oneway(broker_addr, answer, remark, 3000)
         except MQClientError as exc:

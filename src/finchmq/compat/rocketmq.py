@@ -447,6 +447,11 @@ class Producer(_Client[BlockingProducer]):
     def set_max_message_size(self, max_size: int) -> None:
         self._settings["max_message_size"] = int(max_size)
 
+    def set_namespace(self, namespace: str | bytes) -> None:
+        """A finchmq addition (Java ``ClientConfig.setNamespace``): topics and the group go to the
+        broker as ``namespace%name``; received messages show the topic without it."""
+        self._settings["namespace"] = _text(namespace)
+
     def _create(self, group: str, settings: dict[str, Any]) -> BlockingProducer:
         return BlockingProducer(group, **settings)
 
@@ -638,6 +643,11 @@ class PushConsumer(_Client[BlockingPushConsumer]):
 
     def set_message_batch_max_size(self, max_size: int) -> None:
         self._settings["consume_message_batch_max_size"] = int(max_size)
+
+    def set_namespace(self, namespace: str | bytes) -> None:
+        """A finchmq addition (Java ``ClientConfig.setNamespace``): topics and the group go to the
+        broker as ``namespace%name``; received messages show the topic without it."""
+        self._settings["namespace"] = _text(namespace)
 
     def set_instance_name(self, name: str | bytes) -> None:
         self._settings["instance_name"] = _text(name)

@@ -1,6 +1,7 @@
 """Queue allocation strategies (Java ``client/consumer/rebalance/*``): pure functions of their input.
 
-Owns: ``AllocateMessageQueueStrategy`` and the four strategies. Imports: ``.message``.
+Owns: ``AllocateMessageQueueStrategy``, Java 4.9.8's six strategies, and ``MachineRoomResolver``.
+Imports: ``.message``.
 They are part of what members of a group agree on without talking, like a wire format, and both
 ends run them: the clients' rebalancing (``finchmq.client`` re-exports them) and, since 5.x, the
 broker answering QUERY_ASSIGNMENT (it allocates by the strategy name the client sends).
@@ -21,11 +22,14 @@ from typing import Protocol, runtime_checkable
 from .message import MessageQueue
 
 __all__ = [
+    "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
+    "MachineRoomResolver",
 ]
 
 
@@ -40,7 +44,8 @@ class AllocateMessageQueueStrategy(Protocol):
         ...
 
     def get_name(self) -> str:
-        """The strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ``CONSISTENT_HASH``, ``CONFIG``)."""
+        """The strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ``CONSISTENT_HASH``, ``CONFIG``,
+        ``MACHINE_ROOM``, ``MACHINE_ROOM_NEARBY-<the inner strategy's name>``)."""
         ...
 
 
@@ -151,3 +156,111 @@ class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
 
     def get_name(self) -> str:
         return "CONFIG"
+
+
+class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
+    """Only the queues of brokers named ``<room>@<name>`` whose room is one of ``consumeridcs``,
+    divided into contiguous blocks; the first ``len(queues) % len(cid)`` members each take one
+    more, from the tail (Java: "Alipay logic room"). Brokers not named so are not consumed.
+
+    10 queues, 5 on ``room1@broker-a``, ``consumeridcs={"room1"}``, 2 members: ``[0 1 4] [2 3]``.
+    """
+
+    def __init__(self, consumeridcs: Iterable[str] = ()) -> None:
+        self.consumeridcs: set[str] = set(consumeridcs)
+
+    def set_consumeridcs(self, consumeridcs: Iterable[str]) -> None:
+        """Java ``setConsumeridcs``: the machine rooms whose brokers this group consumes."""
+        self.consumeridcs = set(consumeridcs)
+
+    def allocate(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
+        if not _check(current_cid, mq_all, cid_all):
+            return []
+        index = list(cid_all).index(current_cid)
+        mine = [mq for mq in mq_all if _room_of_broker_name(mq.broker_name) in self.consumeridcs]
+        n_cid = len(cid_all)
+        mod, rem = divmod(len(mine), n_cid)
+        result = mine[mod * index : mod * index + mod]
+        if rem > index:
+            result.append(mine[index + mod * n_cid])
+        return result
+
+    def get_name(self) -> str:
+        return "MACHINE_ROOM"
+
+
+def _room_of_broker_name(broker_name: str) -> str | None:
+    """The room of a broker named ``<room>@<name>``, else None. As Java's ``split("@")``, which
+    drops trailing empty parts: ``"a@b@"`` is room ``a``, ``"a@"`` has none."""
+    parts = broker_name.split("@")
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts[0] if len(parts) == 2 else None
+
+
+@runtime_checkable
+class MachineRoomResolver(Protocol):
+    """Java ``AllocateMachineRoomNearby.MachineRoomResolver``: the machine room a broker (by one
+    of its queues) and a client (by its client id) are deployed in. Neither may answer empty."""
+
+    def broker_deploy_in(self, message_queue: MessageQueue) -> str:
+        """The room of the broker holding ``message_queue`` (Java ``brokerDeployIn``)."""
+        ...
+
+    def consumer_deploy_in(self, client_id: str) -> str:
+        """The room of the client ``client_id`` (Java ``consumerDeployIn``)."""
+        ...
+
+
+class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
+    """Machine-room-nearby allocation around another strategy (Java ``AllocateMachineRoomNearby``).
+
+    A room's queues go to the members in the same room (divided by ``strategy``) while any is
+    alive there; the queues of a room without members are divided by ``strategy`` among all
+    members. ``resolver`` says which room each broker and client is in.
+
+        AllocateMachineRoomNearby(AllocateMessageQueueAveragely(), resolver)   # "MACHINE_ROOM_NEARBY-AVG"
+    """
+
+    def __init__(self, strategy: AllocateMessageQueueStrategy, resolver: MachineRoomResolver) -> None:
+        if not isinstance(strategy, AllocateMessageQueueStrategy):
+            raise ValueError(f"allocateMessageQueueStrategy is null: {strategy!r} is not a strategy")
+        if not isinstance(resolver, MachineRoomResolver):
+            raise ValueError(f"machineRoomResolver is null: {resolver!r} is not a MachineRoomResolver")
+        self.allocate_message_queue_strategy = strategy
+        self.machine_room_resolver = resolver
+
+    def allocate(
+        self, consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
+        if not _check(current_cid, mq_all, cid_all):
+            return []
+        resolver, strategy = self.machine_room_resolver, self.allocate_message_queue_strategy
+        room_queues: dict[str, list[MessageQueue]] = {}
+        for mq in mq_all:
+            room = resolver.broker_deploy_in(mq)
+            if not room:
+                raise ValueError(f"Machine room is null for mq {mq}")
+            room_queues.setdefault(room, []).append(mq)
+        room_members: dict[str, list[str]] = {}
+        for cid in cid_all:
+            room = resolver.consumer_deploy_in(cid)
+            if not room:
+                raise ValueError(f"Machine room is null for consumer id {cid}")
+            room_members.setdefault(room, []).append(cid)
+        result: list[MessageQueue] = []
+        # 1. the queues of this member's room, among the members there
+        current_room = resolver.consumer_deploy_in(current_cid)
+        here = room_queues.pop(current_room, None)
+        if here:
+            result.extend(strategy.allocate(consumer_group, current_cid, here, room_members[current_room]))
+        # 2. the queues of each room without members (in room order, as Java's TreeMap), among all
+        for room in sorted(room_queues):
+            if room not in room_members:
+                result.extend(strategy.allocate(consumer_group, current_cid, room_queues[room], cid_all))
+        return result
+
+    def get_name(self) -> str:
+        return f"MACHINE_ROOM_NEARBY-{self.allocate_message_queue_strategy.get_name()}"

@@ -1,9 +1,10 @@
 """Blocking finchmq clients shared by everything the data source runs in one Python process.
 
 Owns: one ``BlockingPullConsumer``, ``BlockingAdminClient`` or ``BlockingProducer`` per
-(process, name server, credentials[, group]), created on first use and closed at exit. Spark reuses its
-Python workers across tasks, so a worker connects once and every later task of any query
-reuses the connections, routes and portal thread. Imports: ``finchmq.client`` only.
+(process, name server, credentials[, group], namespace), created on first use and closed at
+exit. Spark reuses its Python workers across tasks, so a worker connects once and every later
+task of any query reuses the connections, routes and portal thread. Imports: ``finchmq.client``
+and ``.options``.
 
 The client instance name carries the process id and a hash of the name-server address: the
 client shares one ``MQClientInstance`` per instance name, and an instance talks to the name
@@ -27,6 +28,8 @@ from finchmq.client import (
     MQClientError,
     SessionCredentials,
 )
+
+from .options import namespaced
 
 __all__ = [
     "READER_GROUP",
@@ -83,13 +86,16 @@ def shared_client(key: tuple[object, ...], make: Callable[[str], _Client]) -> _C
 
 
 def shared_pull_consumer(
-    name_server: str, credentials: SessionCredentials | None = None
+    name_server: str, credentials: SessionCredentials | None = None, namespace: str | None = None
 ) -> BlockingPullConsumer:
-    """The process's started pull consumer for ``name_server`` (signing with ``credentials``)."""
+    """The process's started pull consumer for ``name_server`` (signing with ``credentials``).
+
+    With ``namespace`` its group is ``namespace%finchmq-spark-reader``; the pull API takes no
+    namespace, so its callers give queues as the broker knows them (``namespaced``)."""
     return _shared(
-        ("pull", name_server, credentials),
+        ("pull", name_server, credentials, namespace),
         lambda: BlockingPullConsumer(
-            READER_GROUP,
+            namespaced(namespace).with_namespace(READER_GROUP),
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server),
             session_credentials=credentials,
@@ -110,17 +116,23 @@ def shared_admin(name_server: str, credentials: SessionCredentials | None = None
 
 
 def shared_producer(
-    name_server: str, group: str, send_timeout_ms: int, credentials: SessionCredentials | None = None
+    name_server: str,
+    group: str,
+    send_timeout_ms: int,
+    credentials: SessionCredentials | None = None,
+    namespace: str | None = None,
 ) -> BlockingProducer:
-    """The process's started producer of ``group`` for ``name_server`` (signing with ``credentials``)."""
+    """The process's started producer of ``group`` for ``name_server`` (signing with ``credentials``;
+    in ``namespace``: the client wraps its group and topics, and unwraps what it hands back)."""
     return _shared(
-        ("producer", name_server, group, str(send_timeout_ms), credentials),
+        ("producer", name_server, group, str(send_timeout_ms), credentials, namespace),
         lambda: BlockingProducer(
             group,
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server) + f"-{send_timeout_ms}",
             send_msg_timeout=send_timeout_ms,
             session_credentials=credentials,
+            namespace=namespace,
         ),
     )
 

@@ -50,7 +50,7 @@ from finchmq.client.records import PullResultExt
 
 from ._clients import shared_pull_consumer
 from ._columns import Columns
-from .options import EARLIEST, LATEST, OffsetSpec, OptionError, QueueKey, ReadOptions
+from .options import EARLIEST, LATEST, OffsetSpec, OptionError, QueueKey, ReadOptions, namespaced
 from .partitions import QueuePartition
 
 __all__ = ["SCHEMA", "DataLossError", "Planner", "read_partition", "tag_set"]
@@ -108,14 +108,22 @@ def tag_set(sub_expression: str) -> frozenset[str] | None:
 
 
 class Planner:
-    """Lists queues and resolves offsets with the process's pull consumer."""
+    """Lists queues and resolves offsets with the process's pull consumer.
+
+    Queues and offsets keys name topics as the user does; with a ``namespace`` they go to the
+    broker as ``namespace%topic`` (``_on_broker``).
+    """
 
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
+        self._names = namespaced(opts.namespace)
 
     @property
     def consumer(self) -> BlockingPullConsumer:
-        return shared_pull_consumer(self.opts.name_server, self.opts.credentials)
+        return shared_pull_consumer(self.opts.name_server, self.opts.credentials, self.opts.namespace)
+
+    def _on_broker(self, mq: MessageQueue) -> MessageQueue:
+        return self._names.queue_with_namespace(mq)
 
     def _unreachable(self, exc: MQClientError) -> OptionError:
         return OptionError(
@@ -130,13 +138,20 @@ class Planner:
         """
         found: list[MessageQueue] = []
         for topic in self.opts.topics:
+            on_broker = self._names.with_namespace(topic)
             try:
-                found.extend(self.consumer.fetch_subscribe_message_queues(topic))
+                queues = self.consumer.fetch_subscribe_message_queues(on_broker)
+                found.extend(self._names.queue_without_namespace(mq) for mq in queues)
             except NoRouteError:
+                named = (
+                    f"{topic!r} ({on_broker!r} in namespace {self.opts.namespace})"
+                    if on_broker != topic
+                    else repr(topic)
+                )
                 raise OptionError(
                     "topic",
                     ",".join(self.opts.topics),
-                    f"topic {topic!r} does not exist on the name server {self.opts.name_server}",
+                    f"topic {named} does not exist on the name server {self.opts.name_server}",
                 ) from None
             except (MQNetworkError, MQTimeoutError) as exc:
                 raise self._unreachable(exc) from None
@@ -149,7 +164,8 @@ class Planner:
         try:
             for mq in queues:
                 key = (mq.topic, mq.broker_name, mq.queue_id)
-                out[key] = (consumer.min_offset(mq), consumer.max_offset(mq))
+                on_broker = self._on_broker(mq)
+                out[key] = (consumer.min_offset(on_broker), consumer.max_offset(on_broker))
         except (MQNetworkError, MQTimeoutError) as exc:
             raise self._unreachable(exc) from None
         return out
@@ -191,7 +207,7 @@ class Planner:
         """
         if hi <= lo:
             return hi
-        mq = MessageQueue(*key)
+        mq = self._on_broker(MessageQueue(*key))
         consumer = self.consumer
         try:
             offset = min(max(consumer.search_offset(mq, timestamp), lo), hi)
@@ -221,12 +237,12 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
         DataLossError: offsets of the range are gone and ``failOnDataLoss`` is true.
         MQClientError: the broker cannot be reached or answers with an error.
     """
-    consumer = shared_pull_consumer(opts.name_server, opts.credentials)
+    consumer = shared_pull_consumer(opts.name_server, opts.credentials, opts.namespace)
     portal = Portal.default()
     key = partition.key
-    mq = MessageQueue(*key)
+    mq = namespaced(opts.namespace).queue_with_namespace(MessageQueue(*key))  # as the broker knows it
     end = partition.end
-    columns = Columns(*key)
+    columns = Columns(*key)  # the topic column as the user names it
     step = opts.pull_batch_size
     sql = opts.sub_expression_type == "SQL92"
     sub = MessageSelector.by_sql(opts.sub_expression) if sql else opts.sub_expression

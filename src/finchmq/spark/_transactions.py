@@ -52,7 +52,7 @@ from finchmq.client import (
 
 from ._clients import shared_admin, shared_client
 from ._write import TXN_PROPERTY, HalvesSent, TxnTag, end_all
-from .options import WriteOptions
+from .options import WriteOptions, namespaced
 
 __all__ = [
     "CommitRecord",
@@ -104,21 +104,23 @@ def ensure_commit_topic(opts: WriteOptions) -> None:
         MQClientError: it could not be created (ACL: create it beforehand).
     """
     admin = shared_admin(opts.name_server, opts.credentials)
+    topic = namespaced(opts.namespace).with_namespace(opts.commit_topic)  # the admin API takes no namespace
     try:
-        admin.topic_route(opts.commit_topic)
+        admin.topic_route(topic)
     except NoRouteError:
-        admin.create_topic(opts.commit_topic, read_queue_nums=1, write_queue_nums=1)
+        admin.create_topic(topic, read_queue_nums=1, write_queue_nums=1)
 
 
 def find_record(opts: WriteOptions, commit_topic: str, query: str, batch: int) -> CommitRecord | None:
-    """The first commit record stored for (``query``, ``batch``), or None.
+    """The first commit record stored for (``query``, ``batch``), or None; ``commit_topic`` as
+    the user names it (in ``opts.namespace``).
 
     Raises:
         MQClientError: the brokers could not be asked (nothing is known then).
     """
     admin = shared_admin(opts.name_server, opts.credentials)
     key = CommitRecord.key(query, batch)
-    found = admin.query_message(commit_topic, key, 32)
+    found = admin.query_message(namespaced(opts.namespace).with_namespace(commit_topic), key, 32)
     for msg in found:  # oldest first: were two ever written, every reader picks the same one
         record = CommitRecord.parse(msg)
         if record is not None and (record.query, record.batch) == (query, batch):
@@ -164,8 +166,9 @@ def _immunity_ms(msg: MessageExt) -> int:
 
 def shared_transaction_producer(opts: WriteOptions) -> BlockingTransactionProducer:
     """The process's started transactional producer of ``opts.producer_group``, answering checks."""
+    key = (opts.producer_group, str(opts.send_timeout_ms), opts.credentials, opts.namespace)
     return shared_client(
-        ("txn-producer", opts.name_server, opts.producer_group, str(opts.send_timeout_ms), opts.credentials),
+        ("txn-producer", opts.name_server, *key),
         lambda instance: BlockingTransactionProducer(
             opts.producer_group,
             transaction_listener=SinkTransactionListener(opts),
@@ -173,6 +176,7 @@ def shared_transaction_producer(opts: WriteOptions) -> BlockingTransactionProduc
             instance_name=f"{instance}-txn-{opts.send_timeout_ms}",
             send_msg_timeout=opts.send_timeout_ms,
             session_credentials=opts.credentials,
+            namespace=opts.namespace,
         ),
     )
 

@@ -472,7 +472,9 @@ def write_batches(batches: Iterator[pa.RecordBatch], opts: WriteOptions, ids: Wr
         SinkError: a row cannot become a message (null body, no topic).
         MQClientError: a send failed (the task fails; Spark retries it).
     """
-    producer = shared_producer(opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.credentials)
+    producer = shared_producer(
+        opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.credentials, opts.namespace
+    )
     sender = _BatchSender(producer, opts)
     try:
         for lanes in _rows(batches, opts, ids, sender):

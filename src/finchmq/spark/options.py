@@ -16,13 +16,14 @@ as Spark passes its own (``path``, ``checkpointLocation``) through the same mapp
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from finchmq.client import MessageSelector, SessionCredentials
+from finchmq.client import ClientConfig, MessageSelector, SessionCredentials
 from finchmq.client.config import check_group
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "QueueKey",
     "ReadOptions",
     "WriteOptions",
+    "namespaced",
 ]
 
 EARLIEST: Final = -2  # in offset JSON, as in Spark's Kafka source
@@ -158,6 +160,31 @@ def _credentials(options: Mapping[str, str]) -> SessionCredentials | None:
     return SessionCredentials(access_key.strip(), secret_key.strip())
 
 
+@functools.lru_cache(maxsize=16)
+def namespaced(namespace: str | None) -> ClientConfig:
+    """A client config carrying ``namespace`` (None: no namespace), for its ``with_namespace`` /
+    ``without_namespace`` / ``queue_with_namespace`` rules (Java ``NamespaceUtil``) where the
+    source calls the pull and admin APIs, which take no namespace of their own.
+
+    Raises:
+        ValueError: ``namespace`` is blank or contains ``%``.
+    """
+    return ClientConfig(namespace=namespace)
+
+
+def _namespace(options: Mapping[str, str]) -> str | None:
+    """``namespace``: topics and groups go to the broker as ``namespace%name`` (Java clients'
+    ``ClientConfig.namespace``)."""
+    text = _get(options, "namespace")
+    if text is None:
+        return None
+    try:
+        namespaced(text.strip())
+    except ValueError as exc:
+        raise OptionError("namespace", text, str(exc).split(" ", 1)[-1]) from None
+    return text.strip()
+
+
 def _check_topic(option: str, value: str, topic: str) -> str:
     if not _TOPIC.match(topic) or len(topic) > 127:
         raise OptionError(
@@ -166,18 +193,23 @@ def _check_topic(option: str, value: str, topic: str) -> str:
     return topic
 
 
-def _topics(options: Mapping[str, str]) -> tuple[str, ...]:
+def _topics(options: Mapping[str, str], namespace: str | None) -> tuple[str, ...]:
+    """The topics as the user names them: ``namespace%topic`` is taken as ``topic``."""
     value = _required(options, "topic", "the topic(s) to read, comma-separated")
     topics = [t.strip() for t in value.split(",")]
     if any(not t for t in topics):
         raise OptionError("topic", value, "empty topic name in the comma-separated list")
     for topic in topics:
         _check_topic("topic", value, topic)
-    return tuple(dict.fromkeys(topics))
+    names = namespaced(namespace)
+    return tuple(dict.fromkeys(names.without_namespace(t) for t in topics))
 
 
-def _offset_json(option: str, text: str, topics: tuple[str, ...]) -> tuple[tuple[QueueKey, int], ...]:
-    """``{"topic": {"brokerName": {"queueId": offset}}}`` -> sorted ``((topic, broker, qid), offset)``."""
+def _offset_json(
+    option: str, text: str, topics: tuple[str, ...], namespace: str | None
+) -> tuple[tuple[QueueKey, int], ...]:
+    """``{"topic": {"brokerName": {"queueId": offset}}}`` -> sorted ``((topic, broker, qid), offset)``
+    (a topic given as ``namespace%topic`` is taken as ``topic``)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -190,7 +222,9 @@ def _offset_json(option: str, text: str, topics: tuple[str, ...]) -> tuple[tuple
     if not isinstance(data, dict):
         raise OptionError(option, text, 'expected a JSON object {"topic":{"brokerName":{"queueId":offset}}}')
     out: dict[QueueKey, int] = {}
-    for topic, brokers in data.items():
+    names = namespaced(namespace)
+    for given, brokers in data.items():
+        topic = names.without_namespace(given)
         if topic not in topics:
             raise OptionError(option, text, f"topic {topic!r} is not one of the topics read {list(topics)}")
         if not isinstance(brokers, dict):
@@ -222,6 +256,7 @@ def _offset_spec(
     timestamp_option: str,
     topics: tuple[str, ...],
     default: Literal["earliest", "latest"],
+    namespace: str | None,
 ) -> OffsetSpec:
     """The timestamp option wins over the offsets option (Spark's Kafka source precedence)."""
     timestamp = _int(options, timestamp_option, None, low=0)
@@ -244,7 +279,11 @@ def _offset_spec(
             'expected "earliest", "latest" or {"topic":{"brokerName":{"queueId":offset}}}',
         )
     return OffsetSpec(
-        "offsets", offsets_option, text, offsets=_offset_json(offsets_option, text, topics), default=default
+        "offsets",
+        offsets_option,
+        text,
+        offsets=_offset_json(offsets_option, text, topics, namespace),
+        default=default,
     )
 
 
@@ -266,14 +305,21 @@ class ReadOptions:
     consumer_group: str | None = None
     streaming: bool = False
     credentials: SessionCredentials | None = None  # accessKey/secretKey: the broker's ACL
+    namespace: str | None = None  # topics and consumerGroup are namespace%name on the broker
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         """Raises ``OptionError`` for a missing or bad option."""
         name_server = _name_server(options)
-        topics = _topics(options)
+        namespace = _namespace(options)
+        topics = _topics(options, namespace)
         starting = _offset_spec(
-            options, "startingOffsets", "startingTimestamp", topics, "latest" if streaming else "earliest"
+            options,
+            "startingOffsets",
+            "startingTimestamp",
+            topics,
+            "latest" if streaming else "earliest",
+            namespace,
         )
         if streaming:
             for batch_only in ("endingOffsets", "endingTimestamp"):
@@ -284,7 +330,7 @@ class ReadOptions:
                     )
             ending = OffsetSpec("latest", "endingOffsets")
         else:
-            ending = _offset_spec(options, "endingOffsets", "endingTimestamp", topics, "latest")
+            ending = _offset_spec(options, "endingOffsets", "endingTimestamp", topics, "latest", namespace)
             if starting.kind == "latest":
                 raise OptionError(
                     "startingOffsets", _get(options, "startingOffsets") or "latest",
@@ -345,6 +391,7 @@ class ReadOptions:
             consumer_group=consumer_group,
             streaming=streaming,
             credentials=_credentials(options),
+            namespace=namespace,
         )
 
 
@@ -368,6 +415,7 @@ class WriteOptions:
     delivery: Delivery = "at-least-once"
     commit_topic: str = _DEFAULT_COMMIT_TOPIC
     transaction_timeout_ms: int = 120_000
+    namespace: str | None = None  # topics, producerGroup and commitTopic are namespace%name on the broker
 
     @property
     def exactly_once(self) -> bool:
@@ -412,4 +460,5 @@ class WriteOptions:
             delivery=delivery,
             commit_topic=commit_topic,
             transaction_timeout_ms=timeout_ms,
+            namespace=_namespace(options),
         )

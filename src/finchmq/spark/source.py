@@ -46,7 +46,7 @@ from ._clients import close_shared_clients, shared_admin
 from ._read import SCHEMA, DataLossError, Planner, read_partition
 from ._transactions import abort_batch, commit_batch, ensure_commit_topic, shared_transaction_producer
 from ._write import HalvesSent, SinkError, TxnTag, WriteIds, check_input_schema, write_batches, write_halves
-from .options import OptionError, QueueKey, ReadOptions, WriteOptions
+from .options import OptionError, QueueKey, ReadOptions, WriteOptions, namespaced
 from .partitions import QueuePartition, from_offset_json, plan_partitions, rate_limit, to_offset_json
 
 __all__ = [
@@ -242,9 +242,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         group = self.opts.consumer_group
         if group is None or offsets == self._committed:
             return
+        names = namespaced(self.opts.namespace)  # the admin API takes the broker's names
         try:
             shared_admin(self.opts.name_server, self.opts.credentials).update_consume_offsets(
-                group, {MessageQueue(*key): offset for key, offset in offsets.items()}
+                names.with_namespace(group),
+                {names.queue_with_namespace(MessageQueue(*key)): offset for key, offset in offsets.items()},
             )
         except (MQClientError, TimeoutError) as exc:  # monitoring only: the checkpoint is the truth
             log.warning("rocketmq: committing offsets of group %s failed: %s", group, exc)

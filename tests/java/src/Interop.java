@@ -78,9 +78,13 @@ public class Interop {
             + ",\"msgId\":" + q(r.getMsgId()) + "}");
     }
 
+    // -Dinterop.namespace=X: the producers and push consumers run with ClientConfig.namespace X
+    static final String NAMESPACE = System.getProperty("interop.namespace");
+
     static void produce(String ns, String topic, int count) throws Exception {
         DefaultMQProducer p = new DefaultMQProducer("java_interop_pg");
         p.setNamesrvAddr(ns);
+        if (NAMESPACE != null) p.setNamespace(NAMESPACE);
         p.setInstanceName("interop-" + System.nanoTime());
         p.start();
         try {
@@ -132,6 +136,7 @@ public class Interop {
     static DefaultMQPushConsumer pushConsumer(String ns, String group, String topic, String instance) throws Exception {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(ns);
+        if (NAMESPACE != null) c.setNamespace(NAMESPACE);
         c.setInstanceName(instance);
         // shutdown() waits for the listeners still running, so it persists every consumed offset
         c.setAwaitTerminationMillisWhenShutdown(60_000);

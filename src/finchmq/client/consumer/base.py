@@ -151,6 +151,7 @@ class SubscribingConsumer(ConsumerService):
         Raises ``ValidationError`` for a bad expression (for SQL92, naming where it goes wrong).
         After ``start`` the brokers hear of it with the next heartbeat (sent at once).
         """
+        topic = self.config.with_namespace(topic)
         try:
             data = subscription_data(topic, sub_expression)
         except ValueError as exc:
@@ -168,6 +169,7 @@ class SubscribingConsumer(ConsumerService):
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``; the next rebalance drops its queues."""
+        topic = self.config.with_namespace(topic)
         self._subscription.pop(topic, None)
         if self._rebalance is not None:
             self._rebalance.subscription_inner.pop(topic, None)

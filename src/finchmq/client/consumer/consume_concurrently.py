@@ -123,8 +123,8 @@ class ConsumeMessageConcurrentlyService(ConcurrentlyServiceBase[ProcessQueue]):
             starts[msg.queue_offset] = now
             if msg.topic == retry:
                 reset = True
-        if reset:
-            msgs = reset_retry_topic(msgs, self.group)
+        if reset or self.config.namespace:
+            msgs = reset_retry_topic(msgs, self.group, self.config.namespace)
         hook_context = None
         if self.consumer.hooks:
             hook_context = ConsumeMessageContext(self.group, msgs, request.message_queue)

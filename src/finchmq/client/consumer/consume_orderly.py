@@ -155,7 +155,7 @@ class ConsumeMessageOrderlyService(OrderlyServiceBase):
             taken = pq.take_messages(config.consume_message_batch_max_size)
             if not taken:
                 return
-            msgs = reset_retry_topic(taken, self.group)
+            msgs = reset_retry_topic(taken, self.group, self.config.namespace)
             context = ConsumeOrderlyContext(mq)
             hook_context = None
             if self.consumer.hooks:

@@ -115,7 +115,7 @@ class ConsumeMessagePopConcurrentlyService(ConcurrentlyServiceBase["PopProcessQu
     def _before(
         self, request: ConcurrentlyConsumeRequest[PopProcessQueue]
     ) -> tuple[list[MessageExt], ConsumeMessageContext | None]:
-        msgs = reset_retry_topic(request.msgs, self.group)
+        msgs = reset_retry_topic(request.msgs, self.group, self.config.namespace)
         hook_context = None
         if self.consumer.hooks:
             hook_context = ConsumeMessageContext(self.group, msgs, request.message_queue)

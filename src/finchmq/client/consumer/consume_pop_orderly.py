@@ -30,7 +30,7 @@ from finchmq.protocol.bodies import CMResult
 from finchmq.protocol.message import MessageExt, MessageQueue
 
 from .consume_pop_concurrently import pop_time_out
-from .consume_service import OrderlyServiceBase, ack_popped, forward_popped_to_dlq
+from .consume_service import OrderlyServiceBase, ack_popped, forward_popped_to_dlq, reset_retry_topic
 from .listener import (
     ConsumeMessageContext,
     ConsumeOrderlyContext,
@@ -128,7 +128,12 @@ class ConsumeMessagePopOrderlyService(OrderlyServiceBase):
             begin = time.monotonic()
             status: object = None
             try:
-                status = await self._call_listener(taken, context, hook_context)
+                user_msgs = (
+                    reset_retry_topic(taken, self.group, self.config.namespace)
+                    if self.config.namespace
+                    else taken
+                )
+                status = await self._call_listener(user_msgs, context, hook_context)
             except Exception:
                 log.warning("consumeMessage exception, Group: %s %s", self.group, mq, exc_info=True)
             stats.inc_consume_rt(self.group, mq.topic, (time.monotonic() - begin) * 1000)

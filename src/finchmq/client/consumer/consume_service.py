@@ -19,6 +19,7 @@ from finchmq.client.errors import MQClientError
 from finchmq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult
 from finchmq.protocol.message import MessageQueue
 from finchmq.protocol.message_const import MessageConst
+from finchmq.protocol.namespace import without_namespace
 from finchmq.protocol.topics import retry_topic
 
 from .executor import AsyncConsumeExecutor, ThreadConsumeExecutor
@@ -167,18 +168,21 @@ async def consume_directly(
     )
 
 
-def reset_retry_topic(msgs: list[MessageExt], group: str) -> list[MessageExt]:
-    """Messages re-delivered through ``%RETRY%group`` show their original topic (Java
-    ``resetRetryAndNamespace``)."""
+def reset_retry_topic(msgs: list[MessageExt], group: str, namespace: str | None = None) -> list[MessageExt]:
+    """Messages re-delivered through ``%RETRY%group`` show their original topic, and with a
+    ``namespace`` every topic is the user's (Java ``resetRetryAndNamespace``)."""
     group_topic = retry_topic(group)
     out = msgs
     for i, msg in enumerate(msgs):
-        if msg.topic == group_topic:
-            original = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-            if original:
-                if out is msgs:
-                    out = list(msgs)
-                out[i] = replace(msg, topic=original)
+        topic = msg.topic
+        if topic == group_topic:
+            topic = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC) or topic
+        if namespace:
+            topic = without_namespace(topic, namespace)
+        if topic != msg.topic:
+            if out is msgs:
+                out = list(msgs)
+            out[i] = replace(msg, topic=topic)
     return out
 
 
@@ -276,7 +280,7 @@ class ConcurrentlyServiceBase(ConsumeMessageService, Generic[PQ]):
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
         context = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        msgs = reset_retry_topic([msg], self.group)
+        msgs = reset_retry_topic([msg], self.group, self.config.namespace)
         executor = self.executor
 
         def call() -> Awaitable[object]:

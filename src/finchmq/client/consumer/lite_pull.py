@@ -114,7 +114,7 @@ class LitePullConsumer(SubscribingConsumer):
     def __init__(self, config: LitePullConsumerConfig | str, /, **overrides: object) -> None:
         self.config: LitePullConsumerConfig = make_config(
             LitePullConsumerConfig, config, "consumer_group", overrides
-        )
+        ).with_namespaced_group()
         self._state = ServiceState.CREATE_JUST
         self._instance: MQClientInstance | None = None
         self._offset_store: OffsetStore | None = None
@@ -144,13 +144,14 @@ class LitePullConsumer(SubscribingConsumer):
 
     def unsubscribe(self, topic: str) -> None:
         super().unsubscribe(topic)
+        topic = self.config.with_namespace(topic)
         self._remove_queues([mq for mq in self._assigned if mq.topic == topic])
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly these queues (replaces the previous assignment)."""
         if self._assign_mode is False:
             raise ClientStateError("Subscribe and assign are mutually exclusive.")
-        mqs = set(queues)
+        mqs = {self.config.queue_with_namespace(mq) for mq in queues}
         if not mqs:
             raise ValidationError("Message queues can not be null or empty.")
         self._assign_mode = True
@@ -264,7 +265,7 @@ class LitePullConsumer(SubscribingConsumer):
                     continue
                 offset = state.process_queue.remove_message(request.msgs)
                 state.consume_offset = offset
-                return reset_retry_topic(request.msgs, self.config.consumer_group)
+                return reset_retry_topic(request.msgs, self.config.consumer_group, self.config.namespace)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
@@ -290,6 +291,7 @@ class LitePullConsumer(SubscribingConsumer):
     async def commit(self, offsets: dict[MessageQueue, int], persist: bool = True) -> None:
         """Commit explicit offsets (the next offset to consume per queue)."""
         store = self.offset_store
+        offsets = {self.config.queue_with_namespace(mq): offset for mq, offset in offsets.items()}
         for mq, offset in offsets.items():
             store.update_offset(mq, offset, False)
         if persist:
@@ -297,10 +299,12 @@ class LitePullConsumer(SubscribingConsumer):
 
     async def committed(self, mq: MessageQueue) -> int:
         """The committed offset of ``mq`` on the broker (or in the file); -1 if none."""
+        mq = self.config.queue_with_namespace(mq)
         return await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """Pull ``mq`` from ``offset`` next; it must be within the queue's [min, max] offsets."""
+        mq = self.config.queue_with_namespace(mq)
         state = self._assigned.get(mq)
         if state is None:
             raise ValidationError(
@@ -329,33 +333,36 @@ class LitePullConsumer(SubscribingConsumer):
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Consume ``mq`` from its first message (Java ``seekToBegin``)."""
+        mq = self.config.queue_with_namespace(mq)
         await self.seek(mq, await self.instance.min_offset(mq))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Consume ``mq`` from its end: only messages arriving from now on (Java ``seekToEnd``)."""
+        mq = self.config.queue_with_namespace(mq)
         await self.seek(mq, await self.instance.max_offset(mq))
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp: int) -> int:
         """The offset of the first message of ``mq`` stored at or after ``timestamp`` (ms)."""
-        return await self.instance.search_offset(mq, timestamp)
+        return await self.instance.search_offset(self.config.queue_with_namespace(mq), timestamp)
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
         """Stop pulling these queues until ``resume`` (buffered messages stay)."""
         for mq in mqs:
-            state = self._assigned.get(mq)
+            state = self._assigned.get(self.config.queue_with_namespace(mq))
             if state is not None:
                 state.paused = True
 
     def resume(self, mqs: Iterable[MessageQueue]) -> None:
         """Pull these paused queues again."""
         for mq in mqs:
-            state = self._assigned.get(mq)
+            state = self._assigned.get(self.config.queue_with_namespace(mq))
             if state is not None:
                 state.paused = False
 
     async def fetch_message_queues(self, topic: str) -> set[MessageQueue]:
         """The readable queues of ``topic`` (Java ``fetchMessageQueues``)."""
-        return await self.instance.fetch_subscribe_message_queues(topic)
+        queues = await self.instance.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        return {self.config.queue_without_namespace(mq) for mq in queues}
 
     # -- pull tasks -----------------------------------------------------------------------------
 

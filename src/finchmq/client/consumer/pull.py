@@ -9,6 +9,7 @@ Imports: ``finchmq.protocol`` and the client's modules.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from finchmq.client.api import MQClientAPI, PullResultExt
@@ -28,6 +29,7 @@ from finchmq.protocol.filter import MessageSelector, build_subscription_data
 from finchmq.protocol.headers import PullMessageRequestHeader, PullSysFlag
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst
+from finchmq.protocol.namespace import wrap_namespace
 from finchmq.protocol.topics import retry_topic
 
 from .base import ConsumerService, subscription_data
@@ -144,6 +146,8 @@ async def send_message_back(
     delay_level: int,
     broker_name: str | None,
     max_reconsume_times: int,
+    *,
+    namespace: str | None = None,
 ) -> None:
     """Java ``DefaultMQPushConsumerImpl.sendMessageBack``: CONSUMER_SEND_MSG_BACK to the broker
     that stored ``msg``; if that fails, the inner producer sends a copy to ``%RETRY%group``.
@@ -151,6 +155,8 @@ async def send_message_back(
     Raises:
         MQClientError: both ways failed.
     """
+    if namespace:  # the listener saw the user's topic (Java ConsumeMessageConcurrentlyService)
+        msg = replace(msg, topic=wrap_namespace(namespace, msg.topic))
     addr = instance.find_broker_address_in_publish(broker_name) if broker_name else None
     if addr is None:
         addr = str(msg.store_host)

@@ -209,7 +209,9 @@ class PushConsumer(SubscribingConsumer):
     _KIND = "push consumer"
 
     def __init__(self, config: PushConsumerConfig | str, /, **overrides: object) -> None:
-        self.config: PushConsumerConfig = make_config(PushConsumerConfig, config, "consumer_group", overrides)
+        self.config: PushConsumerConfig = make_config(
+            PushConsumerConfig, config, "consumer_group", overrides
+        ).with_namespaced_group()
         self._state = ServiceState.CREATE_JUST
         self._instance: MQClientInstance | None = None
         self._rebalance: RebalancePushImpl | None = None
@@ -222,7 +224,10 @@ class PushConsumer(SubscribingConsumer):
         ) = None
         self._pop_api: PopAPIWrapper | None = None
         self._pops: dict[MessageQueue, asyncio.Task[None]] = {}
-        self._subscription: dict[str, str | MessageSelector] = dict(self.config.subscription)
+        self._subscription: dict[str, str | MessageSelector] = {
+            self.config.with_namespace(topic): expression
+            for topic, expression in self.config.subscription.items()
+        }
         self._trace: TraceDispatcher | None = None  # with enable_msg_trace
         self._listener: object = None
         self._orderly = False
@@ -399,7 +404,8 @@ class PushConsumer(SubscribingConsumer):
 
     async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
         """The readable queues of ``topic`` (Java ``fetchSubscribeMessageQueues``)."""
-        return await self.instance.fetch_subscribe_message_queues(topic)
+        queues = await self.instance.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        return {self.config.queue_without_namespace(mq) for mq in queues}
 
     @property
     def pop_api(self) -> PopAPIWrapper:
@@ -423,6 +429,7 @@ class PushConsumer(SubscribingConsumer):
             delay_level,
             broker_name,
             self.max_reconsume_times(),
+            namespace=self.config.namespace,
         )
 
     def execute_hook_before(self, context: ConsumeMessageContext) -> None:

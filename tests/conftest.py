@@ -13,6 +13,7 @@ import pytest
 from hypothesis import settings
 
 from finchmq.remoting.loop import loop_factory
+from tests.tls_certs import tls_files  # noqa: F401 - a fixture for every test directory
 
 # No per-example deadline: a loaded machine (two suites on two cores) makes any fixed deadline a
 # timing assertion. Hypothesis still reports the slowest examples.

@@ -18,7 +18,7 @@ from finchmq.client import AdminClient, Message, NoRouteError, Producer
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from finchmq.protocol.stored import decode_stored_all
-from finchmq.remoting import RemotingClient
+from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingError
 from finchmq.testing.cluster import free_port_pair
 from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually, wait_until
@@ -236,3 +236,57 @@ def test_server_with_two_brokers_spreads_sends_over_both(tmp_path: Path) -> None
         ["pgrep", "-f", str(tmp_path / "broker-b")], check=False, capture_output=True, text=True
     )
     assert children.stdout.strip() == "", "broker-b outlived the server"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX only")
+def test_namesrv_config_file_turns_tls_on(tmp_path: Path) -> None:
+    """``finchmq namesrv -c namesrv.conf`` with ``tls.server.mode=enforcing`` (Java's test mode: a
+    self-signed certificate): a TLS client is answered, a plain one refused."""
+    port = free_port()
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text("tls.server.mode=enforcing\norderMessageEnable=true\n")
+    with open(tmp_path / "out", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "finchmq.cli", "namesrv", "-c", str(conf), "--port", str(port),
+             "--bind", "127.0.0.1", "--data-dir", str(tmp_path)],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+
+        def up() -> bool:
+            assert proc.poll() is None, (tmp_path / "out").read_text()
+            return "listening" in (tmp_path / "out").read_text()
+
+        wait_until(up, what="the name server listening")
+        assert "(TLS enforcing)" in (tmp_path / "out").read_text()
+
+        async def ask(use_tls: bool) -> int:
+            config = RemotingClientConfig(use_tls=use_tls)
+            async with RemotingClient(config) as client:
+                request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "X"})
+                return (await client.invoke(f"127.0.0.1:{port}", request, 5000)).code
+
+        assert asyncio.run(ask(True)) == ResponseCode.TOPIC_NOT_EXIST
+        with pytest.raises(RemotingError):
+            asyncio.run(ask(False))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+
+
+def test_tls_without_a_certificate_is_a_clear_startup_error(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("tls.server.mode=enforcing\ntls.test.mode.enable=false\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "finchmq.cli", "broker", "-c", str(conf), "--data-dir", str(tmp_path),
+         "--port", str(free_port()), "-n", "127.0.0.1:1"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "tls.server.certPath" in result.stderr
+    conf.write_text("tls.server.mode=strict\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "finchmq.cli", "broker", "-c", str(conf), "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and "tls.server.mode" in result.stderr, result.stderr

@@ -34,11 +34,14 @@ from finchmq.remoting import (
     ChannelGoneListener,
     ExecutorName,
     RemotingClient,
+    RemotingClientConfig,
     RemotingServer,
     RemotingServerConfig,
     RequestExecutor,
+    TlsConfig,
 )
 from finchmq.remoting.http import MetricsHttpServer
+from finchmq.remoting.tls import is_tls_key
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 
@@ -91,15 +94,24 @@ class BrokerController(AsyncService):
         *,
         config_file: Path | None = None,
         extra_properties: Mapping[str, str] | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.config_file = config_file
         self._extra_properties = dict(extra_properties or {})
+        # TLS on the broker's two remoting ports (Java: -Dtls.* / tls.config.file; here also the
+        # tls.* keys of broker.conf); HA stays plain, as Java 4.9.8's HAService is plain NIO
+        if tls is None:
+            tls = TlsConfig.from_properties(
+                {k: v for k, v in self._extra_properties.items() if is_tls_key(k)}
+            )
+        self.tls = tls
         self._config_write_lock = asyncio.Lock()
         self.server = RemotingServer(
             RemotingServerConfig(
                 bind_address=config.bind_address,
                 listen_port=config.listen_port,
                 server_channel_max_idle_time_seconds=config.server_channel_max_idle_time_seconds,
+                tls=tls,
             ),
             listener=ChannelGoneListener(self.forget_channel),  # Java ClientHousekeepingService
             name="broker",
@@ -111,6 +123,7 @@ class BrokerController(AsyncService):
                 bind_address=config.bind_address,
                 listen_port=config.listen_port - 2 if config.listen_port >= 3 else 0,
                 server_channel_max_idle_time_seconds=config.server_channel_max_idle_time_seconds,
+                tls=tls,
             ),
             listener=ChannelGoneListener(self.forget_channel),
             name="broker-fast",
@@ -135,7 +148,9 @@ class BrokerController(AsyncService):
         self.schedule_message_service = context.schedule_message_service
         self.message_request_mode_manager = context.message_request_mode_manager
         self.topic_route_info_manager = context.topic_route_info_manager
-        self.namesrv_client = RemotingClient(name="broker-outer")
+        self.namesrv_client = RemotingClient(
+            RemotingClientConfig(use_tls=tls.broker_client_uses_tls, tls=tls), name="broker-outer"
+        )
         self.outer_api = BrokerOuterAPI(self.namesrv_client)
         if config.namesrv_addrs:  # QUERY_ASSIGNMENT divides the cluster's queues, as routed
             self.topic_route_info_manager.fetch = lambda topic: (

@@ -8,8 +8,10 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Any
 
+from finchmq.cli.tls import add_tls_options, tls_client_options
 from finchmq.remoting import run
 
 __all__ = ["DEFAULT_CONSOLE_PORT", "add_console_parser", "start_console"]
@@ -17,12 +19,15 @@ __all__ = ["DEFAULT_CONSOLE_PORT", "add_console_parser", "start_console"]
 DEFAULT_CONSOLE_PORT = 8080  # rocketmq-dashboard's
 
 
-async def start_console(namesrv_addr: str, host: str, port: int) -> Any:
+async def start_console(
+    namesrv_addr: str, host: str, port: int, client_options: Mapping[str, Any] | None = None
+) -> Any:
     """Start a ``finchmq.console.Console`` (imported only when one runs: the web stack is not
-    needed by a server without a console); ``OSError`` if the port is taken."""
+    needed by a server without a console); ``OSError`` if the port is taken. ``client_options``:
+    ClientConfig settings of its clients (``use_tls``/``tls``)."""
     from finchmq.console import Console  # noqa: PLC0415  (the web stack loads only when used)
 
-    console = Console(namesrv_addr, host=host, port=port)
+    console = Console(namesrv_addr, host=host, port=port, client_options=client_options)
     await console.start()
     return console
 
@@ -52,6 +57,7 @@ def add_console_parser(commands: Any) -> None:
         default="127.0.0.1",
         help="listen address (default 127.0.0.1: this machine only; the console has no login)",
     )
+    add_tls_options(parser)
     parser.set_defaults(handler=_run_console)
 
 
@@ -60,7 +66,7 @@ async def _console_main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    console = await start_console(args.namesrv, args.bind, args.port)
+    console = await start_console(args.namesrv, args.bind, args.port, tls_client_options(args))
     try:
         print(f"finchmq console at {console.url} for name servers {args.namesrv}", flush=True)
         await stop.wait()

@@ -29,7 +29,8 @@ from finchmq.common.metrics import MetricsExporterType
 from finchmq.grpc import GrpcServer
 from finchmq.grpc.config import GrpcConfig
 from finchmq.namesrv import NamesrvConfig, NamesrvController
-from finchmq.remoting import parse_addr, run
+from finchmq.remoting import TlsConfig, TlsConfigError, parse_addr, run
+from finchmq.remoting.tls import is_tls_key
 from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 from finchmq.testing.cluster import BrokerProcess
@@ -78,7 +79,10 @@ def load_broker_config(
     base_broker = BrokerConfig(broker_ip1=host_address())
     base_store = MessageStoreConfig(store_path_root_dir=default_store_dir)
     try:
-        broker, rest = config_from_properties(base_broker, props)
+        tls_properties(props)  # the tls.* keys: checked here, read by the broker
+        broker, rest = config_from_properties(
+            base_broker, {k: v for k, v in props.items() if not is_tls_key(k)}
+        )
         store, unknown = base_store.with_properties(rest)
     except SettingsError as exc:
         source = f" in {conf_file}" if conf_file else ""
@@ -98,11 +102,40 @@ def load_broker_config(
     return broker, store, props
 
 
+def tls_properties(props: dict[str, str]) -> TlsConfig:
+    """The ``tls.*`` keys of a config file (and ``tls.config.file``'s); ConfigError if bad."""
+    try:
+        return TlsConfig.from_properties({k: v for k, v in props.items() if is_tls_key(k)})
+    except TlsConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def load_namesrv_config(conf_file: Path | None, base: NamesrvConfig) -> tuple[NamesrvConfig, TlsConfig]:
+    """A namesrv.conf (Java ``mqnamesrv -c``): NamesrvConfig keys and the ``tls.*`` keys."""
+    if conf_file is None:
+        return base, TlsConfig()
+    try:
+        props = parse_properties(conf_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the name server config {conf_file}: {exc.strerror}") from None
+    tls = tls_properties(props)
+    try:
+        config, unknown = config_from_properties(base, {k: v for k, v in props.items() if not is_tls_key(k)})
+    except SettingsError as exc:
+        raise ConfigError(f"bad name server configuration in {conf_file}: {exc}") from None
+    for key in sorted(unknown):
+        log.warning("unknown name server config key %r ignored (value %r)", key, unknown[key])
+    return config, tls
+
+
 def add_server_parsers(commands: Any) -> None:
     namesrv = commands.add_parser(
         "namesrv",
         help="run a name server",
         description="Run a RocketMQ-compatible name server.",
+    )
+    namesrv.add_argument(
+        "-c", "--config", type=Path, help="namesrv.conf: NamesrvConfig keys and tls.* (TLS) settings"
     )
     namesrv.add_argument("--port", type=int, default=9876, help="listen port (default 9876)")
     namesrv.add_argument("--bind", default="0.0.0.0", help="listen address (default 0.0.0.0)")
@@ -239,21 +272,24 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-async def _namesrv_main(args: argparse.Namespace) -> None:
-    config = NamesrvConfig(
+async def _namesrv_main(args: argparse.Namespace, config: NamesrvConfig, tls: TlsConfig) -> None:
+    stop = _stop_on_signal()
+    async with NamesrvController(config, tls=tls) as namesrv:
+        _print(f"finchmq name server listening on {namesrv.address} (TLS {tls.server_mode.value})")
+        if namesrv.metrics_server is not None:
+            _print(f"metrics at {namesrv.metrics_server.url}")
+        await stop.wait()
+        _print("finchmq name server shutting down")
+
+
+def _namesrv_config(args: argparse.Namespace) -> NamesrvConfig:
+    return NamesrvConfig(
         listen_port=args.port,
         bind_address=args.bind,
         kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
         metrics_exporter_type=MetricsExporterType.PROM if args.metrics_port else MetricsExporterType.DISABLE,
         metrics_prom_exporter_port=args.metrics_port or 5558,
     )
-    stop = _stop_on_signal()
-    async with NamesrvController(config) as namesrv:
-        _print(f"finchmq name server listening on {namesrv.address}")
-        if namesrv.metrics_server is not None:
-            _print(f"metrics at {namesrv.metrics_server.url}")
-        await stop.wait()
-        _print("finchmq name server shutting down")
 
 
 def load_grpc_config(
@@ -377,8 +413,12 @@ def _run_proxy(args: argparse.Namespace) -> int:
 
 
 def _run_namesrv(args: argparse.Namespace) -> int:
-    run(_namesrv_main(args))
-    return 0
+    try:
+        config, tls = load_namesrv_config(args.config, _namesrv_config(args))
+    except ConfigError as exc:
+        print(f"finchmq namesrv: {exc}", file=sys.stderr)
+        return 2
+    return _run_or_report(_namesrv_main(args, config, tls))
 
 
 def _run_broker(args: argparse.Namespace) -> int:
@@ -405,12 +445,14 @@ async def _server_main(
 ) -> None:
     began = time.monotonic()
     stop = _stop_on_signal()
+    tls = tls_properties(props)  # broker.conf's tls.* keys serve both servers of the process
     namesrv = NamesrvController(
         NamesrvConfig(
             listen_port=args.namesrv_port,
             bind_address=args.bind,
             kv_config_path=args.data_dir / "namesrv" / "kvConfig.json",
-        )
+        ),
+        tls=tls,
     )
     await namesrv.start()
     broker_config = replace(broker_config, namesrv_addr=namesrv.address)
@@ -430,7 +472,9 @@ async def _server_main(
             metrics_prom_exporter_port=metrics_port,
             metrics_prom_exporter_host=host,
         )
-    broker = BrokerController(broker_config, store_config, config_file=args.config, extra_properties=props)
+    broker = BrokerController(
+        broker_config, store_config, config_file=args.config, extra_properties=props, tls=tls
+    )
     if broker.metrics is not None:
         broker.metrics_collectors.append(namesrv.enable_metrics().write)
     console = None
@@ -458,7 +502,7 @@ async def _server_main(
             explicit=explicit,
             cluster_namesrv=namesrv.address if args.brokers > 1 else None,
         )
-        console = await _start_console(args, namesrv.address)
+        console = await _start_console(args, namesrv.address, tls)
         _print(
             f"ready in {(time.monotonic() - began) * 1000:.0f} ms; clients use namesrvAddr={namesrv.address}"
         )
@@ -517,14 +561,16 @@ def _can_listen(host: str, port: int) -> bool:
     return True
 
 
-async def _start_console(args: argparse.Namespace, namesrv_addr: str) -> Any:
+async def _start_console(args: argparse.Namespace, namesrv_addr: str, tls: TlsConfig) -> Any:
     """The embedded web console, unless ``--console-port 0``. The default port taken is a
     warning (the server runs on without a console); a port the user asked for is an error."""
     port = DEFAULT_CONSOLE_PORT if args.console_port is None else args.console_port
     if port == 0:
         return None
     try:
-        console = await start_console(namesrv_addr, args.console_bind, port)
+        # the console's clients talk to this process's servers as the broker does (TLS if enforcing)
+        options = {"use_tls": tls.broker_client_uses_tls, "tls": tls}
+        console = await start_console(namesrv_addr, args.console_bind, port, options)
     except OSError as exc:
         if args.console_port is not None:
             raise OSError(exc.errno, f"web console port {port}: {exc.strerror}") from exc
@@ -563,4 +609,7 @@ def _run_or_report(main: Any) -> int:
     except RuntimeError as exc:  # e.g. the store directory is locked by another process
         print(f"finchmq: cannot start: {exc}", file=sys.stderr)
         return 1
+    except TlsConfigError as exc:  # e.g. tls.server.certPath missing with tls.test.mode.enable=false
+        print(f"finchmq: cannot start: {exc}", file=sys.stderr)
+        return 2
     return 0

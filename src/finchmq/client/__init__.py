@@ -18,6 +18,7 @@ from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel, MessageReque
 from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst
+from finchmq.remoting.tls import TlsConfig, TlsMode
 
 from .admin import AdminClient
 from .allocate import (
@@ -175,6 +176,8 @@ __all__ = [
     "SessionCredentials",
     "SimpleConsumer",
     "SimpleConsumerConfig",
+    "TlsConfig",
+    "TlsMode",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

@@ -5,7 +5,8 @@ Owns: ``ClientConfig`` (Java ``ClientConfig``), ``ProducerConfig`` (``DefaultMQP
 (``DefaultLitePullConsumer``), ``PullConsumerConfig`` (``DefaultMQPullConsumer``) and
 ``SimpleConsumerConfig`` (the 5.x SDKs' ``SimpleConsumer``, over POP); the bases
 ``ConsumerConfig`` and ``SubscribingConsumerConfig`` hold what several of them have.
-Imports: ``finchmq.protocol`` and the pure ``allocate`` module.
+Imports: ``finchmq.protocol``, the pure ``allocate`` module and ``finchmq.remoting.tls`` (the
+``tls.*`` settings).
 
 Every config is a frozen, slotted, keyword-only dataclass; ``__post_init__`` raises ``ValueError``
 naming the field and the value, with Java's wording where Java has a check ("consumeThreadMin Out
@@ -32,6 +33,7 @@ from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import MessageQueue
 from finchmq.protocol.namespace import NAMESPACE_SEPARATOR, without_namespace, wrap_namespace
 from finchmq.protocol.topics import DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP, validate_group
+from finchmq.remoting.tls import TlsConfig
 
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 
@@ -140,10 +142,17 @@ class ClientConfig:
     customized_trace_topic: str | None = None  # default RMQ_SYS_TRACE_TOPIC
     # ACL 1.0: sign every request with these keys (Java AclClientRPCHook); None sends unsigned
     session_credentials: SessionCredentials | None = None
+    # TLS (Java useTLS, default tls.enable): connect to name servers and brokers with TLS, with
+    # the tls.client.* settings of ``tls`` (TlsConfig.from_properties reads Java's names and
+    # tls.config.file); the default TlsConfig is Java's test mode: any server is trusted
+    use_tls: bool = False
+    tls: TlsConfig = field(default_factory=TlsConfig)
     # Java ClientConfig.namespace: topics and groups go to the broker as "namespace%name"
     namespace: str | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.tls, TlsConfig):
+            raise ValueError(f"tls must be a TlsConfig, got {type(self.tls).__name__}")
         if self.namespace is not None and (
             not self.namespace.strip() or NAMESPACE_SEPARATOR in self.namespace
         ):

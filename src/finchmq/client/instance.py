@@ -58,6 +58,7 @@ from finchmq.protocol.message import (
 )
 from finchmq.protocol.topics import CLIENT_INNER_PRODUCER_GROUP, is_retry_topic
 from finchmq.remoting import ExecutorName, RemotingClient, RemotingClientConfig, RequestExecutor
+from finchmq.remoting.tls import TlsConfig
 
 from .api import MQClientAPI
 from .config import ClientConfig, ProducerConfig
@@ -238,9 +239,10 @@ class MQProducerInner(Protocol):
         ...
 
 
-# keyed by client id and credentials: clients signing with other keys never share connections
-# (Java keys by client id only, so the first client's RPC hook signs for all of them)
-_InstanceKey = tuple[str, SessionCredentials | None]
+# keyed by client id, credentials and TLS: clients signing with other keys, or with other TLS
+# settings, never share connections (Java keys by client id only, so the first client's RPC hook
+# and TLS settings serve all of them)
+_InstanceKey = tuple[str, SessionCredentials | None, bool, TlsConfig]
 _INSTANCES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_InstanceKey, MQClientInstance]] = (
     weakref.WeakKeyDictionary()
 )
@@ -257,6 +259,8 @@ class MQClientInstance:
             RemotingClientConfig(
                 connect_timeout_millis=config.connect_timeout_millis,
                 client_channel_max_idle_time_seconds=config.client_channel_max_idle_time_seconds,
+                use_tls=config.use_tls,
+                tls=config.tls,
             ),
             name=f"client-{client_id}",
             # Java AclClientRPCHook: every request is signed for the broker's ACL
@@ -298,7 +302,7 @@ class MQClientInstance:
         loop = asyncio.get_running_loop()
         table = _INSTANCES.setdefault(loop, {})
         client_id = config.build_mq_client_id()
-        key = (client_id, config.session_credentials)
+        key = (client_id, config.session_credentials, config.use_tls, config.tls)
         instance = table.get(key)
         if instance is None or instance.state is ServiceState.SHUTDOWN_ALREADY:
             instance = cls(config, client_id)
@@ -312,7 +316,7 @@ class MQClientInstance:
         except RuntimeError:
             return
         table = _INSTANCES.get(loop)
-        key = (self.client_id, self.config.session_credentials)
+        key = (self.client_id, self.config.session_credentials, self.config.use_tls, self.config.tls)
         if table is not None and table.get(key) is self:
             del table[key]
 

@@ -13,8 +13,9 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 
@@ -47,11 +48,16 @@ class Console:
         host: str = "127.0.0.1",
         sample_interval: float = 10.0,
         sample_window: float = 3600.0,
+        client_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
-        self.service = ConsoleService(namesrv_addr, instance_name=f"finchmq-console-{os.getpid()}-{id(self)}")
+        self.service = ConsoleService(
+            namesrv_addr,
+            instance_name=f"finchmq-console-{os.getpid()}-{id(self)}",
+            client_options=client_options,  # e.g. use_tls/tls for a TLS cluster
+        )
         self.sampler = Sampler(self.service.admin, interval=sample_interval, window=sample_window)
         self._socket: socket.socket | None = None
         self._server: _Server | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from finchmq.client import (
@@ -74,12 +75,22 @@ def _standard(obj: Any) -> Any:
 
 class ConsoleService:
     """The console's operations on one cluster, given its name server addresses
-    (``"host:port;host:port"``). ``start``/``close`` (or ``async with``)."""
+    (``"host:port;host:port"``). ``start``/``close`` (or ``async with``). ``client_options`` are
+    ``ClientConfig`` settings for every client it opens (e.g. ``use_tls``/``tls``)."""
 
-    def __init__(self, namesrv_addr: str, *, instance_name: str = "finchmq-console") -> None:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        *,
+        instance_name: str = "finchmq-console",
+        client_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.namesrv_addr = namesrv_addr
         self.instance_name = instance_name
-        self.admin = AdminClient(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self.client_options = dict(client_options or {})
+        self.admin = AdminClient(
+            namesrv_addr=namesrv_addr, instance_name=instance_name, **self.client_options
+        )
         self._producers: dict[bool, Producer] = {}
         self._consumer: PullConsumer | None = None
         self._lock = asyncio.Lock()
@@ -110,6 +121,7 @@ class ConsoleService:
                     namesrv_addr=self.namesrv_addr,
                     instance_name=f"{self.instance_name}-trace" if trace else self.instance_name,
                     enable_msg_trace=trace,
+                    **self.client_options,
                 )
                 await producer.start()
                 self._producers[trace] = producer
@@ -119,7 +131,10 @@ class ConsoleService:
         async with self._lock:
             if self._consumer is None:
                 consumer = PullConsumer(
-                    TOOLS_CONSUMER_GROUP, namesrv_addr=self.namesrv_addr, instance_name=self.instance_name
+                    TOOLS_CONSUMER_GROUP,
+                    namesrv_addr=self.namesrv_addr,
+                    instance_name=self.instance_name,
+                    **self.client_options,
                 )
                 await consumer.start()
                 self._consumer = consumer

@@ -21,6 +21,7 @@ from finchmq.remoting import (
     RemotingServer,
     RemotingServerConfig,
     RequestExecutor,
+    TlsConfig,
 )
 from finchmq.remoting.http import MetricsHttpServer
 
@@ -38,8 +39,11 @@ log = logging.getLogger(__name__)
 class NamesrvController(AsyncService):
     """A running name server: ``await start()``, ``await close()``, or ``async with``."""
 
-    def __init__(self, config: NamesrvConfig | None = None) -> None:
+    def __init__(self, config: NamesrvConfig | None = None, *, tls: TlsConfig | None = None) -> None:
+        """``tls``: the ``tls.*`` settings (Java's system properties); None = Java's defaults
+        (permissive, test mode)."""
         self.config = config or NamesrvConfig()
+        self.tls = tls or TlsConfig()
         self.routes = RouteInfoManager()
         self.kv = KVConfigManager(self.config.kv_config_path)
         self.processor = DefaultRequestProcessor(self.config, self.routes, self.kv)
@@ -48,6 +52,7 @@ class NamesrvController(AsyncService):
                 bind_address=self.config.bind_address,
                 listen_port=self.config.listen_port,
                 server_channel_max_idle_time_seconds=self.config.server_channel_max_idle_time_seconds,
+                tls=self.tls,
             ),
             listener=ChannelGoneListener(self._broker_channel_gone),  # Java BrokerHousekeepingService
             name="namesrv",

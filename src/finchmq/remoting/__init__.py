@@ -29,6 +29,7 @@ from .processor import (
 )
 from .routing import Answer, ExecutorName, Later, RequestProcessor, RequestRefused, handles
 from .server import RemotingServer
+from .tls import TlsConfig, TlsConfigError, TlsMode
 
 __all__ = [
     "HAVE_UVLOOP",
@@ -60,6 +61,9 @@ __all__ = [
     "RequestProcessor",
     "RequestRefused",
     "RpcHook",
+    "TlsConfig",
+    "TlsConfigError",
+    "TlsMode",
     "handles",
     "loop_factory",
     "parse_addr",

@@ -9,13 +9,15 @@ Strategy:
     closed after ``client_channel_max_idle_time_seconds`` without traffic. Servers may call the
     client: register processors on ``dispatcher`` (e.g. NOTIFY_CONSUMER_IDS_CHANGED). An
     ``rpc_hook`` (Java ``RPCHook.doBeforeRequest``) rewrites every request before it is sent, e.g.
-    to sign it for the broker's ACL.
+    to sign it for the broker's ACL. With ``use_tls`` (Java ``useTLS``/``tls.enable``) every
+    connection runs TLS with the ``tls.client.*`` settings (``tls.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -67,6 +69,8 @@ class RemotingClient(RemotingEndpoint):
         self._async_semaphore = asyncio.Semaphore(self.config.client_async_semaphore_value)
         self._oneway_semaphore = asyncio.Semaphore(self.config.client_oneway_semaphore_value)
         self._started = False
+        # raises TlsConfigError (naming the setting) for a certificate that cannot be loaded
+        self._ssl_context = self.config.tls.client_context() if self.config.use_tls else None
 
     async def start(self) -> None:
         """Start the executors and the idle scan (also done by the first call)."""
@@ -114,9 +118,15 @@ class RemotingClient(RemotingEndpoint):
                     ),
                     host,
                     port,
+                    ssl=self._ssl_context,
                 )
         except (OSError, TimeoutError, ValueError) as exc:
             detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+            if self._ssl_context is not None and isinstance(exc, (ssl.SSLError, ConnectionResetError)):
+                detail = (
+                    f"TLS handshake failed: {detail} (does the server serve TLS, see tls.server.mode; "
+                    "does it trust this client, see tls.client.certPath/keyPath?)"
+                )
             error = RemotingConnectError(f"connect to {addr} failed: {detail}", addr)
             error.__cause__ = exc
             if not result.done():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from finchmq.protocol.codec import DEFAULT_MAX_FRAME_SIZE
+
+from .tls import TlsConfig
 
 __all__ = ["RemotingClientConfig", "RemotingServerConfig"]
 
@@ -23,8 +25,11 @@ class RemotingServerConfig:
     server_oneway_semaphore_value: int = 256
     server_socket_backlog: int = 1024
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE  # bytes; Java frameMaxLength
+    tls: TlsConfig = field(default_factory=TlsConfig)  # tls.server.mode etc. (Java: system properties)
+    tls_handshake_timeout_seconds: float = 10.0  # s; a TLS client's handshake (Netty's default)
 
     def __post_init__(self) -> None:
+        _positive("tls_handshake_timeout_seconds", self.tls_handshake_timeout_seconds)
         if not 0 <= self.listen_port <= 65535:
             raise ValueError(f"listen_port must be in 0..65535, got {self.listen_port!r}")
         if self.server_channel_max_idle_time_seconds < 0:
@@ -44,6 +49,8 @@ class RemotingClientConfig:
     client_async_semaphore_value: int = 65535
     client_oneway_semaphore_value: int = 65535
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE  # bytes
+    use_tls: bool = False  # Java NettyClientConfig.useTLS (tls.enable)
+    tls: TlsConfig = field(default_factory=TlsConfig)  # tls.client.* when use_tls
 
     def __post_init__(self) -> None:
         _positive("connect_timeout_millis", self.connect_timeout_millis)

@@ -74,7 +74,9 @@ class RemotingConnection(asyncio.Protocol):
         listener: ChannelEventListener | None = None,
         max_frame_size: int,
         on_lost: _LostCallback | None = None,
+        first_bytes: _FirstBytesHook | None = None,
     ) -> None:
+        self._first_bytes = first_bytes
         self._codec = RemotingCodec(max_frame_size=max_frame_size)
         self._dispatcher = dispatcher
         self._listener = listener
@@ -104,6 +106,9 @@ class RemotingConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._transport is not None:  # TLS started on our connection: its transport takes over
+            self._transport = transport  # type: ignore[assignment]
+            return
         self._transport = transport  # type: ignore[assignment]  # a TCP transport (uvloop's is not a subclass)
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -116,6 +121,10 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        if self._first_bytes is not None:
+            hook, self._first_bytes = self._first_bytes, None
+            if self._transport is not None and hook(self, self._transport, data):
+                return
         self._codec.receive_data(data)
         if not self._requests_paused:
             self._process_frames()
@@ -401,3 +410,9 @@ class RemotingConnection(asyncio.Protocol):
 
 class _LostCallback(Protocol):
     def __call__(self, conn: RemotingConnection, /) -> None: ...
+
+
+class _FirstBytesHook(Protocol):
+    """Sees a connection's first bytes; true if it took them (a server's TLS sniffing)."""
+
+    def __call__(self, conn: RemotingConnection, transport: asyncio.Transport, data: bytes, /) -> bool: ...

@@ -17,7 +17,8 @@ from finchmq.common import config_from_properties
 from finchmq.grpc import GrpcServer
 from finchmq.grpc.config import GrpcConfig
 from finchmq.namesrv import NamesrvConfig, NamesrvController
-from finchmq.remoting import loop_factory
+from finchmq.remoting import TlsConfig, loop_factory
+from finchmq.remoting.tls import is_tls_key
 from finchmq.store import MessageStoreConfig
 
 __all__ = ["EmbeddedServer"]
@@ -82,18 +83,21 @@ class EmbeddedServer:
         self._loop = asyncio.get_running_loop()
         self._stop_requested = asyncio.Event()
         try:
+            tls_props = {k: v for k, v in self.broker_properties.items() if is_tls_key(k)}
+            tls = TlsConfig.from_properties(tls_props)  # tls.* keys serve both servers, as in finchmq server
             namesrv = NamesrvController(
                 NamesrvConfig(
                     listen_port=0,
                     bind_address="127.0.0.1",
                     kv_config_path=self.data_dir / "namesrv" / "kvConfig.json",
-                )
+                ),
+                tls=tls,
             )
             await namesrv.start()
             self.namesrv = namesrv
             broker_config, rest = config_from_properties(
                 BrokerConfig(listen_port=0, bind_address="127.0.0.1", broker_ip1="127.0.0.1"),
-                self.broker_properties,
+                {k: v for k, v in self.broker_properties.items() if k not in tls_props},
             )
             broker_config = replace(broker_config, namesrv_addr=namesrv.address)
             store_config, unknown = MessageStoreConfig(
@@ -101,7 +105,7 @@ class EmbeddedServer:
             ).with_properties(rest)
             if unknown:
                 raise ValueError(f"unknown broker.conf keys: {sorted(unknown)}")
-            broker = BrokerController(broker_config, store_config)
+            broker = BrokerController(broker_config, store_config, tls=tls)
             self.broker = broker
             await broker.start()
             self.namesrv_addr = namesrv.address

@@ -75,13 +75,11 @@ def _cluster_rt(args: argparse.Namespace, portal: Portal) -> Result:
     """mqadmin ``clusterRT``: ``amount`` sync sends to each broker's own topic, the average RT
     leaving the first send out, every ``interval`` seconds (forever unless --rounds)."""
     with (
-        BlockingAdminClient(
-            namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
-        ) as admin,
+        BlockingAdminClient(namesrv_addr=args.namesrv, **args.client_options, portal=portal) as admin,
         BlockingProducer(
             str(int(time.time() * 1000)),
             namesrv_addr=args.namesrv,
-            session_credentials=args.credentials,
+            **args.client_options,
             instance_name=f"cli-{os.getpid()}",
             portal=portal,
         ) as producer,

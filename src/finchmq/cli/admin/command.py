@@ -93,7 +93,7 @@ class CommandFamily:
         def register(handler: AdminHandler) -> AdminHandler:
             def run(args: argparse.Namespace, portal: Portal) -> Result:
                 with BlockingAdminClient(
-                    namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+                    namesrv_addr=args.namesrv, **args.client_options, portal=portal
                 ) as admin:
                     return handler(admin, args)
 

@@ -174,7 +174,7 @@ def _tools_consumer(args: argparse.Namespace, portal: Portal) -> BlockingPullCon
     return BlockingPullConsumer(
         TOOLS_CONSUMER_GROUP,
         namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
+        **args.client_options,
         instance_name=f"cli-{os.getpid()}",
         portal=portal,
     )
@@ -196,9 +196,7 @@ def _query_msg_by_offset(args: argparse.Namespace, portal: Portal) -> Result:
     if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
         raise ValueError(f"no message at {mq.topic}/{mq.broker_name}/{mq.queue_id} offset {args.offset}")
     msg = result.msg_found_list[0]
-    with BlockingAdminClient(
-        namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
-    ) as admin:
+    with BlockingAdminClient(namesrv_addr=args.namesrv, **args.client_options, portal=portal) as admin:
         return message_dict(msg), _java_detail(admin, msg, offset_id=True)
 
 
@@ -220,7 +218,7 @@ def _send_message(args: argparse.Namespace, portal: Portal) -> Result:
     with BlockingProducer(
         args.producer_group,
         namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
+        **args.client_options,
         instance_name=f"cli-{os.getpid()}",
         portal=portal,
     ) as producer:
@@ -256,7 +254,7 @@ def _consume_message(args: argparse.Namespace, portal: Portal) -> Result:
     with BlockingPullConsumer(
         args.consumer_group,
         namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
+        **args.client_options,
         instance_name=f"cli-{os.getpid()}",
         portal=portal,
     ) as consumer:
@@ -399,7 +397,7 @@ def _check_msg_send_rt(args: argparse.Namespace, portal: Portal) -> Result:
     with BlockingProducer(
         "PID_SMSC",
         namesrv_addr=args.namesrv,
-        session_credentials=args.credentials,
+        **args.client_options,
         instance_name=f"cli-{os.getpid()}",
         portal=portal,
     ) as producer:

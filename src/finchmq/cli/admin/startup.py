@@ -2,7 +2,9 @@
 families: each command's sub-parser, options and handler come from its one declaration.
 
 Strategy: every command runs on the default ``Portal`` with the credentials of
-``--access-key``/``--secret-key`` or ``$ROCKETMQ_HOME/conf/tools.yml``. Exit status: 0 on
+``--access-key``/``--secret-key`` or ``$ROCKETMQ_HOME/conf/tools.yml``, and with TLS when
+``--tls`` is given (mqadmin's ``-Dtls.enable=true``; the ``tls.client.*`` settings come from
+``--tls-config``, mqadmin's ``-Dtls.config.file``). Exit status: 0 on
 success, 1 when the cluster answers with an error, 2 for bad arguments (messages on stderr).
 """
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from finchmq.cli.tls import add_tls_options, tls_client_options
 from finchmq.client import MQClientError, SessionCredentials
 from finchmq.client.sync import Portal
 
@@ -76,6 +79,7 @@ def _run(command: Command, args: argparse.Namespace) -> int:
     portal = Portal.default()
     try:
         args.credentials = _session_credentials(args)
+        args.client_options = {"session_credentials": args.credentials, **tls_client_options(args)}
         data, text = command.run(args, portal)
     except (MQClientError, TimeoutError) as exc:
         print(f"{name} failed: {exc}", file=sys.stderr)
@@ -119,6 +123,7 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         default=os.environ.get("ROCKETMQ_SECRET_KEY"),
         help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
     )
+    add_tls_options(common)
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         parser = sub.add_parser(command.name, parents=[common], help=command.help, description=command.help)

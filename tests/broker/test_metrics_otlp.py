@@ -22,8 +22,9 @@ from finchmq.broker.metrics import MESSAGE_SIZE_BUCKETS
 from finchmq.common.otlp import INSTALL_HINT
 from finchmq.protocol import ResponseCode
 from finchmq.remoting import RemotingClient
+from tests.cli.test_servers import Server
 from tests.client.conftest import TEST_BROKER
-from tests.waiting import eventually
+from tests.waiting import eventually, wait_until
 
 from .conftest import Broker
 
@@ -200,3 +201,33 @@ def test_without_the_extra_start_up_says_what_to_install(tmp_path: Path) -> None
     assert result.returncode != 0
     assert INSTALL_HINT in result.stderr, result.stderr
     assert "pip install 'finchmq[otlp]'" in result.stderr
+
+
+def test_finchmq_server_pushes_both_servers_figures(collector: tuple[Collector, int], tmp_path: Path) -> None:
+    receiver, port = collector
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "metricsExporterType=OTLP_GRPC\n"
+        f"metricsGrpcExporterTarget=http://127.0.0.1:{port}\n"
+        "metricGrpcExporterIntervalInMills=200\n"
+    )
+    server = Server(tmp_path / "data", "-c", str(conf))
+    try:
+        server.wait_ready()
+        assert f"metrics pushed over OTLP to http://127.0.0.1:{port}" in server.output()
+        assert "metrics at" not in server.output()  # no Prometheus endpoint (and no default port taken)
+
+        def node_types() -> set[object] | None:
+            latest = receiver.latest()
+            if latest is None:
+                return None
+            found = {
+                attrs(p.attributes).get("node_type")
+                for metric in metrics_of(latest[0]).values()
+                for p in points(metric)
+            }
+            return found if {"broker", "nameserver"} <= found else None
+
+        wait_until(node_types, what="an export with the broker's and the name server's figures")
+    finally:
+        assert server.stop() == 0

@@ -168,7 +168,8 @@ def test_metrics_settings_are_validated_with_the_key_in_the_message() -> None:
     for props, words in (
         ({"metricsPromExporterPort": "70000"}, "metricsPromExporterPort"),
         ({"metricsPromExporterPort": "x"}, "metricsPromExporterPort"),
-        ({"metricsExporterType": "OTLP_GRPC"}, "use PROM"),
+        ({"metricsExporterType": "LOG"}, "use PROM"),
+        ({"metricsExporterType": "OTLP_GRPC"}, "metricsGrpcExporterTarget"),
         ({"metricsExporterType": "GRAPHITE"}, "metricsExporterType"),
         ({"metricsLabel": "no-colon"}, "metricsLabel"),
     ):

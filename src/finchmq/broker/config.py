@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 
 from finchmq.common.metrics import MetricsExporterType
+from finchmq.common.otlp import parse_otlp_headers
+from finchmq.common.settings import snake_to_camel
 from finchmq.protocol.bodies import MessageRequestMode
 
 __all__ = ["BrokerConfig", "MetricsExporterType"]
@@ -122,12 +124,17 @@ class BrokerConfig:
     recall_message_enable: bool = False
     allow_recall_when_broker_not_writeable: bool = True
 
-    # metrics (Java 5.x keys): PROM serves GET /metrics in Prometheus' text format, see
+    # metrics (Java 5.x keys): PROM serves GET /metrics in Prometheus' text format, OTLP_GRPC
+    # pushes the same figures to an OpenTelemetry collector (the otlp extra), see
     # docs/metrics.md; an empty host means bindAddress; metricsLabel adds "k:v,k2:v2" labels
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     metrics_prom_exporter_host: str = ""
     metrics_prom_exporter_port: int = 5557  # 0 = any free port
     metrics_label: str = ""
+    metrics_grpc_exporter_target: str = ""  # host:port (TLS) or http://host:port (plain)
+    metrics_grpc_exporter_header: str = ""  # "k:v,k2:v2", sent as gRPC metadata
+    metric_grpc_exporter_time_out_in_mills: int = 3000
+    metric_grpc_exporter_interval_in_mills: int = 60_000
 
     # 5.x: POP (broker/pop/, docs/pop.md), Java 5.3.3's keys and defaults
     ack_message_thread_pool_nums: int = 16
@@ -200,11 +207,21 @@ class BrokerConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if self.metrics_exporter_type not in (MetricsExporterType.DISABLE, MetricsExporterType.PROM):
+        if self.metrics_exporter_type is MetricsExporterType.LOG:
             raise ValueError(
-                f"metricsExporterType {self.metrics_exporter_type.name} is not supported by finchmq: "
-                "use PROM (Prometheus, GET /metrics) or DISABLE"
+                "metricsExporterType LOG is not supported by finchmq: "
+                "use PROM (Prometheus, GET /metrics), OTLP_GRPC or DISABLE"
             )
+        if self.metrics_exporter_type is MetricsExporterType.OTLP_GRPC:
+            if not self.metrics_grpc_exporter_target.strip():
+                raise ValueError(
+                    "metricsExporterType=OTLP_GRPC needs metricsGrpcExporterTarget: the collector's "
+                    "host:port (TLS) or http://host:port (plain)"
+                )
+            parse_otlp_headers(self.metrics_grpc_exporter_header)
+            for name in ("metric_grpc_exporter_time_out_in_mills", "metric_grpc_exporter_interval_in_mills"):
+                if getattr(self, name) <= 0:
+                    raise ValueError(f"{snake_to_camel(name)} must be > 0, got {getattr(self, name)!r}")
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ValueError(
                 f"metricsPromExporterPort must be in 0..65535, got {self.metrics_prom_exporter_port!r}"

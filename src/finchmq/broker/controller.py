@@ -23,6 +23,7 @@ from typing import Any
 from finchmq.common import config_from_properties, config_to_properties, format_properties, write_atomically
 from finchmq.common.lifecycle import AsyncService
 from finchmq.common.metrics import CONTENT_TYPE, Exposition, MetricsExporterType
+from finchmq.common.otlp import OtlpMetricsExporter
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol._json import java_double
 from finchmq.protocol.bodies import DataVersion, PermName, TopicConfigSerializeWrapper
@@ -298,13 +299,24 @@ class BrokerController(AsyncService):
             ],
         )
 
-        # metricsExporterType=PROM: GET /metrics (docs/metrics.md); ``metrics_collectors`` add
-        # figures of others in the process (the embedded name server's) to the same endpoint
+        # metricsExporterType=PROM: GET /metrics; OTLP_GRPC: the same figures pushed to a
+        # collector (docs/metrics.md); ``metrics_collectors`` add figures of others in the
+        # process (the embedded name server's) to the same endpoint or export
         self.metrics: BrokerMetrics | None = None
         self.metrics_server: MetricsHttpServer | None = None
+        self.metrics_exporter: OtlpMetricsExporter | None = None
         self.metrics_collectors: list[Callable[[Exposition], None]] = []
-        if config.metrics_exporter_type is MetricsExporterType.PROM:
+        if config.metrics_exporter_type in (MetricsExporterType.PROM, MetricsExporterType.OTLP_GRPC):
             self.metrics = BrokerMetrics(self)
+        if config.metrics_exporter_type is MetricsExporterType.OTLP_GRPC:
+            # raises OtlpUnavailableError, saying what to install, without the otlp extra
+            self.metrics_exporter = OtlpMetricsExporter(
+                self.collect_metrics,
+                target=config.metrics_grpc_exporter_target,
+                headers=config.metrics_grpc_exporter_header,
+                timeout_ms=config.metric_grpc_exporter_time_out_in_mills,
+                interval_ms=config.metric_grpc_exporter_interval_in_mills,
+            )
 
         self._tasks = BackgroundTasks("broker")  # one-off work (registrations, notifications)
         self._periodic = BackgroundTasks("broker-periodic")  # stopped first at close
@@ -423,6 +435,9 @@ class BrokerController(AsyncService):
         if metrics is None:
             return
         metrics.install()
+        if self.metrics_exporter is not None:
+            self.metrics_exporter.start()
+            return
         config = self.config
         self.metrics_server = MetricsHttpServer(
             config.metrics_prom_exporter_host or config.bind_address,
@@ -433,13 +448,17 @@ class BrokerController(AsyncService):
         )
         await self.metrics_server.start()
 
-    def render_metrics(self) -> bytes:
-        """The ``/metrics`` body: the broker's figures and those of ``metrics_collectors``."""
-        out = Exposition()
+    def collect_metrics(self, out: Exposition) -> None:
+        """Write the broker's figures and those of ``metrics_collectors`` to ``out``."""
         if self.metrics is not None:
             self.metrics.write(out)
         for collect in self.metrics_collectors:
             collect(out)
+
+    def render_metrics(self) -> bytes:
+        """The ``/metrics`` body: the broker's figures and those of ``metrics_collectors``."""
+        out = Exposition()
+        self.collect_metrics(out)
         return out.render()
 
     def _load(self) -> None:
@@ -479,6 +498,8 @@ class BrokerController(AsyncService):
             )
         if self.metrics_server is not None:
             await self.metrics_server.close()
+        if self.metrics_exporter is not None:
+            await self.metrics_exporter.close()  # a last export, as Java's PeriodicMetricReader
         await self.fast_server.close()
         await self.server.close()
         await self.ha_service.close()

@@ -372,6 +372,8 @@ async def _broker_main(
         )
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
+        if broker.metrics_exporter is not None:
+            _print(f"metrics pushed over OTLP to {broker.metrics_exporter.endpoint}")
         await stop.wait()
         _print("finchmq broker shutting down")
     finally:
@@ -458,7 +460,9 @@ async def _server_main(
     broker_config = replace(broker_config, namesrv_addr=namesrv.address)
     metrics_port = DEFAULT_METRICS_PORT if args.metrics_port is None else args.metrics_port
     host = broker_config.metrics_prom_exporter_host or args.bind
-    if args.metrics_port is None and not _can_listen(host, metrics_port):
+    if broker_config.metrics_exporter_type is MetricsExporterType.OTLP_GRPC:
+        metrics_port = 0  # broker.conf pushes the metrics (both servers') to a collector instead
+    elif args.metrics_port is None and not _can_listen(host, metrics_port):
         # the default port is taken (another finchmq server, an exporter): run without metrics
         _print(
             f"warning: metrics port {metrics_port} on {host} is in use; running without metrics "
@@ -494,6 +498,8 @@ async def _server_main(
             )
         if broker.metrics_server is not None:
             _print(f"metrics at {broker.metrics_server.url}")
+        if broker.metrics_exporter is not None:
+            _print(f"metrics pushed over OTLP to {broker.metrics_exporter.endpoint}")
         grpc_config = load_grpc_config(props, broker_config, store_config, args.grpc_port)
         explicit = args.grpc_port is not None or "grpcServerPort" in props
         grpc = await _start_grpc(

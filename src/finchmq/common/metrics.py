@@ -26,6 +26,7 @@ __all__ = [
     "Exposition",
     "Histogram",
     "HistogramSet",
+    "MetricFamily",
     "MetricsExporterType",
     "format_value",
 ]
@@ -130,56 +131,63 @@ class HistogramSet:
         histogram.sum += value
 
 
-class _Family:
-    __slots__ = ("help", "kind", "lines", "name")
+Sample = tuple[Labels, float]
+
+
+class MetricFamily:
+    """One family as collected: its name, kind (``gauge``, ``counter`` or ``histogram``), help,
+    and samples (labels with a number, or with a ``Histogram`` for a histogram family). The
+    Prometheus text and the OTLP export are both written from these."""
+
+    __slots__ = ("help", "kind", "name", "samples")
 
     def __init__(self, name: str, kind: str, help_text: str) -> None:
         self.name = name
         self.kind = kind
         self.help = help_text
-        self.lines: list[str] = []
+        self.samples: list[tuple[Labels, float | Histogram]] = []
 
 
 class Exposition:
     """Collects metric families and writes the text format. ``common`` labels (cluster,
     node_type, node_id ...) go first on every sample; a family named twice (by two collectors)
-    keeps one header and all samples, so the output never repeats a ``# TYPE`` line."""
+    keeps one header and all samples, so the output never repeats a ``# TYPE`` line.
+    ``families()`` gives the collection to other exporters (finchmq.common.otlp)."""
 
     def __init__(self) -> None:
-        self._families: dict[str, _Family] = {}
+        self._families: dict[str, MetricFamily] = {}
 
-    def _family(self, name: str, kind: str, help_text: str) -> _Family:
+    def _family(self, name: str, kind: str, help_text: str) -> MetricFamily:
         family = self._families.get(name)
         if family is None:
-            family = self._families[name] = _Family(name, kind, help_text)
+            family = self._families[name] = MetricFamily(name, kind, help_text)
         elif family.kind != kind:
             raise ValueError(f"metric {name} written as {family.kind} and as {kind}")
         return family
+
+    def families(self) -> list[MetricFamily]:
+        """The families collected so far, in the order they were first written."""
+        return list(self._families.values())
 
     def declare(self, name: str, kind: str, help_text: str) -> None:
         """Write the family's header even when it has no samples yet (so it is discoverable)."""
         self._family(name, kind, help_text)
 
     def gauge(self, name: str, help_text: str, value: float, labels: Labels | None = None) -> None:
-        family = self._family(name, "gauge", help_text)
-        family.lines.append(f"{name}{_label_text(labels or {})} {format_value(value)}")
+        self._family(name, "gauge", help_text).samples.append((labels or {}, value))
 
-    def gauges(self, name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
-        family = self._family(name, "gauge", help_text)
-        for labels, value in samples:
-            family.lines.append(f"{name}{_label_text(labels)} {format_value(value)}")
+    def gauges(self, name: str, help_text: str, samples: Iterable[Sample]) -> None:
+        self._family(name, "gauge", help_text).samples.extend(samples)
 
     def counter(self, name: str, help_text: str, value: float, labels: Labels | None = None) -> None:
         """``name`` must end in ``_total``; in the 0.0.4 text format the ``# TYPE`` line names
         the family with it, as Prometheus' own clients write it."""
         self.counters(name, help_text, [(labels or {}, value)])
 
-    def counters(self, name: str, help_text: str, samples: Iterable[tuple[Labels, float]]) -> None:
+    def counters(self, name: str, help_text: str, samples: Iterable[Sample]) -> None:
         if not name.endswith("_total"):
             raise ValueError(f"counter {name} must end in _total")
-        family = self._family(name, "counter", help_text)
-        for labels, value in samples:
-            family.lines.append(f"{name}{_label_text(labels)} {format_value(value)}")
+        self._family(name, "counter", help_text).samples.extend(samples)
 
     def histogram(
         self, name: str, help_text: str, histogram: Histogram, labels: Labels | None = None
@@ -187,22 +195,25 @@ class Exposition:
         self.histograms(name, help_text, [(labels or {}, histogram)])
 
     def histograms(self, name: str, help_text: str, samples: Iterable[tuple[Labels, Histogram]]) -> None:
-        family = self._family(name, "histogram", help_text)
-        lines = family.lines
-        for labels, histogram in samples:
-            counts = histogram.cumulative()
-            base = _label_text(labels)
-            prefix = base[:-1] + "," if base else "{"
-            for bound, count in zip((*histogram.bounds, math.inf), counts, strict=True):
-                lines.append(f'{name}_bucket{prefix}le="{format_value(float(bound))}"}} {count}')
-            lines.append(f"{name}_sum{base} {format_value(histogram.sum)}")
-            lines.append(f"{name}_count{base} {counts[-1]}")
+        self._family(name, "histogram", help_text).samples.extend(samples)
 
     def render(self) -> bytes:
+        """The Prometheus text format 0.0.4."""
         out: list[str] = []
         for family in self._families.values():
-            out.append(f"# HELP {family.name} {_escape_help(family.help)}")
-            out.append(f"# TYPE {family.name} {family.kind}")
-            out.extend(family.lines)
+            name = family.name
+            out.append(f"# HELP {name} {_escape_help(family.help)}")
+            out.append(f"# TYPE {name} {family.kind}")
+            for labels, value in family.samples:
+                if isinstance(value, Histogram):
+                    counts = value.cumulative()
+                    base = _label_text(labels)
+                    prefix = base[:-1] + "," if base else "{"
+                    for bound, count in zip((*value.bounds, math.inf), counts, strict=True):
+                        out.append(f'{name}_bucket{prefix}le="{format_value(float(bound))}"}} {count}')
+                    out.append(f"{name}_sum{base} {format_value(value.sum)}")
+                    out.append(f"{name}_count{base} {counts[-1]}")
+                else:
+                    out.append(f"{name}{_label_text(labels)} {format_value(value)}")
         out.append("")
         return "\n".join(out).encode()

@@ -37,9 +37,13 @@ from finchmq.protocol.bodies import (
     OffsetWrapper,
     PermName,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
     SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicRouteData,
     TopicStatsTable,
     java_key_hash,
@@ -51,7 +55,12 @@ from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.msg_id import decode_offset_msg_id
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DEFAULT_CONSUMER_GROUP,
+    DEFAULT_PRODUCER_GROUP,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRACE_TOPIC,
+    SYSTEM_GROUPS,
     dlq_topic,
     retry_topic,
     validate_topic,
@@ -67,6 +76,12 @@ __all__ = ["AdminClient", "ClusterAclVersionInfo", "ClusterBroker", "MessageTrac
 log = logging.getLogger(__name__)
 
 _TIMEOUT_MS = 5_000
+
+_SYS_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"  # Java MixAll.isSysConsumerGroup
+# Java DefaultMQAdminExtImpl.SYSTEM_GROUP_SET: the broker's groups and the producer groups of its tools
+_ADMIN_SYSTEM_GROUPS = frozenset(
+    (*SYSTEM_GROUPS, DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP, "SELF_TEST_P_GROUP")
+)
 
 _T = TypeVar("_T")
 
@@ -452,6 +467,107 @@ class AdminClient(ClientService):
     async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
         """Every group's consume stats on a broker (mqadmin ``brokerConsumeStats``)."""
         return await self.instance.api.get_broker_consume_stats(broker_addr, is_order, _TIMEOUT_MS)
+
+    async def create_and_update_topic_config(self, broker_addr: str, config: TopicConfig) -> None:
+        """Write a topic's settings to one broker as given (Java ``createAndUpdateTopicConfig``:
+        mqadmin ``updateTopicPerm`` keeps the route's queue numbers and system flag)."""
+        await self.instance.api.create_topic(broker_addr, AUTO_CREATE_TOPIC_KEY_TOPIC, config, _TIMEOUT_MS)
+
+    async def examine_subscription_group_config(
+        self, broker_addr: str, group: str
+    ) -> SubscriptionGroupConfig | None:
+        """A consumer group's settings on one broker, None if it has none (mqadmin ``getConsumerConfig``)."""
+        wrapper = await self.instance.api.get_all_subscription_group(broker_addr, _TIMEOUT_MS)
+        return wrapper.subscription_group_table.get(group)
+
+    async def user_subscription_groups(self, broker_addr: str) -> SubscriptionGroupWrapper:
+        """A broker's consumer groups, its own and its tools' left out (Java
+        ``getUserSubscriptionGroup``, mqadmin ``exportMetadata``)."""
+        wrapper = await self.instance.api.get_all_subscription_group(broker_addr, _TIMEOUT_MS)
+        table = {
+            name: config
+            for name, config in wrapper.subscription_group_table.items()
+            if not name.startswith(_SYS_CONSUMER_GROUP_PREFIX) and name not in _ADMIN_SYSTEM_GROUPS
+        }
+        return SubscriptionGroupWrapper(subscription_group_table=table, data_version=wrapper.data_version)
+
+    async def user_topic_configs(
+        self, broker_addr: str, *, special_topic: bool = False
+    ) -> TopicConfigSerializeWrapper:
+        """A broker's topics without its system topics, and without retry and DLQ topics unless
+        ``special_topic`` (Java ``getUserTopicConfig``, mqadmin ``exportMetadata``)."""
+        api = self.instance.api
+        wrapper = await api.get_all_topic_config(broker_addr, _TIMEOUT_MS)
+        system = set((await api.get_system_topic_list_from_broker(broker_addr, _TIMEOUT_MS)).topic_list)
+        table = {
+            name: config
+            for name, config in wrapper.topic_config_table.items()
+            if name not in system
+            and (special_topic or not name.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)))
+        }
+        return TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)
+
+    async def all_producer_info(self, broker_addr: str) -> ProducerTableInfo:
+        """Every producer group's members on one broker (GET_ALL_PRODUCER_INFO, mqadmin ``producer``)."""
+        return await self.instance.api.get_all_producer_info(broker_addr, _TIMEOUT_MS)
+
+    async def query_consume_queue(
+        self,
+        broker_addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        count: int,
+        consumer_group: str | None = None,
+    ) -> QueryConsumeQueueResponseBody:
+        """``count`` units of a consume queue from ``index`` (QUERY_CONSUME_QUEUE, mqadmin ``queryCq``)."""
+        return await self.instance.api.query_consume_queue(
+            broker_addr, topic, queue_id, index, count, consumer_group, _TIMEOUT_MS
+        )
+
+    async def cluster_broker_addrs(self, cluster: str | None = None) -> list[str]:
+        """Every broker address, masters and slaves, of one cluster or of all (Java
+        ``ClusterInfo.retrieveAllAddrByCluster``)."""
+        info = await self.cluster_info()
+        clusters = [cluster] if cluster else sorted(info.cluster_addr_table)
+        addrs = []
+        for name in clusters:
+            for broker_name in sorted(info.cluster_addr_table.get(name, ())):
+                data = info.broker_addr_table.get(broker_name)
+                if data is not None:
+                    addrs.extend(addr for _, addr in sorted(data.broker_addrs.items()))
+        return addrs
+
+    async def clean_expired_consume_queue(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        """Have one broker, or every broker of a cluster (of all clusters), destroy the consume
+        queues whose records are all gone (mqadmin ``cleanExpiredCQ``); broker -> succeeded."""
+        return await self._each_broker(self.instance.api.clean_expired_consume_queue, cluster, broker_addr)
+
+    async def clean_unused_topic(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        """Have brokers destroy the consume queues of topics they no longer have (mqadmin
+        ``cleanUnusedTopic``); broker -> succeeded."""
+        return await self._each_broker(self.instance.api.clean_unused_topic, cluster, broker_addr)
+
+    async def delete_expired_commit_log(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        """Have brokers delete their expired commit-log files now (mqadmin
+        ``deleteExpiredCommitLog``); broker -> succeeded."""
+        return await self._each_broker(self.instance.api.delete_expired_commit_log, cluster, broker_addr)
+
+    async def _each_broker(
+        self,
+        call: Callable[[str, int], Awaitable[bool]],
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, bool]:
+        addrs = [broker_addr] if broker_addr else await self.cluster_broker_addrs(cluster)
+        results = await asyncio.gather(*(call(a, _TIMEOUT_MS) for a in addrs))
+        return dict(zip(addrs, results, strict=True))
 
     async def change_write_perm(self, broker_name: str, *, writable: bool) -> dict[str, int]:
         """Wipe (or add back) a broker's write permission on every name server (mqadmin

@@ -338,6 +338,28 @@ def dumps_fastjson(obj: Any) -> bytes:
     return "".join(out).encode("utf-8")
 
 
+def _write_fastjson_pretty(obj: Any, out: list[str], indent: int) -> None:
+    if isinstance(obj, dict) and obj:
+        out.append("{")
+        for i, (key, value) in enumerate(obj.items()):
+            out.append(("," if i else "") + "\n" + "\t" * (indent + 1))
+            _write_fastjson(key if isinstance(key, str) else str(key), out, False)
+            out.append(":")
+            _write_fastjson_pretty(value, out, indent + 1)
+        out.append("\n" + "\t" * indent + "}")
+    else:
+        _write_fastjson(obj, out, False)
+
+
+def dumps_fastjson_pretty(obj: Any) -> str:
+    """``JSON.toJSONString(obj, true)``: fastjson's ``PrettyFormat``, each object's fields on
+    their own lines indented by tabs (``"key":value``, no space). Arrays are written on one line,
+    as fastjson writes a ``Set`` (the bodies' collections are sets)."""
+    out: list[str] = []
+    _write_fastjson_pretty(obj, out, 0)
+    return "".join(out)
+
+
 def dumps_browser_compatible(obj: Any) -> bytes:
     """Compact ASCII JSON as fastjson writes it with ``BrowserCompatible``: keys quoted, non-ASCII
     and ``/`` escaped. Containers are written in their given order."""

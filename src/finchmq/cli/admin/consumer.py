@@ -6,6 +6,7 @@ running info, creating or deleting a subscription group, and (5.x) how a group r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -13,7 +14,13 @@ from pathlib import Path
 
 from finchmq.client import BlockingAdminClient, MQClientError
 from finchmq.client.views import consume_progress_dict
-from finchmq.protocol.bodies import ConsumerRunningInfo, MessageRequestMode, SubscriptionGroupConfig
+from finchmq.protocol._json import java_hash_order
+from finchmq.protocol.bodies import (
+    ConsumerRunningInfo,
+    MessageRequestMode,
+    SubscriptionGroupConfig,
+    java_key_hash,
+)
 from finchmq.protocol.codes import version_desc
 
 from .command import BROKER_ADDR, CLUSTER, CommandFamily, Option, Result, parse_bool
@@ -223,4 +230,51 @@ def _set_consume_mode(admin: BlockingAdminClient, args: argparse.Namespace) -> R
         "brokers": done,
         "failed": failed,
     }
+    return data, "\n".join(lines)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _java_value(value: object) -> str:
+    return java_bool(value) if isinstance(value, bool) else str(value)
+
+
+@commands.admin(
+    "getConsumerConfig",
+    "a consumer group's settings on every broker that has it (mqadmin getConsumerConfig)",
+    Option("-g", "--groupName", dest="group", required=True),
+)
+def _get_consumer_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``getConsumerConfig``: each broker (the cluster table's order, Java's HashMap's)
+    asked through its master (else a slave); a banner then every field of its
+    ``SubscriptionGroupConfig``, nothing for a group no broker has."""
+    info = admin.cluster_info()
+    found = []
+    for broker_name in java_hash_order(list(info.broker_addr_table), java_key_hash):
+        addr = info.broker_addr_table[broker_name].select_broker_addr()
+        if addr is None:
+            continue
+        config = admin.examine_subscription_group_config(addr, args.group)
+        if config is None:
+            continue
+        cluster = next((c for c, names in info.cluster_addr_table.items() if broker_name in names), None)
+        found.append((cluster, broker_name, config))
+    lines = []
+    for cluster, broker_name, config in found:
+        lines.append(f"============================={cluster}:{broker_name}=============================")
+        lines.extend(
+            f"{_camel(f.name):<40}=  {_java_value(getattr(config, f.name))}"
+            for f in dataclasses.fields(config)
+        )
+    data = [
+        {
+            "clusterName": cluster,
+            "brokerName": broker_name,
+            "config": json.loads(config.to_json(standard=True)),
+        }
+        for cluster, broker_name, config in found
+    ]
     return data, "\n".join(lines)

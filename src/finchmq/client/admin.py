@@ -386,7 +386,7 @@ class AdminClient(ClientService):
             )
         )
 
-    # -- ACL: the brokers' plain_acl.yml (mqadmin updateAclConfig, deleteAccessConfig, ...) --------
+    # -- ACL: the brokers' plain_acl.yml (mqadmin updateAclConfig, deleteAclConfig, ...) -----------
 
     async def create_and_update_plain_access_config(
         self,
@@ -425,7 +425,7 @@ class AdminClient(ClientService):
         self, access_key: str, *, cluster: str | None = None, broker_addr: str | None = None
     ) -> list[str]:
         """Remove an account from the ACL file of one broker or of every master of a cluster
-        (mqadmin ``deleteAccessConfig``); returns the broker addresses written."""
+        (mqadmin ``deleteAclConfig``); returns the broker addresses written."""
         addrs = await self._brokers(cluster, broker_addr)
         api = self.instance.api
         await asyncio.gather(*(api.delete_plain_access_config(a, access_key, _TIMEOUT_MS) for a in addrs))

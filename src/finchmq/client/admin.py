@@ -530,7 +530,7 @@ class AdminClient(ClientService):
         ``ClusterInfo.retrieveAllAddrByCluster``)."""
         info = await self.cluster_info()
         clusters = [cluster] if cluster else sorted(info.cluster_addr_table)
-        addrs = []
+        addrs: list[str] = []
         for name in clusters:
             for broker_name in sorted(info.cluster_addr_table.get(name, ())):
                 data = info.broker_addr_table.get(broker_name)

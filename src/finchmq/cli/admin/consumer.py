@@ -296,7 +296,7 @@ def _undone_msgs(admin: BlockingAdminClient, puller: BlockingPullConsumer, group
     try:
         stats = admin.consume_stats(group)
         admin.consumer_connection(group)
-    except MQClientError as e:
+    except MQClientError:
         return []
     by_topic: dict[str, list[tuple[MessageQueue, OffsetWrapper]]] = {}
     for mq, wrapper in stats.offset_table.items():

@@ -47,7 +47,7 @@ from finchmq.client.sync import (
     BlockingPullConsumer,
     BlockingPushConsumer,
 )
-from finchmq.protocol.bodies import Connection
+from finchmq.protocol.bodies import Connection, SubscriptionGroupConfig
 from finchmq.testing.process import ServerProcess
 from tests.client.conftest import TEST_BROKER, create_topic, pull_all
 from tests.protocol.test_java_goldens import masked, name_server_answers
@@ -519,3 +519,55 @@ def test_java_traces_read_by_finchmq_admin_as_by_mqadmin(
     assert [" ".join(line.split()) for line in finch.splitlines() if line.strip()] == [
         " ".join(line.split()) for line in java.splitlines() if line.strip()
     ]
+
+
+def test_finchmq_admin_prints_what_java_mqadmin_prints_for_the_commands_of_issue_30(
+    java_home: Path, java_classes: str, tmp_path: Path
+) -> None:
+    """The mqadmin commands finchmq admin gained last, Java's and finchmq's against one finchmq
+    server: the same lines; the exported files hold the same JSON (but the export time)."""
+    with ServerProcess(conf=TEST_BROKER) as server:
+        ns, broker = server.namesrv_addr, f"127.0.0.1:{server.broker_port}"
+        topic, group = "CqTopic", "cq_group"
+        asyncio.run(create_topic(ns, topic, 1))
+        with BlockingProducer("cq_pg", namesrv_addr=ns) as producer:
+            for i in range(3):
+                producer.send(Message.create(topic, b"m%d" % i, tags="TagA"))
+        with BlockingAdminClient(namesrv_addr=ns) as admin:
+            admin.create_subscription_group(
+                SubscriptionGroupConfig(group_name=group), cluster="DefaultCluster"
+            )
+        commands = [
+            ("getConsumerConfig", ["-g", group]),
+            ("queryCq", ["-t", topic, "-q", "0", "-i", "0", "-c", "3"]),
+            ("queryCq", ["-t", topic, "-q", "0", "-i", "1", "-c", "1", "-g", group]),
+            ("updateTopicPerm", ["-t", topic, "-b", "{broker}", "-p", "6"]),
+            ("cleanExpiredCQ", ["-b", "{broker}"]),
+            ("cleanUnusedTopic", ["-c", "DefaultCluster"]),
+            ("deleteExpiredCommitLog", ["-b", "{broker}"]),
+            ("exportMetadata", ["-c", "DefaultCluster", "-f", "{out}"]),
+            ("exportMetadata", ["-b", "{broker}", "-t", "-f", "{out}"]),
+            ("sendMsgStatus", ["-b", "broker-a", "-c", "2"]),
+        ]
+        java_dir, finch_dir = tmp_path / "java", tmp_path / "finch"
+        java_outputs = mqadmin_batch(java_home, java_classes, ns, commands, broker=broker, out=str(java_dir))
+
+        def lines(text: str) -> list[str]:
+            text = text.replace(str(java_dir), "<out>").replace(str(finch_dir), "<out>")
+            text = re.sub(r"rt=\d+ms", "rt=#ms", text)
+            text = re.sub(r"(msgId|offsetMsgId)=[0-9A-F]+", r"\1=#", text)  # Java: an IPv6 client id
+            text = re.sub(r"queueId=\d+\], queueOffset=\d+", "queueId=#], queueOffset=#", text)
+            return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+        for (command, args), java in zip(commands, java_outputs, strict=True):
+            finch = finch_admin_here(ns, command, args, broker, out=str(finch_dir))
+            assert lines(finch) == lines(java), (command, java, finch)
+
+    def exported(directory: Path, name: str) -> object:
+        data = json.loads((directory / name).read_text())
+        data.pop("exportTime", None)
+        data.get("dataVersion", {}).clear()
+        return data
+
+    for name in ("metadata.json", "topic.json"):
+        assert exported(finch_dir, name) == exported(java_dir, name), name

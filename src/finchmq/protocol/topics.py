@@ -69,7 +69,7 @@ SYSTEM_GROUPS: Final = (
     "CID_ONSAPI_PULL",
     "CID_ONSAPI_PERMISSION",
     "CID_ONSAPI_OWNER",
-    "CID_SYS_RMQ_TRANS",
+    "CID_RMQ_SYS_TRANS",  # the value of Java MixAll.CID_SYS_RMQ_TRANS (5.x brokers create it)
 )
 
 _VALID: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")

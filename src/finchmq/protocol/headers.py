@@ -1183,7 +1183,6 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
     RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
     RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
-    RequestCode.GET_ALL_PRODUCER_INFO: GetAllProducerInfoRequestHeader,
     RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
     RequestCode.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
     RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,

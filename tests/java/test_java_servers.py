@@ -548,6 +548,7 @@ def test_finchmq_admin_prints_what_java_mqadmin_prints_for_the_commands_of_issue
             ("exportMetadata", ["-c", "DefaultCluster", "-f", "{out}"]),
             ("exportMetadata", ["-b", "{broker}", "-t", "-f", "{out}"]),
             ("sendMsgStatus", ["-b", "broker-a", "-c", "2"]),
+            ("exportMetrics", ["-c", "DefaultCluster", "-f", "{out}"]),
         ]
         java_dir, finch_dir = tmp_path / "java", tmp_path / "finch"
         java_outputs = mqadmin_batch(java_home, java_classes, ns, commands, broker=broker, out=str(java_dir))
@@ -571,3 +572,19 @@ def test_finchmq_admin_prints_what_java_mqadmin_prints_for_the_commands_of_issue
 
     for name in ("metadata.json", "topic.json"):
         assert exported(finch_dir, name) == exported(java_dir, name), name
+
+    def figures_masked(tree: object) -> object:  # TPS and sizes move with the sends between the runs
+        if isinstance(tree, dict):
+            return {k: figures_masked(v) for k, v in tree.items()}
+        if isinstance(tree, str) and re.fullmatch(r"[\d.E-]+", tree):  # the broker's figures, as text
+            return "#"
+        return "#" if isinstance(tree, int | float) and not isinstance(tree, bool) else tree
+
+    java_metrics, finch_metrics = exported(java_dir, "metrics.json"), exported(finch_dir, "metrics.json")
+    assert figures_masked(finch_metrics) == figures_masked(java_metrics)
+
+    def layout(text: str) -> list[str]:  # keys, order, indentation
+        return [line.split(":")[0] for line in text.splitlines()]
+
+    for name in ("metrics.json", "metadata.json", "topic.json"):
+        assert layout((finch_dir / name).read_text()) == layout((java_dir / name).read_text()), name

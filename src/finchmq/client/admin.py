@@ -97,6 +97,12 @@ class ClusterAclVersionInfo:
     all_acl_config_data_version: dict[str, DataVersion] = field(default_factory=dict)  # by file path
 
 
+def _java_client_order(table: Mapping[str, object]) -> list[str]:
+    """The keys of a table a broker sent, in the order Java's client iterates them: fastjson
+    fills a new ``ConcurrentHashMap`` (16 buckets at first) in the order of the body."""
+    return java_hash_order(list(table))
+
+
 class TrackType(enum.Enum):
     """Java ``TrackType``: whether a consumer group has consumed a message."""
 
@@ -482,11 +488,12 @@ class AdminClient(ClientService):
 
     async def user_subscription_groups(self, broker_addr: str) -> SubscriptionGroupWrapper:
         """A broker's consumer groups, its own and its tools' left out (Java
-        ``getUserSubscriptionGroup``, mqadmin ``exportMetadata``)."""
+        ``getUserSubscriptionGroup``, mqadmin ``exportMetadata``), in the order Java's client
+        holds them."""
         wrapper = await self.instance.api.get_all_subscription_group(broker_addr, _TIMEOUT_MS)
         table = {
-            name: config
-            for name, config in wrapper.subscription_group_table.items()
+            name: wrapper.subscription_group_table[name]
+            for name in _java_client_order(wrapper.subscription_group_table)
             if not name.startswith(_SYS_CONSUMER_GROUP_PREFIX) and name not in _ADMIN_SYSTEM_GROUPS
         }
         return SubscriptionGroupWrapper(subscription_group_table=table, data_version=wrapper.data_version)
@@ -495,13 +502,14 @@ class AdminClient(ClientService):
         self, broker_addr: str, *, special_topic: bool = False
     ) -> TopicConfigSerializeWrapper:
         """A broker's topics without its system topics, and without retry and DLQ topics unless
-        ``special_topic`` (Java ``getUserTopicConfig``, mqadmin ``exportMetadata``)."""
+        ``special_topic`` (Java ``getUserTopicConfig``, mqadmin ``exportMetadata``), in the order
+        Java's client holds them."""
         api = self.instance.api
         wrapper = await api.get_all_topic_config(broker_addr, _TIMEOUT_MS)
         system = set((await api.get_system_topic_list_from_broker(broker_addr, _TIMEOUT_MS)).topic_list)
         table = {
-            name: config
-            for name, config in wrapper.topic_config_table.items()
+            name: wrapper.topic_config_table[name]
+            for name in _java_client_order(wrapper.topic_config_table)
             if name not in system
             and (special_topic or not name.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)))
         }

@@ -339,7 +339,7 @@ def dumps_fastjson(obj: Any) -> bytes:
 
 
 def _write_fastjson_pretty(obj: Any, out: list[str], indent: int) -> None:
-    if isinstance(obj, dict) and obj:
+    if isinstance(obj, dict):  # an empty map too: "{", a new line, "}"
         out.append("{")
         for i, (key, value) in enumerate(obj.items()):
             out.append(("," if i else "") + "\n" + "\t" * (indent + 1))
@@ -353,8 +353,9 @@ def _write_fastjson_pretty(obj: Any, out: list[str], indent: int) -> None:
 
 def dumps_fastjson_pretty(obj: Any) -> str:
     """``JSON.toJSONString(obj, true)``: fastjson's ``PrettyFormat``, each object's fields on
-    their own lines indented by tabs (``"key":value``, no space). Arrays are written on one line,
-    as fastjson writes a ``Set`` (the bodies' collections are sets)."""
+    their own lines indented by tabs (``"key":value``, no space), the closing brace on a line of
+    its own, an empty map's too. Arrays are written on one line, as fastjson writes a ``Set``
+    (the bodies' collections are sets)."""
     out: list[str] = []
     _write_fastjson_pretty(obj, out, 0)
     return "".join(out)

@@ -47,8 +47,9 @@ _EXPORTED_BROKER_KEYS = (
 
 
 def _hash_map(items: dict[str, Any]) -> dict[str, Any]:
-    """``items`` in the order a Java ``HashMap<String, ...>`` iterates them."""
-    return {k: items[k] for k in java_hash_order(list(items))}
+    """``items`` in the order a Java ``HashMap<String, ...>`` iterates them, null values left
+    out (fastjson writes none)."""
+    return {k: items[k] for k in java_hash_order(list(items)) if items[k] is not None}
 
 
 def _write(directory: str, name: str, tree: Any) -> str:
@@ -119,14 +120,17 @@ def _export_metadata(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
     numbers (topics) and retry queue numbers (groups) summed over the masters."""
     if args.broker:
         if args.only_topics:
-            wrapper: Any = admin.user_topic_configs(args.broker, special_topic=args.special_topic)
-            name = "topic.json"
+            topic_wrapper = admin.user_topic_configs(args.broker, special_topic=args.special_topic)
+            name, table_key = "topic.json", "topicConfigTable"
+            tree, table = topic_wrapper.to_tree(), topic_wrapper.topic_config_table
         elif args.only_groups:
-            wrapper = admin.user_subscription_groups(args.broker)
-            name = "subscriptionGroup.json"
+            group_wrapper = admin.user_subscription_groups(args.broker)
+            name, table_key = "subscriptionGroup.json", "subscriptionGroupTable"
+            tree, table = group_wrapper.to_tree(), group_wrapper.subscription_group_table
         else:
             return {}, ""
-        path = _write(args.file_path, name, wrapper.to_tree())
+        tree[table_key] = {k: tree[table_key][k] for k in table}  # in the order Java's client has
+        path = _write(args.file_path, name, tree)
         return {"path": path}, f"export {path} success"
     if not args.cluster:
         raise ValueError("give -c CLUSTER or -b BROKER_ADDR (mqadmin exportMetadata)")

@@ -122,14 +122,14 @@ def _export_metadata(admin: BlockingAdminClient, args: argparse.Namespace) -> Re
         if args.only_topics:
             topic_wrapper = admin.user_topic_configs(args.broker, special_topic=args.special_topic)
             name, table_key = "topic.json", "topicConfigTable"
-            tree, table = topic_wrapper.to_tree(), topic_wrapper.topic_config_table
+            tree, order = topic_wrapper.to_tree(), list(topic_wrapper.topic_config_table)
         elif args.only_groups:
             group_wrapper = admin.user_subscription_groups(args.broker)
             name, table_key = "subscriptionGroup.json", "subscriptionGroupTable"
-            tree, table = group_wrapper.to_tree(), group_wrapper.subscription_group_table
+            tree, order = group_wrapper.to_tree(), list(group_wrapper.subscription_group_table)
         else:
             return {}, ""
-        tree[table_key] = {k: tree[table_key][k] for k in table}  # in the order Java's client has
+        tree[table_key] = {k: tree[table_key][k] for k in order}  # in the order Java's client has
         path = _write(args.file_path, name, tree)
         return {"path": path}, f"export {path} success"
     if not args.cluster:

@@ -6,7 +6,8 @@ group, ``-c`` cluster, ``-b`` broker address...), prints a human-readable table,
 stderr), 2 for bad arguments.
 
 Layout: a module per mqadmin command family (``topic``, ``consumer``, ``connection``,
-``offset``, ``message``, ``cluster``, ``broker``, ``stats``, ``namesrv``, ``acl``), where each
+``offset``, ``message``, ``cluster``, ``broker``, ``stats``, ``namesrv``, ``acl``, ``producer``,
+``queue``, ``export``), where each
 command is declared once, above its handler (``command.CommandFamily``); ``startup`` builds the
 parser and the dispatch from them; ``javafmt`` prints what mqadmin prints.
 """

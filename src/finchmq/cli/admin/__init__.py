@@ -7,9 +7,9 @@ stderr), 2 for bad arguments.
 
 Layout: a module per mqadmin command family (``topic``, ``consumer``, ``connection``,
 ``offset``, ``message``, ``cluster``, ``broker``, ``stats``, ``namesrv``, ``acl``, ``producer``,
-``queue``, ``export``), where each
-command is declared once, above its handler (``command.CommandFamily``); ``startup`` builds the
-parser and the dispatch from them; ``javafmt`` prints what mqadmin prints.
+``queue``, ``export``), where each command is declared once, above its handler
+(``command.CommandFamily``); ``startup`` builds the parser and the dispatch from them;
+``javafmt`` prints what mqadmin prints.
 """
 
 from __future__ import annotations

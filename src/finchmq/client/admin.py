@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from finchmq.protocol._json import java_hash_order
+from finchmq.protocol._json import java_concurrent_hash_order, java_hash_order
 from finchmq.protocol.bodies import (
     MASTER_ID,
     BrokerData,
@@ -100,7 +100,7 @@ class ClusterAclVersionInfo:
 def _java_client_order(table: Mapping[str, object]) -> list[str]:
     """The keys of a table a broker sent, in the order Java's client iterates them: fastjson
     fills a new ``ConcurrentHashMap`` (16 buckets at first) in the order of the body."""
-    return java_hash_order(list(table))
+    return java_concurrent_hash_order(list(table))
 
 
 class TrackType(enum.Enum):

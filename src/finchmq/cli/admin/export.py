@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from finchmq.client import BlockingAdminClient, MQClientError
-from finchmq.protocol._json import dumps_fastjson_pretty, java_hash_order
+from finchmq.protocol._json import dumps_fastjson_pretty, java_concurrent_hash_order, java_hash_order
 from finchmq.protocol.bodies import MASTER_ID, BrokerStatsData, SubscriptionGroupConfig, TopicConfig
 from finchmq.protocol.codes import MQVersion, version_desc
 from finchmq.protocol.topics import RMQ_SYS_TRANS_HALF_TOPIC, SCHEDULE_TOPIC
@@ -86,8 +86,10 @@ def _export_configs(admin: BlockingAdminClient, args: argparse.Namespace) -> Res
     broker_configs = {}
     for master in masters:
         props = admin.get_broker_config(master)
-        picked = {k: props[k] for k in _EXPORTED_BROKER_KEYS if k in props}
-        broker_configs[props.get("brokerName", master)] = _hash_map(picked)
+        picked = [k for k in _EXPORTED_BROKER_KEYS if k in props]  # a Properties: a ConcurrentHashMap
+        broker_configs[props.get("brokerName", master)] = {
+            k: props[k] for k in java_concurrent_hash_order(picked)
+        }
     result = {
         "brokerConfigs": _hash_map(broker_configs),
         "clusterScale": _hash_map(

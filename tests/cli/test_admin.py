@@ -15,7 +15,34 @@ from finchmq.cli.admin.startup import COMMANDS
 
 def test_every_command_is_declared_once() -> None:
     assert [name for name, n in Counter(c.name for c in COMMANDS).items() if n > 1] == []
-    assert len(COMMANDS) == 45
+    assert len(COMMANDS) == 57
+
+
+def test_every_command_of_java_4_9_8_mqadmin_is_there() -> None:
+    """MQAdminStartup.initCommand of 4.9.8, by name (and alias)."""
+    java = {
+        "updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "updateBrokerConfig", "updateTopicPerm",
+        "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "queryMsgById", "queryMsgByKey",
+        "queryMsgByUniqueKey", "queryMsgByOffset", "queryMsgTraceById", "printMsg", "printMsgByQueue",
+        "sendMsgStatus", "brokerConsumeStats", "producerConnection", "consumerConnection", "consumerProgress",
+        "consumerStatus", "cloneGroupOffset", "producer", "clusterList", "topicList", "updateKvConfig",
+        "deleteKvConfig", "wipeWritePerm", "addWritePerm", "resetOffsetByTime", "skipAccumulatedMessage",
+        "updateOrderConf", "cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic", "startMonitoring",
+        "statsAll", "allocateMQ", "checkMsgSendRT", "clusterRT", "getNamesrvConfig", "updateNamesrvConfig",
+        "getBrokerConfig", "getConsumerConfig", "queryCq", "sendMessage", "consumeMessage", "updateAclConfig",
+        "deleteAclConfig", "deleteAccessConfig", "clusterAclConfigVersion", "updateGlobalWhiteAddr",
+        "exportMetadata", "exportConfigs", "exportMetrics",
+    }  # fmt: skip
+    ours = {name for c in COMMANDS for name in (c.name, *c.aliases)}
+    assert java - ours == set()
+
+
+def test_delete_access_config_is_an_alias_of_delete_acl_config(capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("deleteAclConfig", "deleteAccessConfig"):
+        with pytest.raises(SystemExit) as info:
+            main(["admin", name, "--help"])
+        assert info.value.code == 0
+        assert "delete an ACL account" in capsys.readouterr().out
 
 
 def test_admin_help_lists_every_command_with_its_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,7 +51,8 @@ def test_admin_help_lists_every_command_with_its_help(capsys: pytest.CaptureFixt
     assert info.value.code == 0
     listed = " ".join(capsys.readouterr().out.split())  # help wraps at the terminal's width
     for command in COMMANDS:
-        assert f"{command.name} {command.help}" in listed
+        name = f"{command.name} ({', '.join(command.aliases)})" if command.aliases else command.name
+        assert f"{name} {command.help}" in listed
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)

@@ -47,7 +47,7 @@ from finchmq.client.sync import (
     BlockingPullConsumer,
     BlockingPushConsumer,
 )
-from finchmq.protocol.bodies import Connection
+from finchmq.protocol.bodies import Connection, SubscriptionGroupConfig
 from finchmq.testing.process import ServerProcess
 from tests.client.conftest import TEST_BROKER, create_topic, pull_all
 from tests.protocol.test_java_goldens import masked, name_server_answers
@@ -519,3 +519,95 @@ def test_java_traces_read_by_finchmq_admin_as_by_mqadmin(
     assert [" ".join(line.split()) for line in finch.splitlines() if line.strip()] == [
         " ".join(line.split()) for line in java.splitlines() if line.strip()
     ]
+
+
+ISSUE_30_COMMANDS = [  # {out}: the directory the exports write to
+    ("getConsumerConfig", ["-g", "cq_group"]),
+    ("queryCq", ["-t", "CqTopic", "-q", "0", "-i", "0", "-c", "3"]),
+    ("queryCq", ["-t", "CqTopic", "-q", "0", "-i", "1", "-c", "1", "-g", "cq_group"]),
+    ("updateTopicPerm", ["-t", "CqTopic", "-b", "{broker}", "-p", "6"]),
+    ("cleanExpiredCQ", ["-b", "{broker}"]),
+    ("cleanUnusedTopic", ["-c", "DefaultCluster"]),
+    ("deleteExpiredCommitLog", ["-b", "{broker}"]),
+    ("exportMetadata", ["-c", "DefaultCluster", "-f", "{out}"]),
+    ("exportMetadata", ["-b", "{broker}", "-t", "-f", "{out}"]),
+    ("sendMsgStatus", ["-b", "broker-a", "-c", "2"]),
+    ("exportMetrics", ["-c", "DefaultCluster", "-f", "{out}"]),
+]
+
+
+def compare_issue_30_commands(
+    java_home: Path,
+    java_classes: str,
+    ns: str,
+    broker: str,
+    tmp_path: Path,
+    commands: list[tuple[str, list[str]]],
+) -> None:
+    """CqTopic (one queue, three messages) and cq_group made on the cluster of ``ns``; then
+    ``commands`` by Java's mqadmin and by finchmq admin: the same lines, the exported files the
+    same JSON (but the export time and the figures that move), laid out the same."""
+    asyncio.run(create_topic(ns, "CqTopic", 1))
+    with BlockingProducer("cq_pg", namesrv_addr=ns) as producer:
+        for i in range(3):
+            producer.send(Message.create("CqTopic", b"m%d" % i, tags="TagA"))
+    with BlockingAdminClient(namesrv_addr=ns) as admin:
+        admin.create_subscription_group(
+            SubscriptionGroupConfig(group_name="cq_group"), cluster="DefaultCluster"
+        )
+    java_dir, finch_dir = tmp_path / "java", tmp_path / "finch"
+    java_outputs = mqadmin_batch(java_home, java_classes, ns, commands, broker=broker, out=str(java_dir))
+
+    def lines(text: str) -> list[str]:
+        text = text.replace(str(java_dir), "<out>").replace(str(finch_dir), "<out>")
+        text = re.sub(r"rt=\d+ms", "rt=#ms", text)
+        text = re.sub(r"(msgId|offsetMsgId)=[0-9A-F]+", r"\1=#", text)  # Java: an IPv6 client id
+        text = re.sub(r"queueId=\d+\], queueOffset=\d+", "queueId=#], queueOffset=#", text)
+        return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+    for (command, args), java in zip(commands, java_outputs, strict=True):
+        finch = finch_admin_here(ns, command, args, broker, out=str(finch_dir))
+        assert lines(finch) == lines(java), (command, java, finch)
+
+    def exported(directory: Path, name: str) -> object:
+        data = json.loads((directory / name).read_text())
+        data.pop("exportTime", None)
+        data.get("dataVersion", {}).clear()
+        return figures_masked(data) if name == "metrics.json" else data
+
+    def figures_masked(tree: object) -> object:  # TPS, sizes, disk use: they move between the runs
+        if isinstance(tree, dict):
+            return {k: figures_masked(v) for k, v in tree.items()}
+        if isinstance(tree, str) and re.fullmatch(r"[\d.E-]+", tree):  # the broker's figures, as text
+            return "#"
+        return "#" if isinstance(tree, int | float) and not isinstance(tree, bool) else tree
+
+    def layout(text: str) -> list[str]:  # keys, order, indentation
+        return [line.split(":")[0] for line in text.splitlines()]
+
+    for name in sorted({p.name for p in java_dir.iterdir()}):
+        assert exported(finch_dir, name) == exported(java_dir, name), name
+        assert layout((finch_dir / name).read_text()) == layout((java_dir / name).read_text()), name
+
+
+def test_finchmq_admin_prints_what_java_mqadmin_prints_for_the_commands_of_issue_30(
+    java_home: Path, java_classes: str, tmp_path: Path
+) -> None:
+    """The mqadmin commands finchmq admin gained last, Java's and finchmq's against one finchmq
+    server."""
+    with ServerProcess(conf=TEST_BROKER) as server:
+        broker = f"127.0.0.1:{server.broker_port}"
+        compare_issue_30_commands(
+            java_home, java_classes, server.namesrv_addr, broker, tmp_path, ISSUE_30_COMMANDS
+        )
+
+
+def test_finchmq_admin_prints_what_java_mqadmin_prints_against_java_s_broker_for_issue_30(
+    java_home: Path, java_classes: str, java_cluster: JavaCluster, tmp_path: Path
+) -> None:
+    """The same commands against Java's broker (which answers exportConfigs too: finchmq's
+    broker has not all the settings Java's exportConfigs reads)."""
+    commands = [*ISSUE_30_COMMANDS, ("exportConfigs", ["-c", "DefaultCluster", "-f", "{out}"])]
+    compare_issue_30_commands(
+        java_home, java_classes, java_cluster.namesrv_addr, java_cluster.broker_addr, tmp_path, commands
+    )

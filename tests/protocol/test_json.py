@@ -10,7 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from finchmq.protocol import _json
-from finchmq.protocol._json import JSONDecodeError, ObjectKey, dumps, dumps_fastjson, loads, loads_lenient
+from finchmq.protocol._json import (
+    JSONDecodeError,
+    ObjectKey,
+    dumps,
+    dumps_fastjson,
+    dumps_fastjson_pretty,
+    java_concurrent_hash_order,
+    java_hash_order,
+    loads,
+    loads_lenient,
+)
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
 SCALARS = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | TEXT
@@ -153,3 +163,32 @@ def test_doubles_are_written_as_fastjson_writes_them() -> None:
         == b'{"tps":null,"x":-0.0,"y":100.0}'
     )
     assert _json.dumps_browser_compatible({"a": 1.1e-5}) == b'{"a":1.1E-5}'
+
+
+def test_concurrent_hash_order_is_java_s_after_a_resize() -> None:
+    """The keys mqadmin exportConfigs puts in a ``Properties`` (a ConcurrentHashMap of 16 buckets),
+    in the order Java 17 wrote them: the resize at the 12th key swaps fileReservedTime and
+    brokerClusterName, which share a bucket (a HashMap would keep them in order)."""
+    keys = [
+        "brokerClusterName", "brokerId", "brokerName", "brokerRole", "fileReservedTime", "filterServerNums",
+        "flushDiskType", "maxMessageSize", "messageDelayLevel", "msgTraceTopicName", "slaveReadEnable", "traceOn",
+        "traceTopicEnable", "useTLS", "autoCreateTopicEnable", "autoCreateSubscriptionGroup",
+    ]  # fmt: skip
+    java = [
+        "brokerId", "traceOn", "flushDiskType", "msgTraceTopicName", "traceTopicEnable", "messageDelayLevel",
+        "autoCreateTopicEnable", "brokerRole", "slaveReadEnable", "fileReservedTime", "brokerClusterName",
+        "brokerName", "filterServerNums", "maxMessageSize", "useTLS", "autoCreateSubscriptionGroup",
+    ]  # fmt: skip
+    assert java_concurrent_hash_order(keys) == java
+    hash_map = java_hash_order(keys)
+    assert hash_map.index("brokerClusterName") < hash_map.index("fileReservedTime")
+    assert sorted(hash_map) == sorted(java)
+
+
+def test_fastjson_pretty_form() -> None:
+    """``JSON.toJSONString(x, true)``: tabs, no space after the colon, an empty map over two lines."""
+    tree = {"a": {"b": 1, "c": [1, "x"]}, "e": {}, "f": None}
+    assert (
+        dumps_fastjson_pretty(tree)
+        == '{\n\t"a":{\n\t\t"b":1,\n\t\t"c":[1,"x"]\n\t},\n\t"e":{\n\t},\n\t"f":null\n}'
+    )

@@ -140,3 +140,43 @@ def test_a_full_filesystem_logs_a_few_lines_not_one_per_refused_put(
         assert refused > 2000
         lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert 0 < len(lines) <= 10, [r.getMessage() for r in lines]
+
+
+def test_clean_expired_consumer_queue_destroys_queues_whose_records_are_gone(cfg: MessageStoreConfig) -> None:
+    """Java ``cleanExpiredConsumerQueue`` (mqadmin ``cleanExpiredCQ``): a queue whose last record
+    lies before the commit log's first offset goes; a queue with a record left stays, so does
+    the schedule topic's."""
+    c = dataclasses.replace(cfg, file_reserved_time=0)
+    with DefaultMessageStore(c) as store:
+        store.put_message(msg("SCHEDULE_TOPIC_XXXX", b"s"))
+        for _ in range(15):
+            store.put_message(msg("Old", b"o" * 5000))
+        for _ in range(30):  # Old's last record is then in a segment that expires
+            store.put_message(msg("Filler", b"f" * 5000))
+        store.put_message(msg("New", b"n"))
+        assert store.clean_expired_consumer_queue() == 0  # every record still there
+        assert store.clean_once(manual=True) > 0
+        assert store.get_consume_queue("Old", 0) is not None
+        assert store.clean_expired_consumer_queue() == 1
+        assert store.get_consume_queue("Old", 0) is None
+        assert not (c.consume_queue_dir / "Old" / "0").exists() or not any(
+            (c.consume_queue_dir / "Old" / "0").iterdir()
+        )
+        assert read_queue(store, "New", 0) == [b"n"]
+        assert store.get_consume_queue("SCHEDULE_TOPIC_XXXX", 0) is not None
+
+
+def test_clean_unused_topic_keeps_the_listed_system_and_lmq_topics(cfg: MessageStoreConfig) -> None:
+    """Java ``cleanUnusedTopic`` (mqadmin ``cleanUnusedTopic``): the consume queues of topics not
+    in the broker's table go, but for the schedule and transaction-op topics and LMQ queues."""
+    with DefaultMessageStore(cfg) as store:
+        for topic in ("Kept", "Gone", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "%LMQ%q"):
+            store.put_message(msg(topic, b"x"))
+        store.put_message(msg("Gone", b"x", queue_id=1))
+        assert store.clean_unused_topic(["Kept"]) == 2
+        assert sorted(store.topics()) == sorted(
+            ["Kept", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "%LMQ%q"]
+        )
+        assert not (cfg.consume_queue_dir / "Gone").exists()
+        assert store.put_message(msg("Gone", b"again")).is_ok()  # a later send starts the topic afresh
+        assert read_queue(store, "Gone", 0) == [b"again"]

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from finchmq.protocol._json import java_hash_order
+from finchmq.protocol._json import java_concurrent_hash_order, java_hash_order
 from finchmq.protocol.attributes import TopicAttributeError, parse_attribute_modification
 from finchmq.protocol.bodies import (
     MASTER_ID,
@@ -38,9 +38,13 @@ from finchmq.protocol.bodies import (
     OffsetWrapper,
     PermName,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
     SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicRouteData,
     TopicStatsTable,
     java_key_hash,
@@ -52,7 +56,12 @@ from finchmq.protocol.message import MessageExt, MessageQueue
 from finchmq.protocol.msg_id import decode_offset_msg_id
 from finchmq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DEFAULT_CONSUMER_GROUP,
+    DEFAULT_PRODUCER_GROUP,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRACE_TOPIC,
+    SYSTEM_GROUPS,
     dlq_topic,
     retry_topic,
     validate_topic,
@@ -69,6 +78,12 @@ log = logging.getLogger(__name__)
 
 _TIMEOUT_MS = 5_000
 
+_SYS_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"  # Java MixAll.isSysConsumerGroup
+# Java DefaultMQAdminExtImpl.SYSTEM_GROUP_SET: the broker's groups and the producer groups of its tools
+_ADMIN_SYSTEM_GROUPS = frozenset(
+    (*SYSTEM_GROUPS, DEFAULT_CONSUMER_GROUP, DEFAULT_PRODUCER_GROUP, "SELF_TEST_P_GROUP")
+)
+
 _T = TypeVar("_T")
 
 
@@ -81,6 +96,12 @@ class ClusterAclVersionInfo:
     cluster_name: str
     acl_config_data_version: DataVersion  # the main plain_acl.yml's
     all_acl_config_data_version: dict[str, DataVersion] = field(default_factory=dict)  # by file path
+
+
+def _java_client_order(table: Mapping[str, object]) -> list[str]:
+    """The keys of a table a broker sent, in the order Java's client iterates them: fastjson
+    fills a new ``ConcurrentHashMap`` (16 buckets at first) in the order of the body."""
+    return java_concurrent_hash_order(list(table))
 
 
 class TrackType(enum.Enum):
@@ -382,7 +403,7 @@ class AdminClient(ClientService):
             )
         )
 
-    # -- ACL: the brokers' plain_acl.yml (mqadmin updateAclConfig, deleteAccessConfig, ...) --------
+    # -- ACL: the brokers' plain_acl.yml (mqadmin updateAclConfig, deleteAclConfig, ...) -----------
 
     async def create_and_update_plain_access_config(
         self,
@@ -421,7 +442,7 @@ class AdminClient(ClientService):
         self, access_key: str, *, cluster: str | None = None, broker_addr: str | None = None
     ) -> list[str]:
         """Remove an account from the ACL file of one broker or of every master of a cluster
-        (mqadmin ``deleteAccessConfig``); returns the broker addresses written."""
+        (mqadmin ``deleteAclConfig``); returns the broker addresses written."""
         addrs = await self._brokers(cluster, broker_addr)
         api = self.instance.api
         await asyncio.gather(*(api.delete_plain_access_config(a, access_key, _TIMEOUT_MS) for a in addrs))
@@ -463,6 +484,109 @@ class AdminClient(ClientService):
     async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
         """Every group's consume stats on a broker (mqadmin ``brokerConsumeStats``)."""
         return await self.instance.api.get_broker_consume_stats(broker_addr, is_order, _TIMEOUT_MS)
+
+    async def create_and_update_topic_config(self, broker_addr: str, config: TopicConfig) -> None:
+        """Write a topic's settings to one broker as given (Java ``createAndUpdateTopicConfig``:
+        mqadmin ``updateTopicPerm`` keeps the route's queue numbers and system flag)."""
+        await self.instance.api.create_topic(broker_addr, AUTO_CREATE_TOPIC_KEY_TOPIC, config, _TIMEOUT_MS)
+
+    async def examine_subscription_group_config(
+        self, broker_addr: str, group: str
+    ) -> SubscriptionGroupConfig | None:
+        """A consumer group's settings on one broker, None if it has none (mqadmin ``getConsumerConfig``)."""
+        wrapper = await self.instance.api.get_all_subscription_group(broker_addr, _TIMEOUT_MS)
+        return wrapper.subscription_group_table.get(group)
+
+    async def user_subscription_groups(self, broker_addr: str) -> SubscriptionGroupWrapper:
+        """A broker's consumer groups, its own and its tools' left out (Java
+        ``getUserSubscriptionGroup``, mqadmin ``exportMetadata``), in the order Java's client
+        holds them."""
+        wrapper = await self.instance.api.get_all_subscription_group(broker_addr, _TIMEOUT_MS)
+        table = {
+            name: wrapper.subscription_group_table[name]
+            for name in _java_client_order(wrapper.subscription_group_table)
+            if not name.startswith(_SYS_CONSUMER_GROUP_PREFIX) and name not in _ADMIN_SYSTEM_GROUPS
+        }
+        return SubscriptionGroupWrapper(subscription_group_table=table, data_version=wrapper.data_version)
+
+    async def user_topic_configs(
+        self, broker_addr: str, *, special_topic: bool = False
+    ) -> TopicConfigSerializeWrapper:
+        """A broker's topics without its system topics, and without retry and DLQ topics unless
+        ``special_topic`` (Java ``getUserTopicConfig``, mqadmin ``exportMetadata``), in the order
+        Java's client holds them."""
+        api = self.instance.api
+        wrapper = await api.get_all_topic_config(broker_addr, _TIMEOUT_MS)
+        system = set((await api.get_system_topic_list_from_broker(broker_addr, _TIMEOUT_MS)).topic_list)
+        table = {
+            name: wrapper.topic_config_table[name]
+            for name in _java_client_order(wrapper.topic_config_table)
+            if name not in system
+            and (special_topic or not name.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)))
+        }
+        return TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)
+
+    async def all_producer_info(self, broker_addr: str) -> ProducerTableInfo:
+        """Every producer group's members on one broker (GET_ALL_PRODUCER_INFO, mqadmin ``producer``)."""
+        return await self.instance.api.get_all_producer_info(broker_addr, _TIMEOUT_MS)
+
+    async def query_consume_queue(
+        self,
+        broker_addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        count: int,
+        consumer_group: str | None = None,
+    ) -> QueryConsumeQueueResponseBody:
+        """``count`` units of a consume queue from ``index`` (QUERY_CONSUME_QUEUE, mqadmin ``queryCq``)."""
+        return await self.instance.api.query_consume_queue(
+            broker_addr, topic, queue_id, index, count, consumer_group, _TIMEOUT_MS
+        )
+
+    async def cluster_broker_addrs(self, cluster: str | None = None) -> list[str]:
+        """Every broker address, masters and slaves, of one cluster or of all (Java
+        ``ClusterInfo.retrieveAllAddrByCluster``)."""
+        info = await self.cluster_info()
+        clusters = [cluster] if cluster else sorted(info.cluster_addr_table)
+        addrs: list[str] = []
+        for name in clusters:
+            for broker_name in sorted(info.cluster_addr_table.get(name, ())):
+                data = info.broker_addr_table.get(broker_name)
+                if data is not None:
+                    addrs.extend(addr for _, addr in sorted(data.broker_addrs.items()))
+        return addrs
+
+    async def clean_expired_consume_queue(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        """Have one broker, or every broker of a cluster (of all clusters), destroy the consume
+        queues whose records are all gone (mqadmin ``cleanExpiredCQ``); broker -> succeeded."""
+        return await self._each_broker(self.instance.api.clean_expired_consume_queue, cluster, broker_addr)
+
+    async def clean_unused_topic(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        """Have brokers destroy the consume queues of topics they no longer have (mqadmin
+        ``cleanUnusedTopic``); broker -> succeeded."""
+        return await self._each_broker(self.instance.api.clean_unused_topic, cluster, broker_addr)
+
+    async def delete_expired_commit_log(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        """Have brokers delete their expired commit-log files now (mqadmin
+        ``deleteExpiredCommitLog``); broker -> succeeded."""
+        return await self._each_broker(self.instance.api.delete_expired_commit_log, cluster, broker_addr)
+
+    async def _each_broker(
+        self,
+        call: Callable[[str, int], Awaitable[bool]],
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, bool]:
+        addrs = [broker_addr] if broker_addr else await self.cluster_broker_addrs(cluster)
+        results = await asyncio.gather(*(call(a, _TIMEOUT_MS) for a in addrs))
+        return dict(zip(addrs, results, strict=True))
 
     async def change_write_perm(self, broker_name: str, *, writable: bool) -> dict[str, int]:
         """Wipe (or add back) a broker's write permission on every name server (mqadmin

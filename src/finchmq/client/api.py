@@ -45,14 +45,17 @@ from finchmq.protocol.bodies import (
     MessageRequestMode,
     MessageRequestModeSerializeWrapper,
     ProducerConnection,
+    ProducerTableInfo,
     QueryAssignmentRequestBody,
     QueryAssignmentResponseBody,
+    QueryConsumeQueueResponseBody,
     ResetOffsetBody,
     SetMessageRequestModeRequestBody,
     SubscriptionData,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
     TopicStatsTable,
@@ -79,6 +82,7 @@ from finchmq.protocol.headers import (
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetAllProducerInfoRequestHeader,
     GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -101,6 +105,7 @@ from finchmq.protocol.headers import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     QueryMessageRequestHeader,
@@ -838,6 +843,63 @@ class MQClientAPI:
         header = GetConsumeStatsInBrokerHeader(is_order=is_order)
         response = await self._call(addr, RequestCode.GET_BROKER_CONSUME_STATS, header, timeout_millis)
         return ConsumeStatsList.from_json(response.body)
+
+    async def get_all_topic_config(self, addr: str, timeout_millis: int) -> TopicConfigSerializeWrapper:
+        """GET_ALL_TOPIC_CONFIG: every topic's settings on one broker."""
+        response = await self._call(addr, RequestCode.GET_ALL_TOPIC_CONFIG, None, timeout_millis)
+        return TopicConfigSerializeWrapper.from_json(response.body)
+
+    async def get_system_topic_list_from_broker(self, addr: str, timeout_millis: int) -> TopicList:
+        """GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the broker's own topics."""
+        response = await self._call(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, None, timeout_millis)
+        return TopicList.from_json(response.body)
+
+    async def get_all_producer_info(self, addr: str, timeout_millis: int) -> ProducerTableInfo:
+        """GET_ALL_PRODUCER_INFO: every producer group's members on one broker."""
+        header = GetAllProducerInfoRequestHeader()
+        response = await self._call(addr, RequestCode.GET_ALL_PRODUCER_INFO, header, timeout_millis)
+        return ProducerTableInfo.from_json(response.body)
+
+    async def query_consume_queue(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        count: int,
+        consumer_group: str | None,
+        timeout_millis: int,
+    ) -> QueryConsumeQueueResponseBody:
+        """QUERY_CONSUME_QUEUE: ``count`` units of a consume queue from ``index``.
+
+        Raises:
+            MQBrokerError: no such queue, or (SUCCESS with no body) no such index; the remark says.
+        """
+        header = QueryConsumeQueueRequestHeader(
+            topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=consumer_group
+        )
+        response = await self._call(addr, RequestCode.QUERY_CONSUME_QUEUE, header, timeout_millis)
+        if not response.body:
+            raise MQBrokerError(response.code, response.remark or "no consume queue data", addr)
+        return QueryConsumeQueueResponseBody.from_json(response.body)
+
+    async def clean_expired_consume_queue(self, addr: str, timeout_millis: int) -> bool:
+        """CLEAN_EXPIRED_CONSUMEQUEUE on one broker; whether it answered SUCCESS (Java's boolean)."""
+        request = RemotingCommand.request(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+        response = await self._invoke(addr, request, timeout_millis, "CLEAN_EXPIRED_CONSUMEQUEUE")
+        return response.code == ResponseCode.SUCCESS
+
+    async def clean_unused_topic(self, addr: str, timeout_millis: int) -> bool:
+        """CLEAN_UNUSED_TOPIC on one broker; whether it answered SUCCESS."""
+        request = RemotingCommand.request(RequestCode.CLEAN_UNUSED_TOPIC)
+        response = await self._invoke(addr, request, timeout_millis, "CLEAN_UNUSED_TOPIC")
+        return response.code == ResponseCode.SUCCESS
+
+    async def delete_expired_commit_log(self, addr: str, timeout_millis: int) -> bool:
+        """DELETE_EXPIRED_COMMITLOG on one broker; whether it answered SUCCESS."""
+        request = RemotingCommand.request(RequestCode.DELETE_EXPIRED_COMMITLOG)
+        response = await self._invoke(addr, request, timeout_millis, "DELETE_EXPIRED_COMMITLOG")
+        return response.code == ResponseCode.SUCCESS
 
     async def change_write_perm_of_broker(
         self, namesrv_addr: str, broker_name: str, writable: bool, timeout_millis: int

@@ -32,8 +32,13 @@ from finchmq.protocol.bodies import (
     ConsumeStatsList,
     MessageRequestMode,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
     SetMessageRequestModeRequestBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicRouteData,
     TopicStatsTable,
 )
@@ -582,6 +587,56 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
 
     def producer_connection(self, group: str, topic: str) -> ProducerConnection:
         return self._call(self.admin.producer_connection(group, topic))
+
+    def create_and_update_topic_config(self, broker_addr: str, config: TopicConfig) -> None:
+        return self._call(self.admin.create_and_update_topic_config(broker_addr, config))
+
+    def examine_subscription_group_config(
+        self, broker_addr: str, group: str
+    ) -> SubscriptionGroupConfig | None:
+        return self._call(self.admin.examine_subscription_group_config(broker_addr, group))
+
+    def user_subscription_groups(self, broker_addr: str) -> SubscriptionGroupWrapper:
+        return self._call(self.admin.user_subscription_groups(broker_addr))
+
+    def user_topic_configs(
+        self, broker_addr: str, *, special_topic: bool = False
+    ) -> TopicConfigSerializeWrapper:
+        return self._call(self.admin.user_topic_configs(broker_addr, special_topic=special_topic))
+
+    def all_producer_info(self, broker_addr: str) -> ProducerTableInfo:
+        return self._call(self.admin.all_producer_info(broker_addr))
+
+    def query_consume_queue(
+        self,
+        broker_addr: str,
+        topic: str,
+        queue_id: int,
+        index: int,
+        count: int,
+        consumer_group: str | None = None,
+    ) -> QueryConsumeQueueResponseBody:
+        return self._call(
+            self.admin.query_consume_queue(broker_addr, topic, queue_id, index, count, consumer_group)
+        )
+
+    def cluster_broker_addrs(self, cluster: str | None = None) -> list[str]:
+        return self._call(self.admin.cluster_broker_addrs(cluster))
+
+    def clean_expired_consume_queue(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        return self._call(self.admin.clean_expired_consume_queue(cluster=cluster, broker_addr=broker_addr))
+
+    def clean_unused_topic(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        return self._call(self.admin.clean_unused_topic(cluster=cluster, broker_addr=broker_addr))
+
+    def delete_expired_commit_log(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> dict[str, bool]:
+        return self._call(self.admin.delete_expired_commit_log(cluster=cluster, broker_addr=broker_addr))
 
     def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         return self._call(self.admin.examine_topic_consume_by_who(topic))

@@ -338,6 +338,29 @@ def dumps_fastjson(obj: Any) -> bytes:
     return "".join(out).encode("utf-8")
 
 
+def _write_fastjson_pretty(obj: Any, out: list[str], indent: int) -> None:
+    if isinstance(obj, dict):  # an empty map too: "{", a new line, "}"
+        out.append("{")
+        for i, (key, value) in enumerate(obj.items()):
+            out.append(("," if i else "") + "\n" + "\t" * (indent + 1))
+            _write_fastjson(key if isinstance(key, str) else str(key), out, False)
+            out.append(":")
+            _write_fastjson_pretty(value, out, indent + 1)
+        out.append("\n" + "\t" * indent + "}")
+    else:
+        _write_fastjson(obj, out, False)
+
+
+def dumps_fastjson_pretty(obj: Any) -> str:
+    """``JSON.toJSONString(obj, true)``: fastjson's ``PrettyFormat``, each object's fields on
+    their own lines indented by tabs (``"key":value``, no space), the closing brace on a line of
+    its own, an empty map's too. Arrays are written on one line, as fastjson writes a ``Set``
+    (the bodies' collections are sets)."""
+    out: list[str] = []
+    _write_fastjson_pretty(obj, out, 0)
+    return "".join(out)
+
+
 def dumps_browser_compatible(obj: Any) -> bytes:
     """Compact ASCII JSON as fastjson writes it with ``BrowserCompatible``: keys quoted, non-ASCII
     and ``/`` escaped. Containers are written in their given order."""
@@ -394,3 +417,35 @@ def java_hash_order(
         return (h ^ (h >> 16)) & mask
 
     return sorted(items, key=bucket)
+
+
+def java_concurrent_hash_order(
+    items: list[_K], hash_of: Callable[[_K], int] = java_hash, table_size: int = 16
+) -> list[_K]:
+    """``items`` in the order a Java ``ConcurrentHashMap`` (or a ``Properties``, which holds
+    one) iterates them after they were put in this order, the table ``table_size`` buckets at
+    first. Unlike ``java_hash_order``'s, same-bucket items may change places: the table doubles
+    when it holds 3/4 of its size, and its ``transfer`` keeps each bucket's last run of items
+    bound for the same new bucket and puts the items before it, reversed, ahead of it."""
+    size = table_size
+    bins: list[list[tuple[int, _K]]] = [[] for _ in range(size)]
+    for count, item in enumerate(items, start=1):
+        h = hash_of(item) & 0xFFFFFFFF
+        h = (h ^ (h >> 16)) & 0x7FFFFFFF  # ConcurrentHashMap.spread
+        bins[h & (size - 1)].append((h, item))
+        if count >= size - (size >> 2):  # addCount: size reached sizeCtl
+            grown: list[list[tuple[int, _K]]] = [[] for _ in range(size * 2)]
+            for i, nodes in enumerate(bins):
+                if not nodes:
+                    continue
+                run_bit, last_run = nodes[0][0] & size, 0
+                for j in range(1, len(nodes)):
+                    if nodes[j][0] & size != run_bit:
+                        run_bit, last_run = nodes[j][0] & size, j
+                low = nodes[last_run:] if run_bit == 0 else []
+                high = nodes[last_run:] if run_bit else []
+                for node in nodes[:last_run]:  # each put at the head of its new list
+                    (high if node[0] & size else low).insert(0, node)
+                grown[i], grown[i + size] = low, high
+            bins, size = grown, size * 2
+    return [item for nodes in bins for _, item in nodes]

@@ -77,6 +77,7 @@ __all__ = [
     "Connection",
     "ConsumeFromWhere",
     "ConsumeMessageDirectlyResult",
+    "ConsumeQueueData",
     "ConsumeStats",
     "ConsumeStatsList",
     "ConsumeStatus",
@@ -109,8 +110,11 @@ __all__ = [
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "ProducerInfo",
+    "ProducerTableInfo",
     "QueryAssignmentRequestBody",
     "QueryAssignmentResponseBody",
+    "QueryConsumeQueueResponseBody",
     "QueryConsumeTimeSpanBody",
     "QueueData",
     "QueueTimeSpan",
@@ -704,6 +708,11 @@ class RemotingSerializable:
         """Hook: rewrite a decoded JSON object before its fields are read (alternative forms)."""
         return tree
 
+    def to_tree(self) -> dict[str, Any]:
+        """The JSON object ``to_json`` writes (fastjson's default form), as Python values in
+        Java's key order: for other printers (fastjson's pretty form)."""
+        return typing.cast(dict[str, Any], _codec_of(type(self)).encode(self, True))
+
     def to_json(self, *, standard: bool = False) -> bytes:
         """The body as Java writes it: ``encode()``, fastjson's default form; with ``standard``,
         the standard JSON of ``encode(BrowserCompatible, QuoteFieldNames, MapSortField)``, which
@@ -905,6 +914,15 @@ class TopicConfig(RemotingSerializable):
     """5.x topic attributes by real key (``{"message.type": "FIFO"}``, ``protocol.attributes``);
     ``None`` (4.9.8, or none set) is omitted from the JSON. In an admin client's request the keys
     carry their ``+``/``-`` sign, as Java's mqadmin puts them (``AttributeParser.parseToMap``)."""
+
+    def __str__(self) -> str:
+        """Java ``TopicConfig.toString`` (mqadmin ``updateTopic``/``updateTopicPerm`` print it)."""
+        return (
+            f"TopicConfig [topicName={self.topic_name}, readQueueNums={self.read_queue_nums}, "
+            f"writeQueueNums={self.write_queue_nums}, perm={PermName.perm2string(self.perm)}, "
+            f"topicFilterType={self.topic_filter_type.name}, topicSysFlag={self.topic_sys_flag}, "
+            f"order={'true' if self.order else 'false'}]"
+        )
 
     def encode(self) -> str:
         """Java ``TopicConfig.encode``: ``"name read write perm filterType"``, space-separated,
@@ -1250,6 +1268,67 @@ class ConsumerConnection(RemotingSerializable):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProducerConnection(RemotingSerializable):
     connection_set: tuple[Connection, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerInfo(RemotingSerializable):
+    """One producer of GET_ALL_PRODUCER_INFO; ``str()`` is Java's ``toString`` (mqadmin ``producer``)."""
+
+    client_id: str = ""
+    remote_ip: str = _key("remoteIP", default="")  # Netty's SocketAddress.toString: "/host:port"
+    language: LanguageCode = LanguageCode.JAVA
+    version: int = 0
+    last_update_timestamp: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"clientId={self.client_id},remoteIP={self.remote_ip}, language={self.language.name}, "
+            f"version={self.version}, lastUpdateTimestamp={self.last_update_timestamp}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerTableInfo(RemotingSerializable):
+    """GET_ALL_PRODUCER_INFO response body: every producer group's members on a broker."""
+
+    data: dict[str, tuple[ProducerInfo, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeQueueData(RemotingSerializable):
+    """One consume-queue unit of QUERY_CONSUME_QUEUE; ``str()`` is Java's ``toString``
+    (mqadmin ``queryCq``)."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+    def __str__(self) -> str:
+        def quoted(v: str | None) -> str:
+            return "null" if v is None else v
+
+        return (
+            f"ConsumeQueueData{{physicOffset={self.physic_offset}, physicSize={self.physic_size}, "
+            f"tagsCode={self.tags_code}, extendDataJson='{quoted(self.extend_data_json)}', "
+            f"bitMap='{quoted(self.bit_map)}', eval={'true' if self.eval else 'false'}, "
+            f"msg='{quoted(self.msg)}'}}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryConsumeQueueResponseBody(RemotingSerializable):
+    """QUERY_CONSUME_QUEUE response body: a queue's index range, some units, and (given a group)
+    its subscription and filter."""
+
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: tuple[ConsumeQueueData, ...] | None = None
+    max_queue_index: int = 0
+    min_queue_index: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -71,6 +71,7 @@ __all__ = [
     "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetAllProducerInfoRequestHeader",
     "GetAllTopicConfigResponseHeader",
     "GetBrokerAclConfigResponseHeader",
     "GetBrokerConfigResponseHeader",
@@ -107,6 +108,7 @@ __all__ = [
     "PullMessageResponseHeader",
     "PullSysFlag",
     "PutKVConfigRequestHeader",
+    "QueryConsumeQueueRequestHeader",
     "QueryConsumeTimeSpanRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
@@ -896,6 +898,22 @@ class GetProducerConnectionListRequestHeader(CommandHeader):
 
 
 @command_header
+class GetAllProducerInfoRequestHeader(CommandHeader):
+    """GET_ALL_PRODUCER_INFO (no fields)."""
+
+
+@command_header
+class QueryConsumeQueueRequestHeader(CommandHeader):
+    """QUERY_CONSUME_QUEUE: ``count`` units of ``topic``/``queue_id`` from ``index``."""
+
+    topic: str
+    queue_id: int
+    index: int
+    count: int
+    consumer_group: str | None = None
+
+
+@command_header
 class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     topic: str
     group: str
@@ -1166,6 +1184,7 @@ REQUEST_HEADERS: Final[dict[RequestCode, type[CommandHeader]]] = {
     RequestCode.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
     RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
     RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
+    RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
     RequestCode.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
     RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
     RequestCode.VIEW_BROKER_STATS_DATA: ViewBrokerStatsDataRequestHeader,

@@ -84,6 +84,11 @@ class ConsumeQueue:
                 lo = mid + 1
         return lo
 
+    def get_last_offset(self) -> int:
+        """End (offset + size) in the commit log of the last record this queue points at, -1
+        when it points at none (Java ``getLastOffset``)."""
+        return self._last_physic_end()
+
     def _last_physic_end(self) -> int:
         files = self.mapped_file_queue.files
         for mf in reversed(files):
@@ -246,6 +251,16 @@ class ConsumeQueue:
             return None
         with buf:
             return CQ_UNIT.unpack_from(buf)
+
+    def get_units(self, start_index: int, count: int) -> list[tuple[int, int, int]] | None:
+        """Up to ``count`` units ``(commit-log offset, size, tags code)`` from ``start_index``,
+        within its file; None when the index is not in the queue (Java ``getIndexBuffer``)."""
+        buf = self.get_index_buffer(start_index)
+        if buf is None:
+            return None
+        with buf:
+            end = min(len(buf), count * _UNIT) // _UNIT * _UNIT
+            return [CQ_UNIT.unpack_from(buf, pos) for pos in range(0, end, _UNIT)]
 
     def roll_next_file(self, index: int) -> int:
         """First logical offset of the file after the one holding ``index``."""

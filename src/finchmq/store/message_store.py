@@ -39,6 +39,7 @@ from finchmq.protocol.errors import MessageDecodeError
 from finchmq.protocol.message import MessageExt, string_to_properties
 from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
 from finchmq.protocol.stored import decode_stored
+from finchmq.protocol.topics import LMQ_PREFIX, RMQ_SYS_TRANS_OP_HALF_TOPIC, SCHEDULE_TOPIC
 
 from .checkpoint import StoreCheckpoint, create_abort_file, delete_abort_file
 from .commit_log import CommitLog, EncodedBatch
@@ -416,6 +417,45 @@ class DefaultMessageStore:
         if deleted:
             log.info("deleted %d consume queue(s) of %s", deleted, sorted(wanted))
         return deleted
+
+    def clean_unused_topic(self, topics: Iterable[str]) -> int:
+        """Destroy the consume queues of every topic not in ``topics`` (the broker's topic
+        table), the schedule and transaction-op topics and LMQ queues excepted (Java
+        ``cleanUnusedTopic``, mqadmin ``cleanUnusedTopic``); returns how many queues went."""
+        keep = set(topics) | {SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
+        unused = {t for t, _ in list(self._cq_table) if t not in keep and not t.startswith(LMQ_PREFIX)}
+        for topic in sorted(unused):
+            log.info("cleanUnusedTopic: %s, topic destroyed", topic)
+        return self.delete_topics(unused) if unused else 0
+
+    def clean_expired_consumer_queue(self) -> int:
+        """Destroy the consume queues whose every record is gone from the commit log (the last
+        one ends before its min offset), the schedule topic's excepted (Java
+        ``cleanExpiredConsumerQueue``, mqadmin ``cleanExpiredCQ``); returns how many went."""
+        min_phy = self.commit_log.get_min_offset()
+        destroyed = 0
+        with self.commit_log.put_lock, self.reput.lock:
+            for key, cq in list(self._cq_table.items()):
+                if cq.topic == SCHEDULE_TOPIC:
+                    continue
+                last = cq.get_last_offset()
+                if last == -1:
+                    log.warning(
+                        "maybe ConsumeQueue was created just now. topic=%s queueId=%d maxPhysicOffset=%d "
+                        "minLogicOffset=%d.",
+                        cq.topic, cq.queue_id, cq.max_physic_offset, cq.min_logic_offset,
+                    )  # fmt: skip
+                elif last < min_phy:
+                    log.info(
+                        "cleanExpiredConsumerQueue: %s %d consumer queue destroyed, minCommitLogOffset: %d "
+                        "maxCLOffsetInConsumeQueue: %d",
+                        cq.topic, cq.queue_id, min_phy, last,
+                    )  # fmt: skip
+                    del self._cq_table[key]
+                    self.commit_log.topic_queue_table.pop(key, None)
+                    cq.destroy()
+                    destroyed += 1
+        return destroyed
 
     def update_runtime_config(self, config: MessageStoreConfig) -> None:
         """Apply settings that may change while running (UPDATE_BROKER_CONFIG): flow-control

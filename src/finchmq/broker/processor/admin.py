@@ -21,6 +21,7 @@ from finchmq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
     Connection,
+    ConsumeQueueData,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
     ConsumeStats,
@@ -31,6 +32,9 @@ from finchmq.protocol.bodies import (
     LockBatchResponseBody,
     OffsetWrapper,
     ProducerConnection,
+    ProducerInfo,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     TopicConfig,
@@ -62,6 +66,7 @@ from finchmq.protocol.headers import (
     GetMinOffsetResponseHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
@@ -317,6 +322,27 @@ class AdminBrokerProcessor(BrokerProcessor):
         )
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
+    @handles(RequestCode.GET_ALL_PRODUCER_INFO)
+    def get_all_producer_info(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """Every producer group's members (Java ``ProducerManager.getProducerTable``, mqadmin
+        ``producer``)."""
+        table = ProducerTableInfo(
+            data={
+                group: tuple(
+                    ProducerInfo(
+                        client_id=i.client_id,
+                        remote_ip=f"/{i.client_addr}",  # Netty's SocketAddress.toString
+                        language=i.language,
+                        version=i.version,
+                        last_update_timestamp=i.last_update_timestamp,
+                    )
+                    for i in members.values()
+                )
+                for group, members in self.context.producer_manager.groups.items()
+            }
+        )
+        return request.make_response(ResponseCode.SUCCESS, body=table.to_json())
+
     def _consume_stats(self, group: str, topic: str, queue_nums: int) -> ConsumeStats:
         c = self.context
         table: dict[MessageQueue, OffsetWrapper] = {}
@@ -511,11 +537,70 @@ class AdminBrokerProcessor(BrokerProcessor):
             ResponseCode.SUCCESS, body=KVTable(table=self.context.runtime_info()).to_json()
         )
 
-    @handles(RequestCode.TRIGGER_DELETE_FILES, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    @handles(RequestCode.TRIGGER_DELETE_FILES, RequestCode.DELETE_EXPIRED_COMMITLOG)
     def trigger_delete_files(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """Delete the expired commit-log segments now (Java ``executeDeleteFilesManually``,
+        mqadmin ``deleteExpiredCommitLog``), the consume queues and index files they cover too."""
+        log.warning("invoke deleteExpiredCommitLog start.")
         deleted = self.context.store.clean_once(manual=True)
-        log.info("manual clean-up deleted %d file(s)", deleted)
+        log.warning("invoke deleteExpiredCommitLog end: %d commit-log segment(s) deleted", deleted)
         return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    def clean_expired_consume_queue(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """Destroy the consume queues whose records are all gone from the commit log (mqadmin
+        ``cleanExpiredCQ``)."""
+        log.warning("invoke cleanExpiredConsumeQueue start.")
+        destroyed = self.context.store.clean_expired_consumer_queue()
+        log.warning("invoke cleanExpiredConsumeQueue end: %d consume queue(s) destroyed", destroyed)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.CLEAN_UNUSED_TOPIC)
+    def clean_unused_topic(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """Destroy the consume queues of topics the broker no longer has (mqadmin ``cleanUnusedTopic``)."""
+        log.warning("invoke cleanUnusedTopic start.")
+        c = self.context
+        destroyed = c.store.clean_unused_topic(c.topic_config_manager.topic_names())
+        log.warning("invoke cleanUnusedTopic end: %d consume queue(s) destroyed", destroyed)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.QUERY_CONSUME_QUEUE)
+    def query_consume_queue(self, ctx: RemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """``count`` units of a consume queue from ``index``, its index range, and (given a
+        group) the group's subscription of the topic (Java ``queryConsumeQueue``, mqadmin
+        ``queryCq``). The filter data is null: finchmq keeps no ``ConsumerFilterData`` (its
+        SQL92 filter reads the stored properties) and no consume-queue extension, so ``eval``,
+        ``bitMap`` and ``extendDataJson`` stay unset, as Java leaves them for plain units."""
+        header = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
+        c = self.context
+        cq = c.store.get_consume_queue(header.topic, header.queue_id)
+        if cq is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"{header.queue_id}@{header.topic} is not exist!"
+            )
+        subscription = None
+        filter_data = None
+        if header.consumer_group is not None:
+            subscription = c.consumer_manager.find_subscription(header.consumer_group, header.topic)
+            filter_data = (
+                f"{header.consumer_group}@{header.topic} is not online!" if subscription is None else "null"
+            )
+        units = cq.get_units(header.index, header.count)
+        if units is None:
+            return request.make_response(
+                ResponseCode.SUCCESS,
+                f"Index {header.index} of {header.queue_id}@{header.topic} is not exist!",
+            )
+        body = QueryConsumeQueueResponseBody(
+            subscription_data=subscription,
+            filter_data=filter_data,
+            queue_data=tuple(
+                ConsumeQueueData(physic_offset=o, physic_size=n, tags_code=t) for o, n, t in units
+            ),
+            max_queue_index=cq.get_max_offset_in_queue(),
+            min_queue_index=cq.get_min_offset_in_queue(),
+        )
+        return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 
     # -- ACL (Java's ACL admin codes; the ACL check lets only admin accounts call them) ------
 

@@ -6,9 +6,10 @@ group, ``-c`` cluster, ``-b`` broker address...), prints a human-readable table,
 stderr), 2 for bad arguments.
 
 Layout: a module per mqadmin command family (``topic``, ``consumer``, ``connection``,
-``offset``, ``message``, ``cluster``, ``broker``, ``stats``, ``namesrv``, ``acl``), where each
-command is declared once, above its handler (``command.CommandFamily``); ``startup`` builds the
-parser and the dispatch from them; ``javafmt`` prints what mqadmin prints.
+``offset``, ``message``, ``cluster``, ``broker``, ``stats``, ``namesrv``, ``acl``, ``producer``,
+``queue``, ``export``), where each command is declared once, above its handler
+(``command.CommandFamily``); ``startup`` builds the parser and the dispatch from them;
+``javafmt`` prints what mqadmin prints.
 """
 
 from __future__ import annotations

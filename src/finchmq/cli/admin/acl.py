@@ -58,14 +58,15 @@ def _update_acl_config(admin: BlockingAdminClient, args: argparse.Namespace) -> 
 
 
 @commands.admin(
-    "deleteAccessConfig",
+    "deleteAclConfig",
     "delete an ACL account from the brokers' plain_acl.yml (admin only)",
     Option("-a", "--accessKey", dest="access_key_arg", required=True),
     CLUSTER,
     BROKER_ADDR,
+    aliases=("deleteAccessConfig",),  # mqadmin's alias, the name finchmq used first
 )
 def _delete_access_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
-    _acl_brokers(args, "deleteAccessConfig")
+    _acl_brokers(args, "deleteAclConfig")
     addrs = admin.delete_plain_access_config(
         args.access_key_arg, cluster=args.cluster, broker_addr=args.broker
     )

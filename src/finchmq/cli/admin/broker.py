@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import time
 
-from finchmq.client import BlockingAdminClient
+from finchmq.client import BlockingAdminClient, BlockingProducer
+from finchmq.client.sync import Portal
+from finchmq.protocol.message import Message
 
 from .command import BROKER_ADDR, CLUSTER, CommandFamily, Option, Result, parse_bool
-from .javafmt import config_tables, format_time
+from .javafmt import config_tables, format_time, java_send_result
 
 __all__ = ["commands"]
 
@@ -84,3 +88,78 @@ def _broker_consume_stats(admin: BlockingAdminClient, args: argparse.Namespace) 
                     )
     lines.append(f"\nDiff Total: {stats.total_diff}")
     return json.loads(stats.to_json(standard=True)), "\n".join(lines)
+
+
+def _send_msg_status_body(size: int) -> bytes:
+    """mqadmin ``sendMsgStatus``'s body: "hello jodie" repeated to at least ``size`` bytes."""
+    return b"hello jodie" * math.ceil(size / 11)
+
+
+@commands.client(
+    "sendMsgStatus",
+    "send messages to a broker's own topic and print each send's RT (mqadmin sendMsgStatus)",
+    Option("-b", "--brokerName", dest="broker_name", required=True, help="broker name"),
+    Option("-s", "--messageSize", dest="message_size", type=int, default=128),
+    Option("-c", "--count", type=int, default=50),
+)
+def _send_msg_status(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``sendMsgStatus``: producer group PID_SMSC sends to the topic named as the
+    broker, one warm-up send of 16 bytes, then ``count`` sends, each printed with its RT."""
+    lines = []
+    data = []
+    with BlockingProducer(
+        "PID_SMSC",
+        namesrv_addr=args.namesrv,
+        session_credentials=args.credentials,
+        instance_name=f"PID_SMSC_{int(time.time() * 1000)}",
+        portal=portal,
+    ) as producer:
+        producer.send(Message(args.broker_name, _send_msg_status_body(16)))
+        for _ in range(args.count):
+            began = time.time_ns() // 1_000_000
+            result = producer.send(Message(args.broker_name, _send_msg_status_body(args.message_size)))
+            rt = time.time_ns() // 1_000_000 - began
+            lines.append(f"rt={rt}ms, SendResult={java_send_result(result)}")
+            data.append({"rt": rt, "sendStatus": result.send_status.name, "msgId": result.msg_id,
+                         "offsetMsgId": result.offset_msg_id, "queueId": result.message_queue.queue_id,
+                         "queueOffset": result.queue_offset})  # fmt: skip
+    return data, "\n".join(lines)
+
+
+_CLEAN_OPTIONS = (
+    Option("-b", "--brokerAddr", dest="broker", help="one broker"),
+    Option("-c", "--cluster", dest="cluster", help="every broker of a cluster (default: of every cluster)"),
+)
+
+
+def _succeeded(results: dict[str, bool]) -> Result:
+    """mqadmin's clean commands print ``success`` or ``false`` (and no newline)."""
+    ok = bool(results) and all(results.values())
+    return results, "success" if ok else "false"
+
+
+@commands.admin(
+    "cleanExpiredCQ",
+    "have brokers destroy the consume queues whose messages are all gone (mqadmin cleanExpiredCQ)",
+    *_CLEAN_OPTIONS,
+)
+def _clean_expired_cq(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    return _succeeded(admin.clean_expired_consume_queue(cluster=args.cluster, broker_addr=args.broker))
+
+
+@commands.admin(
+    "cleanUnusedTopic",
+    "have brokers destroy the consume queues of topics they no longer have (mqadmin cleanUnusedTopic)",
+    *_CLEAN_OPTIONS,
+)
+def _clean_unused_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    return _succeeded(admin.clean_unused_topic(cluster=args.cluster, broker_addr=args.broker))
+
+
+@commands.admin(
+    "deleteExpiredCommitLog",
+    "have brokers delete their expired commit-log files now (mqadmin deleteExpiredCommitLog)",
+    *_CLEAN_OPTIONS,
+)
+def _delete_expired_commit_log(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    return _succeeded(admin.delete_expired_commit_log(cluster=args.cluster, broker_addr=args.broker))

@@ -67,7 +67,7 @@ class Command:
     """An mqadmin command: its name, one-line help, options and how it runs.
 
     ``streamed`` commands print as they go (they run until interrupted), so nothing is printed
-    from their result.
+    from their result. ``aliases`` are other names it answers to (mqadmin's ``commandAlias``).
     """
 
     name: str
@@ -75,6 +75,7 @@ class Command:
     options: tuple[Option, ...]
     run: ClientHandler
     streamed: bool = False
+    aliases: tuple[str, ...] = ()
 
 
 class CommandFamily:
@@ -86,9 +87,12 @@ class CommandFamily:
     def __iter__(self) -> Iterator[Command]:
         return iter(self._commands)
 
-    def admin(self, name: str, help_text: str, *options: Option) -> Callable[[AdminHandler], AdminHandler]:
-        """Declare command ``name``, run by the decorated ``handler(admin, args)`` with a started
-        ``BlockingAdminClient`` of the command line's name server and credentials."""
+    def admin(
+        self, name: str, help_text: str, *options: Option, aliases: tuple[str, ...] = ()
+    ) -> Callable[[AdminHandler], AdminHandler]:
+        """Declare command ``name`` (also called ``aliases``), run by the decorated
+        ``handler(admin, args)`` with a started ``BlockingAdminClient`` of the command line's
+        name server and credentials."""
 
         def register(handler: AdminHandler) -> AdminHandler:
             def run(args: argparse.Namespace, portal: Portal) -> Result:
@@ -97,7 +101,7 @@ class CommandFamily:
                 ) as admin:
                     return handler(admin, args)
 
-            self._commands.append(Command(name, help_text, options, run))
+            self._commands.append(Command(name, help_text, options, run, aliases=aliases))
             return handler
 
         return register

@@ -6,21 +6,29 @@ running info, creating or deleting a subscription group, and (5.x) how a group r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
 from finchmq.client import BlockingAdminClient, MQClientError
+from finchmq.client.results import PullStatus
+from finchmq.client.sync import BlockingPullConsumer, Portal
 from finchmq.client.views import consume_progress_dict
+from finchmq.protocol._json import java_hash_order
 from finchmq.protocol.bodies import (
     BodyError,
     ConsumerRunningInfo,
     GroupRetryPolicy,
     MessageRequestMode,
+    OffsetWrapper,
     SubscriptionGroupConfig,
+    java_key_hash,
 )
 from finchmq.protocol.codes import version_desc
+from finchmq.protocol.message import MessageQueue
+from finchmq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, TOOLS_CONSUMER_GROUP
 
 from .command import BROKER_ADDR, CLUSTER, CommandFamily, Option, Result, parse_bool
 from .javafmt import (
@@ -252,3 +260,164 @@ def _set_consume_mode(admin: BlockingAdminClient, args: argparse.Namespace) -> R
         "failed": failed,
     }
     return data, "\n".join(lines)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _java_value(value: object) -> str:
+    return java_bool(value) if isinstance(value, bool) else str(value)
+
+
+@commands.admin(
+    "getConsumerConfig",
+    "a consumer group's settings on every broker that has it (mqadmin getConsumerConfig)",
+    Option("-g", "--groupName", dest="group", required=True),
+)
+def _get_consumer_config(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``getConsumerConfig``: each broker (the cluster table's order, Java's HashMap's)
+    asked through its master (else a slave); a banner then every field of its
+    ``SubscriptionGroupConfig``, nothing for a group no broker has."""
+    info = admin.cluster_info()
+    found = []
+    for broker_name in java_hash_order(list(info.broker_addr_table), java_key_hash):
+        addr = info.broker_addr_table[broker_name].select_broker_addr()
+        if addr is None:
+            continue
+        config = admin.examine_subscription_group_config(addr, args.group)
+        if config is None:
+            continue
+        cluster = next((c for c, names in info.cluster_addr_table.items() if broker_name in names), None)
+        found.append((cluster, broker_name, config))
+    lines = []
+    for cluster, broker_name, config in found:
+        lines.append(f"============================={cluster}:{broker_name}=============================")
+        lines.extend(
+            f"{_camel(f.name):<40}=  {_java_value(getattr(config, f.name))}"
+            for f in dataclasses.fields(config)
+        )
+    data = [
+        {
+            "clusterName": cluster,
+            "brokerName": broker_name,
+            "config": json.loads(config.to_json(standard=True)),
+        }
+        for cluster, broker_name, config in found
+    ]
+    return data, "\n".join(lines)
+
+
+_MONITOR = "[MONITOR] "
+_NOTIFY = _MONITOR + " [NOTIFY] "
+
+
+def _undone_msgs(admin: BlockingAdminClient, puller: BlockingPullConsumer, group: str) -> list[str]:
+    """Java ``MonitorService.reportUndoneMsgs``: per topic the group consumes, its lag in all,
+    on its worst queue, and how far (ms) its last consumed message is behind the newest
+    stored; nothing for a group with no consumer online."""
+    try:
+        stats = admin.consume_stats(group)
+        admin.consumer_connection(group)
+    except MQClientError:
+        return []
+    by_topic: dict[str, list[tuple[MessageQueue, OffsetWrapper]]] = {}
+    for mq, wrapper in stats.offset_table.items():
+        by_topic.setdefault(mq.topic, []).append((mq, wrapper))
+    lines = []
+    for topic in java_hash_order(list(by_topic), java_key_hash):
+        total = single_max = delay_max = 0
+        for mq, wrapper in by_topic[topic]:
+            diff = wrapper.broker_offset - wrapper.consumer_offset
+            single_max = max(single_max, diff)
+            total += max(diff, 0)
+            if wrapper.last_timestamp > 0:
+                try:
+                    newest = puller.max_offset(mq)
+                    if newest > 0:
+                        found = puller.pull(mq, "*", newest - 1, 1)
+                        if found.pull_status is PullStatus.FOUND:
+                            delay = found.msg_found_list[0].store_timestamp - wrapper.last_timestamp
+                            delay_max = max(delay_max, delay)
+                except MQClientError:
+                    pass
+        lines.append(
+            f"{_MONITOR}reportUndoneMsgs: UndoneMsgs [consumerGroup={group}, topic={topic}, "
+            f"undoneMsgsTotal={total}, undoneMsgsSingleMQ={single_max}, undoneMsgsDelayTimeMills={delay_max}]"
+        )
+    return lines
+
+
+def _running_info_notices(admin: BlockingAdminClient, group: str, now_ms: int) -> list[str]:
+    """Java ``MonitorService.reportConsumerRunningInfo`` with ``DefaultMonitorListener``: a
+    notice when the group's clients disagree on subscriptions, and one per client with a
+    queue in trouble."""
+    try:
+        conn = admin.consumer_connection(group)
+    except MQClientError:
+        return []
+    by_client: dict[str, ConsumerRunningInfo] = {}
+    for c in conn.connection_set:
+        try:
+            by_client[c.client_id] = admin.consumer_running_info(group, c.client_id)
+        except MQClientError:
+            continue
+    if not by_client:
+        return []
+    lines = []
+    if not analyze_subscription(by_client, now_ms):
+        lines.append(f"{_NOTIFY}reportConsumerRunningInfo: ConsumerGroup: {group}, Subscription different")
+    for client_id in sorted(by_client):
+        problem = analyze_process_queue(client_id, by_client[client_id], now_ms)
+        if problem:
+            where = f"ConsumerGroup: {group}, ClientId: {client_id}"
+            lines.append(f"{_NOTIFY}reportConsumerRunningInfo: {where}, {problem}")
+    return lines
+
+
+@commands.client(
+    "startMonitoring",
+    "every round, each group's undone messages and consumers in trouble, until ^C (mqadmin startMonitoring)",
+    Option(
+        "--roundInterval", dest="round_interval", type=int, default=60_000, help="ms between rounds (60000)"
+    ),
+    Option("--firstDelay", dest="first_delay", type=int, default=20_000, help="ms before the first (20000)"),
+    Option("--rounds", type=int, default=0, help="stop after this many rounds (default: run until ^C)"),
+    streamed=True,
+)
+def _start_monitoring(args: argparse.Namespace, portal: Portal) -> Result:
+    """mqadmin ``startMonitoring`` (Java ``MonitorService`` with ``DefaultMonitorListener``):
+    every round, for each group with a retry topic, its undone messages per topic and notices
+    about its consumers, printed here where Java writes them to its client log. Java's
+    monitor also logs OFFSET_MOVED_EVENT messages (``reportDeleteMsgsEvent``); finchmq's
+    brokers do not send that event, so there is nothing to report."""
+    with (
+        BlockingAdminClient(
+            namesrv_addr=args.namesrv, session_credentials=args.credentials, portal=portal
+        ) as admin,
+        BlockingPullConsumer(
+            TOOLS_CONSUMER_GROUP,
+            namesrv_addr=args.namesrv,
+            session_credentials=args.credentials,
+            instance_name=f"monitor-{int(time.time() * 1000)}",
+            portal=portal,
+        ) as puller,
+    ):
+        time.sleep(args.first_delay / 1000)
+        done = 0
+        while True:
+            began = time.monotonic()
+            print(f"{_MONITOR}=========================================beginRound", flush=True)
+            for topic in admin.topic_list():
+                if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                    group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+                    lines = _undone_msgs(admin, puller, group)
+                    lines += _running_info_notices(admin, group, int(time.time() * 1000))
+                    for line in lines:
+                        print(line, flush=True)
+            print(f"{_MONITOR}=========================================endRound", flush=True)
+            done += 1
+            if args.rounds and done >= args.rounds:
+                return {"rounds": done}, ""
+            time.sleep(max(args.round_interval / 1000 - (time.monotonic() - began), 0))

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
-from finchmq.protocol._json import java_hash_order, java_string_hash
-from finchmq.protocol.bodies import ConsumerRunningInfo, ProcessQueueInfo, java_key_hash
+from finchmq.client.results import SendResult
+from finchmq.protocol._json import dumps_fastjson_pretty, java_hash_order, java_string_hash
+from finchmq.protocol.bodies import ConsumerRunningInfo, ProcessQueueInfo, RemotingSerializable, java_key_hash
 from finchmq.protocol.hosts import HostAddress
 from finchmq.protocol.message import MessageExt
 from finchmq.protocol.message_const import MessageConst
@@ -27,6 +28,7 @@ __all__ = [
     "analyze_process_queue",
     "analyze_subscription",
     "config_tables",
+    "fastjson_pretty",
     "format_consumer_running_info",
     "format_table",
     "format_time",
@@ -36,6 +38,7 @@ __all__ = [
     "java_map",
     "java_message_ext",
     "java_properties_order",
+    "java_send_result",
 ]
 
 # Java ConsumerRunningInfo property names
@@ -258,3 +261,17 @@ def analyze_process_queue(client_id: str, info: ConsumerRunningInfo, now_ms: int
             if idle > 60_000 and pq.cached_msg_count > 0:
                 out.append(f"{client_id} {mq} can't consume for a while, maybe blocked, {idle}ms\n")
     return "".join(out)
+
+
+def fastjson_pretty(body: RemotingSerializable) -> str:
+    """``JSON.toJSONString(body, true)``: the body in fastjson's pretty form (tab-indented)."""
+    return dumps_fastjson_pretty(body.to_tree())
+
+
+def java_send_result(result: SendResult) -> str:
+    """Java ``SendResult.toString``."""
+    return (
+        f"SendResult [sendStatus={result.send_status.name}, msgId={result.msg_id}, "
+        f"offsetMsgId={result.offset_msg_id}, messageQueue={result.message_queue}, "
+        f"queueOffset={result.queue_offset}]"
+    )

@@ -29,9 +29,12 @@ from .cluster import commands as cluster
 from .command import Command
 from .connection import commands as connection
 from .consumer import commands as consumer
+from .export import commands as export
 from .message import commands as message
 from .namesrv import commands as namesrv
 from .offset import commands as offset
+from .producer import commands as producer
+from .queue import commands as queue
 from .stats import commands as stats
 from .topic import commands as topic
 
@@ -48,6 +51,9 @@ COMMANDS: tuple[Command, ...] = (
     *stats,
     *namesrv,
     *acl,
+    *producer,
+    *queue,
+    *export,
 )
 """Every command, in the order ``finchmq admin --help`` lists them (by mqadmin's families)."""
 
@@ -126,7 +132,13 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_tls_options(common)
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
     for command in COMMANDS:
-        parser = sub.add_parser(command.name, parents=[common], help=command.help, description=command.help)
+        parser = sub.add_parser(
+            command.name,
+            aliases=list(command.aliases),
+            parents=[common],
+            help=command.help,
+            description=command.help,
+        )
         for option in command.options:
             option.add_to(parser)
         parser.set_defaults(handler=functools.partial(_run, command))

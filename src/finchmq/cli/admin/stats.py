@@ -15,12 +15,12 @@ from finchmq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PR
 from .command import CommandFamily, Option, Result
 from .javafmt import java_fixed
 
-__all__ = ["commands"]
+__all__ = ["commands", "compute_24hour_sum"]
 
 commands = CommandFamily()
 
 
-def _stats_24h(stats: BrokerStatsData) -> int:
+def compute_24hour_sum(stats: BrokerStatsData) -> int:
     """Java ``StatsAllSubCommand.compute24HourSum``: the day's sum, else the hour's, else the minute's."""
     for item in (stats.stats_day, stats.stats_hour, stats.stats_minute):
         if item is not None and item.sum != 0:
@@ -83,7 +83,7 @@ def _topic_stats(admin: BlockingAdminClient, topic: str) -> list[dict[str, Any]]
             except MQClientError:
                 continue  # never counted on that broker
             tps += stats.stats_minute.tps if stats.stats_minute else 0.0
-            total += _stats_24h(stats)
+            total += compute_24hour_sum(stats)
         return tps, total
 
     in_tps, in_24h = stats_of("TOPIC_PUT_NUMS", topic)

@@ -12,7 +12,7 @@ from finchmq.client.allocate import AllocateMessageQueueAveragely
 from finchmq.client.route import topic_route_data_to_subscribe_info
 from finchmq.client.views import topic_status_rows
 from finchmq.protocol._json import java_hash_order
-from finchmq.protocol.bodies import PermName, RebalanceResult, java_key_hash
+from finchmq.protocol.bodies import MASTER_ID, PermName, RebalanceResult, TopicConfig, java_key_hash
 
 from .command import BROKER_ADDR, CLUSTER, TOPIC, CommandFamily, Option, Result, parse_bool
 from .javafmt import format_table, format_time
@@ -58,6 +58,56 @@ def _update_topic(admin: BlockingAdminClient, args: argparse.Namespace) -> Resul
     }
     text = "\n".join(f"create topic to {a} success." for a in addrs) + f"\n{data}"
     return data, text
+
+
+@commands.admin(
+    "updateTopicPerm",
+    "change a topic's permission on a broker or a cluster (mqadmin updateTopicPerm)",
+    TOPIC,
+    Option("-b", "--brokerAddr", dest="broker", help="a master's address"),
+    CLUSTER,
+    Option("-p", "--perm", type=int, required=True, help="2 (W), 4 (R) or 6 (RW)"),
+)
+def _update_topic_perm(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    """mqadmin ``updateTopicPerm``: the topic's first queue data gives the queue numbers and
+    system flag kept; with -b, only a master of the topic, and not to the perm it has."""
+    route = admin.topic_route(args.topic)
+    if not route.queue_datas:
+        raise ValueError(f"topic {args.topic} has no queues in its route")
+    first = route.queue_datas[0]
+    config = TopicConfig(
+        topic_name=args.topic,
+        read_queue_nums=first.read_queue_nums,
+        write_queue_nums=first.write_queue_nums,
+        perm=args.perm,
+        topic_sys_flag=first.topic_sys_flag,
+    )
+    data: dict[str, object] = {"topic": args.topic, "perm": args.perm, "updated": {}}
+    if args.broker:
+        broker_name = next(
+            (bd.broker_name for bd in route.broker_datas if bd.broker_addrs.get(MASTER_ID) == args.broker),
+            None,
+        )
+        if broker_name is None:
+            data["error"] = "broker not found or not a master"
+            return data, "updateTopicPerm error broker not exit or broker is not master!."
+        old = next((qd.perm for qd in route.queue_datas if qd.broker_name == broker_name), 0)
+        if old == args.perm:
+            data["unchanged"] = True
+            return data, "new perm equals to the old one!"
+        admin.create_and_update_topic_config(args.broker, config)
+        data["updated"] = {args.broker: old}
+        return data, f"update topic perm from {old} to {args.perm} in {args.broker} success.\n{config}."
+    if not args.cluster:
+        raise ValueError("give -b BROKER_ADDR or -c CLUSTER (mqadmin updateTopicPerm)")
+    lines = []
+    updated = {}
+    for addr in admin.master_addrs(args.cluster).values():
+        admin.create_and_update_topic_config(addr, config)
+        updated[addr] = first.perm
+        lines.append(f"update topic perm from {first.perm} to {args.perm} in {addr} success.")
+    data["updated"] = updated
+    return data, "\n".join(lines)
 
 
 @commands.admin("deleteTopic", "delete a topic from the brokers and the name servers", TOPIC, CLUSTER)

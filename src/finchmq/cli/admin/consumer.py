@@ -297,6 +297,7 @@ def _get_consumer_config(admin: BlockingAdminClient, args: argparse.Namespace) -
         lines.extend(
             f"{_camel(f.name):<40}=  {_java_value(getattr(config, f.name))}"
             for f in dataclasses.fields(config)
+            if getattr(config, f.name) is not None  # the 5.x fields, unset: 4.9.8 has no such field
         )
     data = [
         {

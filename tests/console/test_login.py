@@ -142,12 +142,11 @@ def test_a_session_expires_after_its_timeout(cluster: Cluster, users_file: Path,
     with ConsoleProcess(cluster.namesrv, users_file, tmp_path, "--session-timeout", "0.5") as console:
         client = logged_in(console, ADMIN_USER)
         # polled less often than the timeout: each request finds the session expired
-        _, data = wait_until(
-            lambda: (answer := client.call("GET", "/api/cluster"))[0] == 401 and answer,
-            what="the session to expire",
-            interval=1.0,
+        wait_until(
+            lambda: client.call("GET", "/api/cluster")[0] == 401, what="the session to expire", interval=1.0
         )
-        assert "log in first" in data["error"]
+        status, data = client.call("GET", "/api/session")
+        assert status == 401 and "log in first" in data["error"]
         assert client.call("POST", "/api/topics", {"topic": "T_expired"})[0] == 401
 
 

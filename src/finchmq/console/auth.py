@@ -445,12 +445,13 @@ class AuthGuard:
 
     def _login_page(self, request: Request, *, error: str = "", status: int = 200,
                     next_path: str | None = None) -> Response:  # fmt: skip
-        csrf = secrets.token_urlsafe(32)
+        # the browser's token, kept: another tab's (or the favicon's) trip here must not void this form
+        csrf = request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(32)
         target = _safe_next(next_path if next_path is not None else request.query_params.get("next"))
         shown = f'<div id="login-error" class="error" role="alert">{html.escape(error)}</div>'
         body = _LOGIN_PAGE.format(
             error=shown if error else "",
-            csrf=csrf,
+            csrf=html.escape(csrf, quote=True),
             next=html.escape(target, quote=True),
         )
         response = HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})

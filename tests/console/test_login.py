@@ -212,3 +212,11 @@ def test_bad_accounts_files_are_refused_at_start(tmp_path: Path) -> None:
     assert result.returncode == 2 and "has no account" in result.stderr, result
     result = console_command("--users", str(tmp_path / "missing"))
     assert result.returncode == 2 and "cannot read the console's accounts file" in result.stderr, result
+
+
+def test_cookies_are_secure_behind_an_https_proxy(login_console: ConsoleProcess) -> None:
+    """A proxy on this machine saying https (``X-Forwarded-Proto``) makes the cookies ``Secure``."""
+    client = WebClient(login_console.url)
+    status, headers, _ = client.request("GET", "/login", headers={"X-Forwarded-Proto": "https"})
+    [cookie] = headers.get_all("Set-Cookie")
+    assert status == 200 and "secure" in {a.strip().lower() for a in cookie.split(";")}, cookie

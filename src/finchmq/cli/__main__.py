@@ -14,7 +14,7 @@ from finchmq._version import __version__
 from finchmq.cli.admin import add_admin_parser
 from finchmq.cli.bench import add_bench_parser
 from finchmq.cli.cluster import add_cluster_parser
-from finchmq.cli.console import add_console_parser
+from finchmq.cli.console import add_console_parser, add_console_user_parser
 from finchmq.cli.demo import add_demo_parser
 from finchmq.cli.servers import add_server_parsers
 
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_admin_parser(commands)
     add_bench_parser(commands)
     add_console_parser(commands)
+    add_console_user_parser(commands)
     completion = commands.add_parser(
         "completion",
         help='print shell completion code: eval "$(finchmq completion bash)"',

@@ -1,35 +1,84 @@
 """``finchmq console``: the web console for a cluster, given its name server addresses
-(``finchmq server`` runs one itself, see ``--console-port``)."""
+(``finchmq server`` runs one itself, see ``--console-port``), and ``finchmq console-user``, which
+writes the console's accounts file (``finchmq.console.auth``)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import os
 import signal
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from finchmq.cli.tls import add_tls_options, tls_client_options
 from finchmq.remoting import run
 
-__all__ = ["DEFAULT_CONSOLE_PORT", "add_console_parser", "start_console"]
+__all__ = [
+    "DEFAULT_CONSOLE_PORT",
+    "add_console_parser",
+    "add_console_user_parser",
+    "add_login_arguments",
+    "start_console",
+]
 
 DEFAULT_CONSOLE_PORT = 8080  # rocketmq-dashboard's
+USERS_ENV = "FINCHMQ_CONSOLE_USERS"
 
 
 async def start_console(
-    namesrv_addr: str, host: str, port: int, client_options: Mapping[str, Any] | None = None
+    namesrv_addr: str,
+    host: str,
+    port: int,
+    client_options: Mapping[str, Any] | None = None,
+    *,
+    users_file: Path | None = None,
+    session_timeout: float | None = None,
 ) -> Any:
     """Start a ``finchmq.console.Console`` (imported only when one runs: the web stack is not
-    needed by a server without a console); ``OSError`` if the port is taken. ``client_options``:
-    ClientConfig settings of its clients (``use_tls``/``tls``)."""
+    needed by a server without a console); ``OSError`` if the port is taken, ``ValueError`` for
+    a bad accounts file or a non-loopback address without one. ``client_options``: ClientConfig
+    settings of its clients (``use_tls``/``tls``)."""
     from finchmq.console import Console  # noqa: PLC0415  (the web stack loads only when used)
 
-    console = Console(namesrv_addr, host=host, port=port, client_options=client_options)
+    timeout = {} if session_timeout is None else {"session_timeout": session_timeout}
+    console = Console(
+        namesrv_addr,
+        host=host,
+        port=port,
+        client_options=client_options,
+        users_file=users_file,
+        **timeout,
+    )
     await console.start()
     return console
+
+
+def _users_default() -> Path | None:
+    value = os.environ.get(USERS_ENV)
+    return Path(value) if value else None
+
+
+def add_login_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--users FILE`` and ``--session-timeout`` (``--console-...`` with ``prefix="console-"``)."""
+    parser.add_argument(
+        f"--{prefix}users",
+        type=Path,
+        default=_users_default(),
+        metavar="FILE",
+        help=f"accounts file (finchmq console-user writes it; default ${USERS_ENV}): every page needs a "
+        "login, and the console may listen on a network address",
+    )
+    parser.add_argument(
+        f"--{prefix}session-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a login ends after this long without a request (default 1800: half an hour)",
+    )
 
 
 def add_console_parser(commands: Any) -> None:
@@ -55,9 +104,10 @@ def add_console_parser(commands: Any) -> None:
     parser.add_argument(
         "--bind",
         default="127.0.0.1",
-        help="listen address (default 127.0.0.1: this machine only; the console has no login)",
+        help="listen address (default 127.0.0.1: this machine only; another address needs --users)",
     )
     add_tls_options(parser)
+    add_login_arguments(parser)
     parser.set_defaults(handler=_run_console)
 
 
@@ -66,7 +116,14 @@ async def _console_main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    console = await start_console(args.namesrv, args.bind, args.port, tls_client_options(args))
+    console = await start_console(
+        args.namesrv,
+        args.bind,
+        args.port,
+        tls_client_options(args),
+        users_file=args.users,
+        session_timeout=args.session_timeout,
+    )
     try:
         print(f"finchmq console at {console.url} for name servers {args.namesrv}", flush=True)
         await stop.wait()
@@ -84,4 +141,101 @@ def _run_console(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a malformed name server address
         print(f"finchmq console: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def add_console_user_parser(commands: Any) -> None:
+    """Register ``finchmq console-user``."""
+    parser = commands.add_parser(
+        "console-user",
+        help="add, change, delete or list the web console's accounts",
+        description=(
+            "Write the web console's accounts file: rocketmq-dashboard's users.properties layout "
+            "(NAME=PASSWORD,ROLE; role 1 admin, 0 read-only) with scrypt-hashed passwords. A running "
+            "console reads the file again when it changes. Passwords are asked on the terminal, or "
+            "read from the first line of standard input when it is not one (--password-stdin)."
+        ),
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, text in (
+        ("add", "add an account (asks its password)"),
+        ("passwd", "set an account's password (asks it)"),
+        ("role", "change an account's role"),
+        ("delete", "delete an account (its sessions end at their next request)"),
+        ("list", "list the accounts and their roles"),
+    ):
+        sub = actions.add_parser(action, help=text, description=text)
+        if action != "list":
+            sub.add_argument("name", help="user name (letters, digits, _.@-)")
+        if action in ("add", "role"):
+            sub.add_argument("--role", choices=["admin", "read-only"], required=action == "role",
+                             default="read-only" if action == "add" else None,
+                             help="admin: everything; read-only: sees every page, changes nothing "
+                             "(default for add: read-only)")  # fmt: skip
+        if action in ("add", "passwd"):
+            sub.add_argument("--password-stdin", action="store_true",
+                             help="read the password from standard input's first line")  # fmt: skip
+        sub.add_argument(
+            "--users",
+            type=Path,
+            default=_users_default(),
+            required=_users_default() is None,
+            metavar="FILE",
+            help=f"the accounts file (default ${USERS_ENV}); add creates it, mode 0600",
+        )
+    parser.set_defaults(handler=_run_console_user)
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    if args.password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise ValueError("the two passwords differ")
+    if len(password) < 8:
+        raise ValueError("a console password has at least 8 characters")
+    return password
+
+
+def _run_console_user(args: argparse.Namespace) -> int:
+    from finchmq.console.auth import (  # noqa: PLC0415  (the web stack loads only when used)
+        ADMIN,
+        READ_ONLY,
+        AccountsError,
+        hash_password,
+        read_accounts,
+        write_account,
+    )
+
+    path: Path = args.users
+    try:
+        if args.action == "list":
+            for account in read_accounts(path, hashed=False).values():
+                print(f"{account.name}\t{account.role}")
+            return 0
+        if args.action == "add":
+            if path.exists() and args.name in read_accounts(path, hashed=False):
+                raise AccountsError(f"{args.name!r} is already in {path}: use passwd or role to change it")
+            role = ADMIN if args.role == "admin" else READ_ONLY
+            write_account(path, args.name, password_hash=hash_password(_read_password(args)), role=role)
+            print(f"added {args.name} ({role}) to {path}")
+        elif args.action == "passwd":
+            if not path.exists() or args.name not in read_accounts(path, hashed=False):
+                raise AccountsError(f"no account {args.name!r} in {path}")
+            write_account(path, args.name, password_hash=hash_password(_read_password(args)))
+            print(f"set the password of {args.name} in {path}")
+        elif args.action == "role":
+            role = ADMIN if args.role == "admin" else READ_ONLY
+            write_account(path, args.name, role=role)
+            print(f"{args.name} is now {role} in {path}")
+        else:
+            write_account(path, args.name, delete=True)
+            print(f"deleted {args.name} from {path}")
+    except ValueError as exc:  # AccountsError included
+        print(f"finchmq console-user: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"finchmq console-user: {path}: {exc.strerror}", file=sys.stderr)
+        return 1
     return 0

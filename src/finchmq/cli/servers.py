@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
-from finchmq.cli.console import DEFAULT_CONSOLE_PORT, start_console
+from finchmq.cli.console import DEFAULT_CONSOLE_PORT, add_login_arguments, start_console
 from finchmq.cli.grpc import GRPC_KEYS, cluster_grpc_server, local_grpc_server
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.common.metrics import MetricsExporterType
@@ -221,8 +221,10 @@ def add_server_parsers(commands: Any) -> None:
     server.add_argument(
         "--console-bind",
         default="127.0.0.1",
-        help="web console listen address (default 127.0.0.1: this machine only; it has no login)",
+        help="web console listen address (default 127.0.0.1: this machine only; another address needs "
+        "--console-users)",
     )
+    add_login_arguments(server, "console-")
     server.set_defaults(handler=_run_server)
 
     proxy = commands.add_parser(
@@ -576,7 +578,16 @@ async def _start_console(args: argparse.Namespace, namesrv_addr: str, tls: TlsCo
     try:
         # the console's clients talk to this process's servers as the broker does (TLS if enforcing)
         options = {"use_tls": tls.broker_client_uses_tls, "tls": tls}
-        console = await start_console(namesrv_addr, args.console_bind, port, options)
+        console = await start_console(
+            namesrv_addr,
+            args.console_bind,
+            port,
+            options,
+            users_file=args.console_users,
+            session_timeout=args.console_session_timeout,
+        )
+    except ValueError as exc:  # a bad accounts file, a network address without one
+        raise RuntimeError(f"web console: {exc}") from None
     except OSError as exc:
         if args.console_port is not None:
             raise OSError(exc.errno, f"web console port {port}: {exc.strerror}") from exc

@@ -5,7 +5,9 @@ Every API answer is JSON. A failure is ``{"error": text, "code": RocketMQ respon
 null, "codeName": its name}`` with an HTTP status that says whose fault it was: 400 bad input,
 404 an unknown topic or group, 502 the cluster refused, 504 it did not answer in time. Requests
 that change something must be ``application/json`` (a form on another site cannot send that
-without the browser asking first, which this app never allows).
+without the browser asking first, which this app never allows). With a login (``auth``), the
+whole app sits behind ``auth.AuthGuard``: sessions, CSRF tokens and roles are checked there, for
+every route, before a handler runs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -26,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from finchmq.client import MQClientError, NoRouteError, ValidationError
 from finchmq.protocol.codes import ResponseCode
 
+from .auth import Auth, AuthGuard, session_of
 from .sampler import Sampler
 from .service import ConsoleService
 
@@ -124,8 +128,12 @@ def _time_range(request: Request) -> tuple[int, int]:
     return begin, end
 
 
-def create_app(service: ConsoleService, sampler: Sampler) -> Starlette:
-    """The console's ASGI app over a started ``service`` and ``sampler``."""
+def create_app(service: ConsoleService, sampler: Sampler, auth: Auth | None = None) -> Starlette:
+    """The console's ASGI app over a started ``service`` and ``sampler``, behind ``auth``'s login
+    when given."""
+
+    async def session(request: Request) -> Any:
+        return session_of(request)
 
     async def cluster(request: Request) -> Any:
         return await service.cluster()
@@ -221,6 +229,7 @@ def create_app(service: ConsoleService, sampler: Sampler) -> Starlette:
 
     routes = [
         Route("/", index),
+        Route("/api/session", _api(session)),
         Route("/api/cluster", _api(cluster)),
         Route("/api/topics", _api(topics)),
         Route("/api/topics", _api(create_topic), methods=["POST"]),
@@ -238,4 +247,5 @@ def create_app(service: ConsoleService, sampler: Sampler) -> Starlette:
         Route("/api/series/groups/{group}", _api(group_series)),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    middleware = [] if auth is None else [Middleware(AuthGuard, auth=auth)]
+    return Starlette(routes=routes, exception_handlers={HTTPException: not_found}, middleware=middleware)

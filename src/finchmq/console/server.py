@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 from collections.abc import Generator, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +23,7 @@ import uvicorn
 from finchmq.common.tasks import BackgroundTasks
 
 from .app import create_app
+from .auth import DEFAULT_SESSION_TIMEOUT, Auth, is_loopback
 from .sampler import Sampler
 from .service import ConsoleService
 
@@ -38,7 +40,11 @@ class _Server(uvicorn.Server):
 
 class Console:
     """The web console of the cluster whose name servers are ``namesrv_addr``, on
-    ``host:port`` (port 0: a free one; ``url`` says which once started)."""
+    ``host:port`` (port 0: a free one; ``url`` says which once started).
+
+    With ``users_file`` (see ``auth``) every page needs a login and sessions end after
+    ``session_timeout`` seconds without a request; without it the console has no login and
+    listens on a loopback address only (``ValueError`` otherwise, as for a bad accounts file)."""
 
     def __init__(
         self,
@@ -49,7 +55,16 @@ class Console:
         sample_interval: float = 10.0,
         sample_window: float = 3600.0,
         client_options: Mapping[str, Any] | None = None,
+        users_file: Path | None = None,
+        session_timeout: float = DEFAULT_SESSION_TIMEOUT,
     ) -> None:
+        if users_file is None and not is_loopback(host):
+            raise ValueError(
+                f"refusing to serve the console on {host}: without a login anyone who reaches it could "
+                "change the cluster; give an accounts file (finchmq console-user add NAME --role admin "
+                "--users FILE, then --users FILE) or listen on 127.0.0.1"
+            )
+        self.auth = None if users_file is None else Auth(users_file, timeout=session_timeout)
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
@@ -93,7 +108,7 @@ class Console:
             await self.service.start()
             self.sampler.start()
             config = uvicorn.Config(
-                create_app(self.service, self.sampler),
+                create_app(self.service, self.sampler, self.auth),
                 log_config=None,
                 access_log=False,
                 lifespan="off",

@@ -9,6 +9,10 @@
   let generation = 0; // bumped on every navigation: late answers of a left page are ignored
   let timers = [];
   let charts = [];
+  // Who is logged in: {login: false} without a login, else {login, user, role, csrfToken}
+  let me = { login: false };
+  // Whether this user may change the cluster (the server checks it again on every request)
+  const canChange = () => !me.login || me.role === "admin";
 
   // -- helpers -----------------------------------------------------------------------------------
 
@@ -67,13 +71,19 @@
   function clearError() { errorBox.hidden = true; errorText.textContent = ""; }
   document.getElementById("error-close").addEventListener("click", clearError);
 
+  function toLogin() {
+    location.href = `/login?next=${encodeURIComponent("/" + location.hash)}`;
+  }
+
   async function api(method, path, body) {
     const init = { method, headers: {} };
     if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
+    if (method !== "GET" && me.csrfToken) init.headers["X-CSRF-Token"] = me.csrfToken;
     const response = await fetch(path, init);
+    if (response.status === 401 && me.login) { toLogin(); throw new Error("the session expired: log in again"); }
     let data = null;
     try { data = await response.json(); } catch (e) { /* not JSON: reported below */ }
     if (!response.ok) {
@@ -203,7 +213,7 @@
     Object.values(kinds).forEach(k => k.addEventListener("change", draw));
     main.replaceChildren(
       h("h1", {}, "Topics"),
-      topicForm({ clusters, create: true }),
+      canChange() ? topicForm({ clusters, create: true }) : null,
       card(null,
         h("div", { class: "toolbar" }, h("label", { class: "grow" }, "Filter", filter),
           ...Object.entries(kinds).map(([k, box]) => h("label", { class: "check" }, box, `${k.toLowerCase()} topics`))),
@@ -279,7 +289,7 @@
     const total = status.reduce((s, q) => s + (q.maxOffset - q.minOffset), 0);
     main.replaceChildren(
       h("div", { class: "titlebar" }, h("h1", { class: "grow" }, `Topic ${topic}`),
-        link(`#/messages?topic=${encodeURIComponent(topic)}`, "messages"), del),
+        link(`#/messages?topic=${encodeURIComponent(topic)}`, "messages"), canChange() ? del : null),
       h("div", { class: "grid2" },
         card("Route", table([
           { title: "Broker", value: q => q.brokerName },
@@ -301,8 +311,8 @@
         { title: "Max offset", value: q => q.maxOffset, num: true },
         { title: "Last updated", value: q => fmtTime(q.lastUpdateTimestamp), time: true },
       ], status)),
-      topicForm({ clusters, create: false, topic, queue: info.route.queueDatas[0] }),
-      sendForm(topic),
+      canChange() ? topicForm({ clusters, create: false, topic, queue: info.route.queueDatas[0] }) : null,
+      canChange() ? sendForm(topic) : null,
     );
   }
 
@@ -380,10 +390,10 @@
           : h("div", { class: "empty" }, "no client online"))),
       card(null, lagBox, h("h2", {}, `Lag, last hour (sampled every ${series.interval} s)`), chartBox),
       popCard(info),
-      resetForm(group, [...topics].sort(), async () => {
+      canChange() ? resetForm(group, [...topics].sort(), async () => {
         const fresh = await act(null, () => api("GET", `/api/groups/${encodeURIComponent(group)}`));
         if (fresh && gen === generation) drawProgress(fresh);
-      }),
+      }) : null,
     );
     const drawLag = (data) => {
       charts.forEach(c => c.destroy());
@@ -577,7 +587,7 @@
         messageTable(r.topic, r.messages, [
           { title: "Original topic", value: m => m.properties.RETRY_TOPIC || "-" },
           { title: "Reconsumed", value: m => m.reconsumeTimes, num: true },
-          { title: "", value: m => resend(g, m) },
+          ...(canChange() ? [{ title: "", value: m => resend(g, m) }] : []),
         ]));
       }
     };
@@ -633,6 +643,20 @@
     if (gen === generation) document.body.dataset.loaded = String(gen);
   }
 
-  window.addEventListener("hashchange", () => render());
-  render();
+  // The logged-in user, the role and the logout button in the header (nothing without a login).
+  async function start() {
+    try { me = await api("GET", "/api/session"); } catch (e) { showError(e); }
+    if (me.login) {
+      document.body.dataset.role = me.role;
+      const logout = h("button", { type: "button", id: "logout", class: "small secondary", onclick: async () => {
+        const r = await act(logout, () => api("POST", "/logout"));
+        if (r) location.href = "/login";
+      } }, "Log out");
+      document.querySelector("header").append(h("span", { id: "user", class: "user" }, me.user,
+        me.role === "admin" ? null : h("span", { class: "badge", id: "read-only" }, "read-only")), logout);
+    }
+    window.addEventListener("hashchange", () => render());
+    render();
+  }
+  start();
 })();

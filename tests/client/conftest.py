@@ -71,19 +71,32 @@ def short_name(request: pytest.FixtureRequest) -> str:
     return f"{base}_{time.monotonic_ns() % 100000}"
 
 
-async def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
-    """Create ``topic`` with ``queues`` read/write queues and wait until the name server routes it."""
+async def create_topic(
+    namesrv: str,
+    topic: str,
+    queues: int = 4,
+    *,
+    attributes: str | None = None,
+    cluster: str = "DefaultCluster",
+    brokers: int = 1,
+) -> None:
+    """Create ``topic`` with ``queues`` read/write queues on every master of ``cluster`` (5.x
+    ``attributes`` such as ``+message.type=FIFO``) and wait until the name server routes it to
+    ``brokers`` brokers."""
     async with AdminClient(namesrv_addr=namesrv) as admin:
-        await admin.create_topic(topic, read_queue_nums=queues, write_queue_nums=queues)
+        await admin.create_topic(
+            topic, cluster=cluster, read_queue_nums=queues, write_queue_nums=queues, attributes=attributes
+        )
 
         async def routed() -> bool:
             try:
                 route = await admin.topic_route(topic)
             except Exception:
                 return False
-            return sum(q.read_queue_nums for q in route.queue_datas) == queues
+            datas = route.queue_datas
+            return len(datas) == brokers and all(q.read_queue_nums == queues for q in datas)
 
-        await eventually(routed, what=f"the name server routes {topic} to {queues} queues")
+        await eventually(routed, what=f"the name server routes {topic} to {brokers} x {queues} queues")
 
 
 async def produce(

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from finchmq.client import AdminClient, NoRouteError
+from finchmq.client import AdminClient
 from finchmq.client.producer import Producer
 from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.message import Message, MessageExt
@@ -32,7 +32,7 @@ from finchmq.testing import EmbeddedServer
 from finchmq.testing.audit import stored_messages
 from finchmq.testing.cluster import free_port_pair
 from finchmq.testing.process import free_port
-from tests.client.conftest import TEST_BROKER
+from tests.client.conftest import TEST_BROKER, create_topic
 from tests.drivers import DriverProcess, driver_starter, flags
 from tests.waiting import eventually, wait_until
 
@@ -261,21 +261,7 @@ class Target:
     def create_topic(self, topic: str, queues: int = 2, attributes: str | None = None) -> None:
         """``topic`` with ``queues`` queues on every master, once the name server routes it to all."""
         brokers = len(self.masters())
-
-        async def create(admin: AdminClient) -> None:
-            await admin.create_topic(
-                topic, read_queue_nums=queues, write_queue_nums=queues, attributes=attributes
-            )
-
-            async def routed() -> bool:
-                try:
-                    return len((await admin.topic_route(topic)).queue_datas) == brokers
-                except NoRouteError:
-                    return False
-
-            await eventually(routed, what=f"the route of {topic} to {brokers} broker(s)")
-
-        self.admin(create)
+        asyncio.run(create_topic(self.namesrv, topic, queues, attributes=attributes, brokers=brokers))
 
     def create_group(self, group: str, **options: Any) -> None:
         """The consumer group's settings (``SubscriptionGroupConfig`` fields) on every master."""

@@ -13,7 +13,7 @@ import pytest
 from grpclib.client import Channel, UnaryUnaryMethod
 
 from finchmq.cli.__main__ import main
-from finchmq.client import AdminClient, MQBrokerError, NoRouteError
+from finchmq.client import AdminClient, MQBrokerError
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
 from finchmq.grpc.backend import BROKER_NAME_FIELD, BrokerQueues
@@ -33,6 +33,7 @@ from finchmq.protocol.bodies import (
 from finchmq.protocol.headers import GetTopicStatsInfoRequestHeader
 from finchmq.testing.cluster import LocalCluster
 from tests.client.conftest import TEST_BROKER
+from tests.client.conftest import create_topic as client_create_topic
 from tests.waiting import eventually, wait_until
 
 from .conftest import SdkProcess, Servers, produce, push, simple
@@ -44,22 +45,9 @@ def create_topic(
     namesrv: str, topic: str, queues: int = 2, cluster: str = "DefaultCluster", attributes: str | None = None
 ) -> None:
     """``topic`` with ``queues`` queues on both brokers, once the name server routes it to both."""
-
-    async def create() -> None:
-        async with AdminClient(namesrv_addr=namesrv) as admin:
-            await admin.create_topic(
-                topic, cluster=cluster, read_queue_nums=queues, write_queue_nums=queues, attributes=attributes
-            )
-
-            async def on_both() -> bool:
-                try:
-                    return len((await admin.topic_route(topic)).queue_datas) == 2
-                except NoRouteError:
-                    return False
-
-            await eventually(on_both, what=f"the route of {topic} to both brokers")
-
-    asyncio.run(create())
+    asyncio.run(
+        client_create_topic(namesrv, topic, queues, attributes=attributes, cluster=cluster, brokers=2)
+    )
 
 
 def query_route(endpoint: str, topic: str) -> spb.QueryRouteResponse:

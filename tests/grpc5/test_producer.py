@@ -10,7 +10,6 @@ from typing import Any
 
 from grpclib.client import Channel, UnaryUnaryMethod
 
-from finchmq.client.admin import AdminClient
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
 from finchmq.grpc.producer import TransactionRegistry, consistent_hash
@@ -19,6 +18,7 @@ from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.recall import RecallMessageHandle
 from finchmq.testing import EmbeddedServer
 from finchmq.testing.audit import stored_messages
+from tests.client.conftest import create_topic as client_create_topic
 from tests.drivers import flags
 from tests.grpc5.conftest import Target, grpc_endpoints, produce, simple
 from tests.waiting import eventually
@@ -29,19 +29,7 @@ _ids = itertools.count()
 
 async def create_topic(server: EmbeddedServer, topic: str, message_type: str | None = None) -> None:
     attributes = f"+message.type={message_type}" if message_type else None
-    async with AdminClient(namesrv_addr=server.namesrv_addr) as admin:
-        await admin.create_topic(
-            topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES, attributes=attributes
-        )
-
-        async def routed() -> bool:
-            try:
-                route = await admin.topic_route(topic)
-            except Exception:
-                return False
-            return sum(q.read_queue_nums for q in route.queue_datas) == QUEUES
-
-        await eventually(routed, what=f"the name server routes {topic}")
+    await client_create_topic(server.namesrv_addr, topic, QUEUES, attributes=attributes)
 
 
 async def stored(server: EmbeddedServer, topic: str, count: int) -> list[MessageExt]:

@@ -15,7 +15,7 @@ from finchmq.cli.admin.startup import COMMANDS
 
 def test_every_command_is_declared_once() -> None:
     assert [name for name, n in Counter(c.name for c in COMMANDS).items() if n > 1] == []
-    assert len(COMMANDS) == 45
+    assert len(COMMANDS) == 55  # 45 + the 10 ACL 2.0 commands
 
 
 def test_admin_help_lists_every_command_with_its_help(capsys: pytest.CaptureFixture[str]) -> None:

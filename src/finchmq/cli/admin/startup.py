@@ -21,6 +21,7 @@ from finchmq.client import MQClientError, SessionCredentials
 from finchmq.client.sync import Portal
 
 from .acl import commands as acl
+from .auth import commands as auth
 from .broker import commands as broker
 from .cluster import commands as cluster
 from .command import Command
@@ -45,6 +46,7 @@ COMMANDS: tuple[Command, ...] = (
     *stats,
     *namesrv,
     *acl,
+    *auth,
 )
 """Every command, in the order ``finchmq admin --help`` lists them (by mqadmin's families)."""
 

@@ -114,6 +114,25 @@ class BrokerConfig:
     acl_enable: bool = False
     acl_file_path: str = ""
 
+    # ACL 2.0 (Java 5.3 AuthConfig; broker/auth.py): users and ACLs kept in
+    # <storePathRootDir>/config/auth/{users,acls}.json. authenticationEnabled checks every
+    # request's signature against a user's password, authorizationEnabled its ACL. The provider
+    # keys take Java's class names (Default*/Local*), or nothing: finchmq has one of each. The
+    # *Whitelist keys are comma-separated request codes that skip the check.
+    authentication_enabled: bool = False
+    authentication_provider: str = ""
+    authentication_metadata_provider: str = ""
+    authentication_strategy: str = ""  # accepted for broker.conf compatibility; one strategy
+    authentication_whitelist: str = ""
+    init_authentication_user: str = ""  # {"username":..,"password":..}: created SUPER at start-up
+    inner_client_authentication_credentials: str = ""  # {"accessKey":..,"secretKey":..}: SUPER
+    authorization_enabled: bool = False
+    authorization_provider: str = ""
+    authorization_metadata_provider: str = ""
+    authorization_strategy: str = ""  # accepted for broker.conf compatibility; one strategy
+    authorization_whitelist: str = ""
+    migrate_auth_from_v1_enabled: bool = False  # not built yet: refused at start-up
+
     # transactional messages (broker/transaction.py)
     reject_transaction_message: bool = False
     transaction_time_out: int = 6000  # ms (Java transactionTimeOut)

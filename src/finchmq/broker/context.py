@@ -38,6 +38,7 @@ from .topic_route import TopicRouteInfoManager
 
 if TYPE_CHECKING:
     from .acl import PlainAccessValidator
+    from .auth import AuthMetadataManager
 
 
 class MetricsHooks(Protocol):
@@ -96,6 +97,7 @@ class BrokerContext:
     # the broker's metrics while metricsExporterType=PROM (processors report DLQ sends, late answers)
     metrics: MetricsHooks | None = None
     acl: PlainAccessValidator | None = None  # aclEnable=true: the accounts (ACL admin requests edit them)
+    auth: AuthMetadataManager | None = None  # ACL 2.0: the users and ACLs (AUTH_* requests edit them)
 
     @property
     def metadata_unwritten(self) -> bool:

@@ -47,6 +47,7 @@ from finchmq.store import MessageStoreConfig
 from finchmq.store.config import BrokerRole
 
 from .acl import WATCH_INTERVAL_MS, PlainAccessValidator
+from .auth import AuthChecker, AuthMetadataManager, build_auth, load_auth
 from .broker2client import Broker2Client
 from .config import BrokerConfig
 from .context import build_broker_context
@@ -58,6 +59,7 @@ from .outer_api import BrokerOuterAPI
 from .processor import (
     AckMessageProcessor,
     AdminBrokerProcessor,
+    AuthAdminProcessor,
     ChangeInvisibleTimeProcessor,
     ClientManageProcessor,
     ConsumerManageProcessor,
@@ -233,6 +235,12 @@ class BrokerController(AsyncService):
         self.admin_processor = AdminBrokerProcessor(context)
         self.end_transaction_processor = EndTransactionProcessor(context, self.transactions)
         self.recall_processor = RecallMessageProcessor(context)
+        # 5.3: ACL 2.0 (broker/auth.py): the users and ACLs, and the AUTH_* requests editing them
+        auth = build_auth(config, store_config.store_path_root_dir / "config")
+        self.auth_manager: AuthMetadataManager | None = auth[0] if auth is not None else None
+        self.auth_checker: AuthChecker | None = auth[1] if auth is not None else None
+        context.auth = self.auth_manager
+        self.auth_processor = AuthAdminProcessor(context)
         self.query_assignment_processor = QueryAssignmentProcessor(context)
         # 5.x: POP (pop, peek, notification and polling info on the pull executor, as Java)
         self.pop_processors = (
@@ -267,6 +275,7 @@ class BrokerController(AsyncService):
             self.admin_processor,
             self.end_transaction_processor,
             self.recall_processor,
+            self.auth_processor,
             self.query_assignment_processor,
             *self.pop_processors,
         ):
@@ -284,6 +293,8 @@ class BrokerController(AsyncService):
             server.dispatcher.on_reject = lambda request: self.flow_control.record("REJECTREQUEST")
             if self.acl is not None:
                 server.dispatcher.before_request = self.acl.check
+            elif self.auth_checker is not None and self.auth_checker.enabled:
+                server.dispatcher.before_request = self.auth_checker.check
 
         self.fast_failure = BrokerFastFailure(
             counters=self.flow_control,
@@ -464,6 +475,8 @@ class BrokerController(AsyncService):
     def _load(self) -> None:
         if self.acl is not None:
             self.acl.load()
+        if self.auth_manager is not None:
+            load_auth(self.auth_manager, self.config)
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()

@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from finchmq.protocol._json import java_concurrent_hash_order, java_hash_order
 from finchmq.protocol.attributes import TopicAttributeError, parse_attribute_modification
+from finchmq.protocol.auth import AclInfo, UserInfo
 from finchmq.protocol.bodies import (
     MASTER_ID,
     BrokerData,
@@ -481,6 +482,110 @@ class AdminClient(ClientService):
             },
         )
 
+    # -- ACL 2.0: users and ACLs (mqadmin createUser .. listAcl; Java 5.3 MQAdminExt) ---------------
+
+    async def _each_broker(
+        self, cluster: str | None, broker_addr: str | None, call: Callable[[str], Awaitable[object]]
+    ) -> list[str]:
+        addrs = await self._brokers(cluster, broker_addr)
+        await asyncio.gather(*(call(a) for a in addrs))
+        return addrs
+
+    async def create_user(
+        self,
+        username: str,
+        password: str,
+        user_type: str | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Create a user (``user_type``: ``Super`` or ``Normal``, the default) on one broker or
+        every master of a cluster (mqadmin ``createUser``); returns the brokers written. Only a
+        super user may create a super user."""
+        info = UserInfo(username=username, password=password, user_type=user_type)
+        api = self.instance.api
+        return await self._each_broker(cluster, broker_addr, lambda a: api.create_user(a, info, _TIMEOUT_MS))
+
+    async def update_user(
+        self,
+        username: str,
+        password: str | None = None,
+        user_type: str | None = None,
+        user_status: str | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Change a user's password, type or status (``enable``/``disable``); what is left out
+        keeps its value (mqadmin ``updateUser``)."""
+        info = UserInfo(username=username, password=password, user_type=user_type, user_status=user_status)
+        api = self.instance.api
+        return await self._each_broker(cluster, broker_addr, lambda a: api.update_user(a, info, _TIMEOUT_MS))
+
+    async def delete_user(
+        self, username: str, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """Delete a user and its ACL (mqadmin ``deleteUser``); deleting a missing user succeeds."""
+        api = self.instance.api
+        return await self._each_broker(
+            cluster, broker_addr, lambda a: api.delete_user(a, username, _TIMEOUT_MS)
+        )
+
+    async def get_user(self, broker_addr: str, username: str) -> UserInfo | None:
+        """A user of a broker, ``None`` when there is none (mqadmin ``getUser``)."""
+        return await self.instance.api.get_user(broker_addr, username, _TIMEOUT_MS)
+
+    async def list_user(self, broker_addr: str, name_filter: str | None = None) -> list[UserInfo]:
+        """A broker's users whose name contains ``name_filter`` (mqadmin ``listUser``)."""
+        return await self.instance.api.list_user(broker_addr, name_filter, _TIMEOUT_MS)
+
+    async def create_acl(
+        self,
+        subject: str,
+        resources: Sequence[str],
+        actions: Sequence[str],
+        decision: str,
+        source_ips: Sequence[str] | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        update: bool = False,
+    ) -> list[str]:
+        """Give ``subject`` (``User:<name>``) an entry per resource (``Topic:orders``,
+        ``Topic:orders*``, ``Group:*``, ``*``) with ``actions`` (``Pub``, ``Sub``, ``Create``,
+        ``Update``, ``Delete``, ``Get``, ``List``, ``All``), ``decision`` (``Allow``/``Deny``) and
+        ``source_ips`` (addresses or CIDRs); an entry for a resource already there is replaced
+        (mqadmin ``createAcl``; ``update=True``: ``updateAcl``, which Java treats alike)."""
+        info = AclInfo.single(subject, resources, actions, source_ips, decision)
+        api = self.instance.api
+        call = api.update_acl if update else api.create_acl
+        return await self._each_broker(cluster, broker_addr, lambda a: call(a, info, _TIMEOUT_MS))
+
+    async def delete_acl(
+        self,
+        subject: str,
+        resource: str | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Delete a subject's ACL, or only its entry for ``resource`` (mqadmin ``deleteAcl``)."""
+        api = self.instance.api
+        return await self._each_broker(
+            cluster, broker_addr, lambda a: api.delete_acl(a, subject, resource, _TIMEOUT_MS)
+        )
+
+    async def get_acl(self, broker_addr: str, subject: str) -> AclInfo | None:
+        """A subject's ACL on a broker, ``None`` when it has none (mqadmin ``getAcl``)."""
+        return await self.instance.api.get_acl(broker_addr, subject, _TIMEOUT_MS)
+
+    async def list_acl(
+        self, broker_addr: str, subject_filter: str | None = None, resource_filter: str | None = None
+    ) -> list[AclInfo]:
+        """A broker's ACLs, filtered by subject and resource substrings (mqadmin ``listAcl``)."""
+        return await self.instance.api.list_acl(broker_addr, subject_filter, resource_filter, _TIMEOUT_MS)
+
     async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False) -> ConsumeStatsList:
         """Every group's consume stats on a broker (mqadmin ``brokerConsumeStats``)."""
         return await self.instance.api.get_broker_consume_stats(broker_addr, is_order, _TIMEOUT_MS)
@@ -562,23 +667,23 @@ class AdminClient(ClientService):
     ) -> dict[str, bool]:
         """Have one broker, or every broker of a cluster (of all clusters), destroy the consume
         queues whose records are all gone (mqadmin ``cleanExpiredCQ``); broker -> succeeded."""
-        return await self._each_broker(self.instance.api.clean_expired_consume_queue, cluster, broker_addr)
+        return await self._on_each_broker(self.instance.api.clean_expired_consume_queue, cluster, broker_addr)
 
     async def clean_unused_topic(
         self, *, cluster: str | None = None, broker_addr: str | None = None
     ) -> dict[str, bool]:
         """Have brokers destroy the consume queues of topics they no longer have (mqadmin
         ``cleanUnusedTopic``); broker -> succeeded."""
-        return await self._each_broker(self.instance.api.clean_unused_topic, cluster, broker_addr)
+        return await self._on_each_broker(self.instance.api.clean_unused_topic, cluster, broker_addr)
 
     async def delete_expired_commit_log(
         self, *, cluster: str | None = None, broker_addr: str | None = None
     ) -> dict[str, bool]:
         """Have brokers delete their expired commit-log files now (mqadmin
         ``deleteExpiredCommitLog``); broker -> succeeded."""
-        return await self._each_broker(self.instance.api.delete_expired_commit_log, cluster, broker_addr)
+        return await self._on_each_broker(self.instance.api.delete_expired_commit_log, cluster, broker_addr)
 
-    async def _each_broker(
+    async def _on_each_broker(
         self,
         call: Callable[[str, int], Awaitable[bool]],
         cluster: str | None,

@@ -24,6 +24,7 @@ from typing import Final
 from finchmq.common import format_properties, parse_properties
 from finchmq.protocol import pop
 from finchmq.protocol.attributes import format_attribute_modification
+from finchmq.protocol.auth import AclInfo, UserInfo
 from finchmq.protocol.bodies import (
     BatchAckMessageRequestBody,
     BrokerStatsData,
@@ -75,13 +76,18 @@ from finchmq.protocol.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateAccessConfigRequestHeader,
+    CreateAclRequestHeader,
     CreateTopicRequestHeader,
+    CreateUserRequestHeader,
     DeleteAccessConfigRequestHeader,
+    DeleteAclRequestHeader,
     DeleteKVConfigRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
+    DeleteUserRequestHeader,
     EndTransactionRequestHeader,
+    GetAclRequestHeader,
     GetAllProducerInfoRequestHeader,
     GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
@@ -100,6 +106,9 @@ from finchmq.protocol.headers import (
     GetProducerConnectionListRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    GetUserRequestHeader,
+    ListAclsRequestHeader,
+    ListUsersRequestHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
     PullMessageRequestHeader,
@@ -117,8 +126,10 @@ from finchmq.protocol.headers import (
     SearchOffsetResponseHeader,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
+    UpdateAclRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
+    UpdateUserRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
@@ -991,6 +1002,54 @@ class MQClientAPI:
     ) -> GetBrokerAclConfigResponseHeader:
         response = await self._call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO, None, timeout_millis)
         return GetBrokerAclConfigResponseHeader.from_ext_fields(response.ext_fields)
+
+    # -- ACL 2.0: users and ACLs (Java 5.3 MQClientAPIImpl createUser .. listAcl) ------------------
+
+    async def create_user(self, addr: str, user: UserInfo, timeout_millis: int) -> None:
+        header = CreateUserRequestHeader(username=user.username)
+        await self._call(addr, RequestCode.AUTH_CREATE_USER, header, timeout_millis, user.to_json())
+
+    async def update_user(self, addr: str, user: UserInfo, timeout_millis: int) -> None:
+        header = UpdateUserRequestHeader(username=user.username)
+        await self._call(addr, RequestCode.AUTH_UPDATE_USER, header, timeout_millis, user.to_json())
+
+    async def delete_user(self, addr: str, username: str, timeout_millis: int) -> None:
+        header = DeleteUserRequestHeader(username=username)
+        await self._call(addr, RequestCode.AUTH_DELETE_USER, header, timeout_millis)
+
+    async def get_user(self, addr: str, username: str, timeout_millis: int) -> UserInfo | None:
+        header = GetUserRequestHeader(username=username)
+        response = await self._call(addr, RequestCode.AUTH_GET_USER, header, timeout_millis)
+        return UserInfo.from_json(bytes(response.body)) if response.body else None
+
+    async def list_user(self, addr: str, name_filter: str | None, timeout_millis: int) -> list[UserInfo]:
+        header = ListUsersRequestHeader(filter=name_filter)
+        response = await self._call(addr, RequestCode.AUTH_LIST_USER, header, timeout_millis)
+        return UserInfo.list_from_json(bytes(response.body)) if response.body else []
+
+    async def create_acl(self, addr: str, acl: AclInfo, timeout_millis: int) -> None:
+        header = CreateAclRequestHeader(subject=acl.subject)
+        await self._call(addr, RequestCode.AUTH_CREATE_ACL, header, timeout_millis, acl.to_json())
+
+    async def update_acl(self, addr: str, acl: AclInfo, timeout_millis: int) -> None:
+        header = UpdateAclRequestHeader(subject=acl.subject)
+        await self._call(addr, RequestCode.AUTH_UPDATE_ACL, header, timeout_millis, acl.to_json())
+
+    async def delete_acl(self, addr: str, subject: str, resource: str | None, timeout_millis: int) -> None:
+        header = DeleteAclRequestHeader(subject=subject, resource=resource)
+        await self._call(addr, RequestCode.AUTH_DELETE_ACL, header, timeout_millis)
+
+    async def get_acl(self, addr: str, subject: str, timeout_millis: int) -> AclInfo | None:
+        header = GetAclRequestHeader(subject=subject)
+        response = await self._call(addr, RequestCode.AUTH_GET_ACL, header, timeout_millis)
+        return AclInfo.from_json(bytes(response.body)) if response.body else None
+
+    async def list_acl(
+        self, addr: str, subject_filter: str | None, resource_filter: str | None, timeout_millis: int
+    ) -> list[AclInfo]:
+        header = ListAclsRequestHeader(subject_filter=subject_filter, resource_filter=resource_filter)
+        response = await self._call(addr, RequestCode.AUTH_LIST_ACL, header, timeout_millis)
+        return AclInfo.list_from_json(bytes(response.body)) if response.body else []
 
     async def get_consumer_running_info(
         self, addr: str, group: str, client_id: str, jstack: bool, timeout_millis: int

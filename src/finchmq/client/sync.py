@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Generic, Protocol, Self, TypeVar
 
+from finchmq.protocol.auth import AclInfo, UserInfo
 from finchmq.protocol.bodies import (
     BrokerStatsData,
     ClusterInfo,
@@ -640,6 +641,84 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
 
     def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         return self._call(self.admin.examine_topic_consume_by_who(topic))
+
+    # ACL 2.0 (AdminClient's docstrings say what each does)
+    def create_user(
+        self,
+        username: str,
+        password: str,
+        user_type: str | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.create_user(username, password, user_type, cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def update_user(
+        self,
+        username: str,
+        password: str | None = None,
+        user_type: str | None = None,
+        user_status: str | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(
+            self.admin.update_user(
+                username, password, user_type, user_status, cluster=cluster, broker_addr=broker_addr
+            )
+        )
+
+    def delete_user(
+        self, username: str, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._call(self.admin.delete_user(username, cluster=cluster, broker_addr=broker_addr))
+
+    def get_user(self, broker_addr: str, username: str) -> UserInfo | None:
+        return self._call(self.admin.get_user(broker_addr, username))
+
+    def list_user(self, broker_addr: str, name_filter: str | None = None) -> list[UserInfo]:
+        return self._call(self.admin.list_user(broker_addr, name_filter))
+
+    def create_acl(
+        self,
+        subject: str,
+        resources: Sequence[str],
+        actions: Sequence[str],
+        decision: str,
+        source_ips: Sequence[str] | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        update: bool = False,
+    ) -> list[str]:
+        return self._call(
+            self.admin.create_acl(
+                subject, resources, actions, decision, source_ips,
+                cluster=cluster, broker_addr=broker_addr, update=update,
+            )
+        )  # fmt: skip
+
+    def delete_acl(
+        self,
+        subject: str,
+        resource: str | None = None,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._call(self.admin.delete_acl(subject, resource, cluster=cluster, broker_addr=broker_addr))
+
+    def get_acl(self, broker_addr: str, subject: str) -> AclInfo | None:
+        return self._call(self.admin.get_acl(broker_addr, subject))
+
+    def list_acl(
+        self, broker_addr: str, subject_filter: str | None = None, resource_filter: str | None = None
+    ) -> list[AclInfo]:
+        return self._call(self.admin.list_acl(broker_addr, subject_filter, resource_filter))
 
     def create_and_update_plain_access_config(
         self,

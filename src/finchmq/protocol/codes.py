@@ -130,6 +130,17 @@ class RequestCode(IntEnum):
     NOTIFICATION = 200054
     POLLING_INFO = 200055
     BATCH_ACK_MESSAGE = 200151
+    # 5.3: ACL 2.0's users and ACLs (Java 5.3.3 RequestCode; broker/processor/auth.py)
+    AUTH_CREATE_USER = 3001
+    AUTH_UPDATE_USER = 3002
+    AUTH_DELETE_USER = 3003
+    AUTH_GET_USER = 3004
+    AUTH_LIST_USER = 3005
+    AUTH_CREATE_ACL = 3006
+    AUTH_UPDATE_ACL = 3007
+    AUTH_DELETE_ACL = 3008
+    AUTH_GET_ACL = 3009
+    AUTH_LIST_ACL = 3010
 
 
 class ResponseCode(IntEnum):
@@ -210,6 +221,7 @@ class MQVersion(IntEnum):
     V3_0_11 = 37  # name server expects a RegisterBrokerBody from brokers at or above this
     V3_1_8 = 63  # the C++ client 1.2.4
     V3_4_9 = 121  # broker honours maxReconsumeTimes from the request header
+    V4_9_3 = 400  # ACL 2.0: a signature of an older client leaves _UNIQUE_KEY_QUERY out
     V4_9_4 = 401  # name server answers standard JSON routes
     V4_9_8 = 409  # MQVersion.CURRENT_VERSION of 4.9.8; what finchmq sends
 

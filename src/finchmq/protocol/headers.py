@@ -64,13 +64,18 @@ __all__ = [
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
     "CreateAccessConfigRequestHeader",
+    "CreateAclRequestHeader",
     "CreateTopicRequestHeader",
+    "CreateUserRequestHeader",
     "DeleteAccessConfigRequestHeader",
+    "DeleteAclRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
+    "DeleteUserRequestHeader",
     "EndTransactionRequestHeader",
+    "GetAclRequestHeader",
     "GetAllProducerInfoRequestHeader",
     "GetAllTopicConfigResponseHeader",
     "GetBrokerAclConfigResponseHeader",
@@ -94,7 +99,10 @@ __all__ = [
     "GetRouteInfoRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",
+    "GetUserRequestHeader",
     "HeaderField",
+    "ListAclsRequestHeader",
+    "ListUsersRequestHeader",
     "Long",
     "NotificationRequestHeader",
     "NotificationResponseHeader",
@@ -132,8 +140,10 @@ __all__ = [
     "TopicQueueRequestHeader",
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
+    "UpdateAclRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
     "UpdateGlobalWhiteAddrsConfigRequestHeader",
+    "UpdateUserRequestHeader",
     "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
@@ -1033,6 +1043,78 @@ class GetBrokerAclConfigResponseHeader(CommandHeader):
     broker_name: str
     broker_addr: str
     cluster_name: str
+
+
+# -- ACL 2.0 (Java 5.3.3: users and ACLs, the AUTH_* codes; bodies in protocol/auth.py) ----------
+# No field is @CFNotNull in Java: the broker answers a missing one itself ("The username is blank"),
+# so these are not in REQUEST_HEADERS (whose headers all have a required field).
+
+
+@command_header
+class CreateUserRequestHeader(CommandHeader):
+    """AUTH_CREATE_USER; the body is a ``UserInfo``."""
+
+    username: str | None = None
+
+
+@command_header
+class UpdateUserRequestHeader(CommandHeader):
+    """AUTH_UPDATE_USER; the body is a ``UserInfo`` (fields left out keep their value)."""
+
+    username: str | None = None
+
+
+@command_header
+class DeleteUserRequestHeader(CommandHeader):
+    username: str | None = None
+
+
+@command_header
+class GetUserRequestHeader(CommandHeader):
+    username: str | None = None
+
+
+@command_header
+class ListUsersRequestHeader(CommandHeader):
+    """AUTH_LIST_USER: the users whose name contains ``filter`` (all when absent)."""
+
+    filter: str | None = None
+
+
+@command_header
+class CreateAclRequestHeader(CommandHeader):
+    """AUTH_CREATE_ACL; ``subject`` like ``User:alice``, the body an ``AclInfo``."""
+
+    subject: str | None = None
+
+
+@command_header
+class UpdateAclRequestHeader(CommandHeader):
+    subject: str | None = None
+
+
+@command_header
+class DeleteAclRequestHeader(CommandHeader):
+    """AUTH_DELETE_ACL: the subject's whole ACL, or (``resource``) one entry of its
+    ``policy_type`` policy (``Custom`` when absent)."""
+
+    subject: str | None = None
+    policy_type: str | None = None
+    resource: str | None = None
+
+
+@command_header
+class GetAclRequestHeader(CommandHeader):
+    subject: str | None = None
+
+
+@command_header
+class ListAclsRequestHeader(CommandHeader):
+    """AUTH_LIST_ACL: the ACLs whose subject contains ``subject_filter``, with only the entries
+    whose resource key contains ``resource_filter``."""
+
+    subject_filter: str | None = None
+    resource_filter: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from ._base import BrokerProcessor
 from .ack import AckMessageProcessor
 from .admin import AdminBrokerProcessor
 from .assignment import QueryAssignmentProcessor
+from .auth import AuthAdminProcessor
 from .change_invisible_time import ChangeInvisibleTimeProcessor
 from .client_manage import ClientManageProcessor
 from .consumer_manage import ConsumerManageProcessor
@@ -24,6 +25,7 @@ from .transaction import EndTransactionProcessor
 __all__ = [
     "AckMessageProcessor",
     "AdminBrokerProcessor",
+    "AuthAdminProcessor",
     "BrokerProcessor",
     "ChangeInvisibleTimeProcessor",
     "ClientManageProcessor",

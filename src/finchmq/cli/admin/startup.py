@@ -24,6 +24,7 @@ from finchmq.client import MQClientError, SessionCredentials
 from finchmq.client.sync import Portal
 
 from .acl import commands as acl
+from .auth import commands as auth
 from .broker import commands as broker
 from .cluster import commands as cluster
 from .command import Command
@@ -54,6 +55,7 @@ COMMANDS: tuple[Command, ...] = (
     *producer,
     *queue,
     *export,
+    *auth,
 )
 """Every command, in the order ``finchmq admin --help`` lists them (by mqadmin's families)."""
 

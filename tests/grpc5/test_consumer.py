@@ -567,3 +567,58 @@ async def test_a_tag_the_broker_cannot_tell_apart_is_filtered_by_the_server(
     await asyncio.to_thread(send, grpc_server, [Message.create(topic, b"aa", tags="Aa")])
     responses = await receive_raw(grpc_server, tag_aa)
     assert [r.message.body for r in responses if r.HasField("message")] == [b"aa"]
+
+
+def test_a_groups_progress_is_one_whichever_protocol_its_members_speak(
+    sdk: Any, grpc_server_factory: Any
+) -> None:
+    """A 5.x SimpleConsumer (POP over gRPC) and finchmq's remoting PushConsumer in one group: what
+    the first acknowledged, the second does not get again (it would, from the first offset, if the
+    progress were not shared), and what the second consumed, a 5.x consumer does not get again."""
+    server = grpc_server_factory(CONF)
+    topic, group = "OneProgress", "GOneProgress"
+    create_topic(server, topic)
+    send(server, numbered(topic, 8))
+    first = simple(sdk, grpc_endpoints(server), topic, group, expect=8)
+    first.finish()
+    assert not first.errors(), first.errors()
+
+    async def offsets() -> int:
+        stats = await _admin(server, lambda a: a.consume_stats(group, topic))
+        return sum(o.consumer_offset for o in stats.offset_table.values())
+
+    async def offsets_reach(total: int) -> bool:
+        return await offsets() == total
+
+    asyncio.run(eventually(lambda: offsets_reach(8), what="the 5.x acks as the group's offsets"))
+
+    got: list[MessageExt] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def remoting_member() -> None:
+        consumer = PushConsumer(
+            group,
+            namesrv_addr=server.namesrv_addr,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        try:
+            async with Producer("remoting-pg", namesrv_addr=server.namesrv_addr) as producer:
+                for i in range(4):
+                    await producer.send(Message.create(topic, f"late-{i}".encode()))
+            await eventually(lambda: offsets_reach(12), what="the push consumer's progress committed")
+        finally:
+            await consumer.close()
+
+    asyncio.run(remoting_member())
+    assert sorted(m.body for m in got) == [f"late-{i}".encode() for i in range(4)]
+
+    send(server, [Message.create(topic, f"after-{i}".encode()) for i in range(3)])
+    last = simple(sdk, grpc_endpoints(server), topic, group, expect=3)
+    last.finish()
+    assert sorted(r["body"] for r in last.of("received")) == [f"after-{i}" for i in range(3)]

@@ -50,8 +50,8 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def page(browser: Browser, cluster: Cluster) -> Iterator[Page]:
+def checked_page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context's page for one test; fails the test if the page's script threw."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     opened = context.new_page()
     opened.set_default_timeout(TIMEOUT_MS)
@@ -60,6 +60,11 @@ def page(browser: Browser, cluster: Cluster) -> Iterator[Page]:
     yield opened
     context.close()
     assert not script_errors, f"the page's script failed: {script_errors}"
+
+
+@pytest.fixture
+def page(browser: Browser, cluster: Cluster) -> Iterator[Page]:
+    yield from checked_page(browser)
 
 
 def visit(page: Page, cluster: Cluster, hash_path: str) -> None:

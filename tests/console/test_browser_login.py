@@ -6,13 +6,12 @@ refuses the change when the page's script is bypassed."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from .conftest import ADMIN_USER, READ_ONLY_USER, Cluster, ConsoleProcess
-from .test_browser import TIMEOUT_MS, off_loop
 from .test_browser import browser as browser  # noqa: PLC0414  (the module's chromium fixture)
+from .test_browser import checked_page, off_loop
 
 pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[dev]')"
@@ -22,14 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 
 @pytest.fixture
 def page(browser: Browser, login_console: ConsoleProcess) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(TIMEOUT_MS)
-    script_errors: list[Any] = []
-    opened.on("pageerror", lambda error: script_errors.append(error))  # noqa: PLW0108  (Playwright wants a function)
-    yield opened
-    context.close()
-    assert not script_errors, f"the page's script failed: {script_errors}"
+    yield from checked_page(browser)
 
 
 def log_in(page: Page, user: str, password: str) -> None:

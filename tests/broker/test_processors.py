@@ -32,6 +32,7 @@ from finchmq.broker.processor import (
     RecallMessageProcessor,
     SendMessageProcessor,
 )
+from finchmq.broker.processor.auth import AuthAdminProcessor
 from finchmq.protocol import RemotingCommand, RequestCode, ResponseCode
 from finchmq.protocol.bodies import TopicConfig
 from finchmq.protocol.headers import (
@@ -73,6 +74,8 @@ PROCESSORS: tuple[type[BrokerProcessor], ...] = (
     PeekMessageProcessor,
     NotificationProcessor,
     PollingInfoProcessor,
+    # 5.x: ACL 2.0's users and ACLs
+    AuthAdminProcessor,
 )
 
 

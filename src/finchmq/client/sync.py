@@ -67,6 +67,7 @@ from .consumer.simple import SimpleConsumer
 from .producer import ExceptionCallback, Producer, SendCallback
 from .results import PullResult, SendResult
 from .selector import MessageQueueSelector
+from .trace import EndTransactionHook
 from .transaction import (
     HalfMessage,
     LocalTransactionState,
@@ -364,6 +365,10 @@ class BlockingTransactionProducer(BlockingProducer, wraps=TransactionProducer):
             ),
             self._send_timeout(timeout_millis),
         )
+
+    def register_end_transaction_hook(self, hook: EndTransactionHook) -> None:
+        """Call ``hook`` for every transaction this producer ends (Java ``registerEndTransactionHook``)."""
+        self.transaction_producer.register_end_transaction_hook(hook)
 
 
 class BlockingPushConsumer(_Blocking[PushConsumerConfig], wraps=PushConsumer):

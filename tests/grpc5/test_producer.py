@@ -12,7 +12,8 @@ from grpclib.client import Channel, UnaryUnaryMethod
 
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
-from finchmq.grpc.producer import TransactionRegistry, consistent_hash
+from finchmq.grpc.producer import consistent_hash
+from finchmq.grpc.transactions import TransactionRegistry
 from finchmq.protocol.message import MessageExt, java_string_hash
 from finchmq.protocol.message_const import MessageConst
 from finchmq.protocol.recall import RecallMessageHandle

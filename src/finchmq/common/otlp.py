@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .metrics import Exposition, Histogram
+from .tasks import BackgroundTasks
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricsData
@@ -154,7 +155,8 @@ class OtlpMetricsExporter:
             timeout=timeout_ms / 1000,
         )
         self._start_ns = time.time_ns()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks("otlp-metrics")
+        self._started = False
         self._failing = False
         self.exports = 0  # successful exports, for status and tests
 
@@ -238,27 +240,18 @@ class OtlpMetricsExporter:
         self._failing = not ok
         return ok
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_ms / 1000)
-            try:
-                await self.export_once()
-            except Exception:  # a collector bug must not end the periodic export
-                log.exception("metrics export to %s failed", self.endpoint)
-
     def start(self) -> None:
-        """Export every ``interval_ms`` from now on (on the running loop)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="otlp-metrics")
+        """Export every ``interval_ms`` from now on (on the running loop); a failed export is
+        logged and the next one runs at its time."""
+        if not self._started:
+            self._started = True
+            self._tasks.every(self.interval_ms, self.export_once, "export", initial_delay_ms=self.interval_ms)
 
     async def close(self) -> None:
         """Stop, export one last time, and close the gRPC channel."""
-        task, self._task = self._task, None
-        if task is None:
+        if not self._started or self._tasks.closed:
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await self._tasks.close()
         try:
             await self.export_once()
         except Exception:

@@ -8,7 +8,6 @@ import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from google.protobuf import duration_pb2
 
@@ -33,15 +32,13 @@ from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.filter import build_subscription_data
 from finchmq.protocol.headers import GetConsumerRunningInfoRequestHeader, UnregisterClientRequestHeader
 
-from . import validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .clients import ClientSession
 from .context import CallContext
+from .state import Service
 from .status import GrpcStatusError, ok, status
-
-if TYPE_CHECKING:
-    from .service import MessagingService
+from .validate import valid_consumer_group, valid_topic
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +100,7 @@ def _heartbeat_data(session: ClientSession, settings: pb.Settings) -> HeartbeatD
     return HeartbeatData(client_id=session.client_id, consumer_data_set=(consumer,))
 
 
-async def _register(svc: MessagingService, ctx: CallContext, session: ClientSession) -> None:
+async def _register(svc: Service, ctx: CallContext, session: ClientSession) -> None:
     """HEART_BEAT to the brokers for the client: the broker's producer and consumer tables (and
     so ``finchmq admin``/mqadmin) show 5.x clients as they show remoting ones."""
     assert session.settings is not None
@@ -117,16 +114,16 @@ async def _register(svc: MessagingService, ctx: CallContext, session: ClientSess
 def _validate_settings(settings: pb.Settings) -> None:
     if settings.HasField("publishing"):
         for topic in settings.publishing.topics:
-            validate.topic(topic)
+            valid_topic(topic)
     elif settings.HasField("subscription"):
-        validate.consumer_group(settings.subscription.group)
+        valid_consumer_group(settings.subscription.group)
         for entry in settings.subscription.subscriptions:
-            validate.topic(entry.topic)
+            valid_topic(entry.topic)
     else:
         raise GrpcStatusError(pb.BAD_REQUEST, "there is no publishing or subscription data in settings")
 
 
-async def merged_settings(svc: MessagingService, session: ClientSession) -> pb.Settings:
+async def merged_settings(svc: Service, session: ClientSession) -> pb.Settings:
     """The client's settings with the server's values (Java ``GrpcClientSettingsManager``)."""
     assert session.settings is not None
     config = svc.config
@@ -151,7 +148,7 @@ async def merged_settings(svc: MessagingService, session: ClientSession) -> pb.S
     return settings
 
 
-def _merge_group(svc: MessagingService, settings: pb.Settings, group: SubscriptionGroupConfig) -> None:
+def _merge_group(svc: Service, settings: pb.Settings, group: SubscriptionGroupConfig) -> None:
     config = svc.config
     subscription = settings.subscription
     subscription.receive_batch_size = config.grpc_client_consumer_long_polling_batch_size
@@ -175,16 +172,14 @@ def _merge_group(svc: MessagingService, settings: pb.Settings, group: Subscripti
 # -- unary RPCs ---------------------------------------------------------------------------------
 
 
-async def heartbeat(
-    svc: MessagingService, ctx: CallContext, req: spb.HeartbeatRequest
-) -> spb.HeartbeatResponse:
+async def heartbeat(svc: Service, ctx: CallContext, req: spb.HeartbeatRequest) -> spb.HeartbeatResponse:
     session = svc.session(ctx)
     if session.settings is None:
         raise GrpcStatusError(pb.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
     if session.client_type == pb.PRODUCER:
         await _register(svc, ctx, session)
     elif session.client_type in CONSUMER_TYPES:
-        validate.consumer_group(req.group)
+        valid_consumer_group(req.group)
         await _register(svc, ctx, session)
     else:
         raise GrpcStatusError(pb.UNRECOGNIZED_CLIENT_TYPE, f"{session.client_type_name} is not supported")
@@ -192,7 +187,7 @@ async def heartbeat(
 
 
 async def notify_client_termination(
-    svc: MessagingService, ctx: CallContext, req: spb.NotifyClientTerminationRequest
+    svc: Service, ctx: CallContext, req: spb.NotifyClientTerminationRequest
 ) -> spb.NotifyClientTerminationResponse:
     """The client is shutting down: unregister it from the brokers and forget it."""
     session = svc.clients.get(ctx.require_client_id())
@@ -222,7 +217,7 @@ async def notify_client_termination(
 
 
 async def telemetry(
-    svc: MessagingService,
+    svc: Service,
     ctx: CallContext,
     inbound: AsyncIterator[spb.TelemetryCommand],
     send: Callable[[spb.TelemetryCommand], Awaitable[None]],
@@ -268,7 +263,7 @@ async def telemetry(
 
 
 async def relay_broker_request(
-    svc: MessagingService, session: ClientSession, request: RemotingCommand
+    svc: Service, session: ClientSession, request: RemotingCommand
 ) -> RemotingCommand | None:
     """What the broker asks of a 5.x client, as a telemetry command (Java ``ProxyChannel``)."""
     if request.code == RequestCode.CHECK_TRANSACTION_STATE:
@@ -284,7 +279,7 @@ async def relay_broker_request(
 
 
 async def _ask(
-    svc: MessagingService, session: ClientSession, command: Callable[[str], spb.TelemetryCommand]
+    svc: Service, session: ClientSession, command: Callable[[str], spb.TelemetryCommand]
 ) -> spb.TelemetryCommand | str:
     """Write ``command(nonce)`` to the client and wait for the command that answers that nonce
     (Java ``GrpcChannelManager``'s response futures, ``grpcProxyRelayRequestTimeoutInSeconds``);
@@ -304,9 +299,7 @@ async def _ask(
         svc.pending_replies.pop(nonce, None)
 
 
-async def _running_info(
-    svc: MessagingService, session: ClientSession, request: RemotingCommand
-) -> RemotingCommand:
+async def _running_info(svc: Service, session: ClientSession, request: RemotingCommand) -> RemotingCommand:
     """GET_CONSUMER_RUNNING_INFO: with ``jstackEnable`` the client's thread stacks (a
     ``PrintThreadStackTraceCommand``); a 5.x client reports nothing else. Java writes nothing
     without ``jstackEnable`` and lets the broker's call time out; finchmq says so at once."""
@@ -338,9 +331,7 @@ _VERIFY_RESULTS = {
 }
 
 
-async def _verify_message(
-    svc: MessagingService, session: ClientSession, request: RemotingCommand
-) -> RemotingCommand:
+async def _verify_message(svc: Service, session: ClientSession, request: RemotingCommand) -> RemotingCommand:
     """CONSUME_MESSAGE_DIRECTLY: the message to the client's listener (``VerifyMessageCommand``);
     its ``VerifyMessageResult`` as Java's ``buildConsumeMessageDirectlyResult`` reads it."""
     from .convert import message_from_stored  # noqa: PLC0415

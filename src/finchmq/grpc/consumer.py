@@ -14,38 +14,38 @@ import asyncio
 import dataclasses
 import enum
 import logging
-import time
 from collections.abc import AsyncGenerator, Coroutine
-from typing import TYPE_CHECKING, Any, Final
-
-from google.protobuf import timestamp_pb2
+from typing import Any, Final
 
 from finchmq.protocol import pop
 from finchmq.protocol.bodies import SubscriptionData
 from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import RemotingCommand
-from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
-    AckMessageRequestHeader,
-    ChangeInvisibleTimeRequestHeader,
-    ChangeInvisibleTimeResponseHeader,
-    ConsumerSendMsgBackRequestHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
 from finchmq.protocol.message import MessageExt
-from finchmq.protocol.message_const import KEY_SEPARATOR, MessageConst
+from finchmq.protocol.message_const import MessageConst
 
-from . import client, validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
+from .client import merged_settings, subscription_data
 from .context import CallContext
 from .convert import decode_messages, message_from_ext
-from .renew import MessageReceiptHandle
+from .receipts import (
+    ack,
+    change_invisible_time,
+    create_handle,
+    forward_to_dead_letter_queue,
+    logged,
+    millis_of,
+    now_ms,
+    timestamp_now,
+)
+from .state import MessageReceiptHandle, Service
 from .status import GrpcStatusError, code_of_remoting, ok, status
-
-if TYPE_CHECKING:
-    from .service import MessagingService
+from .validate import check_invisible_time, valid_consumer_group, valid_topic
 
 log = logging.getLogger(__name__)
 
@@ -53,136 +53,6 @@ MAX_MSG_NUMS_FOR_POP_REQUEST: Final = 32  # Java ProxyUtils.MAX_MSG_NUMS_FOR_POP
 NACK_INVISIBLE_TIME_MILLIS: Final = 1000  # ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME
 DEFAULT_MAX_ATTEMPTS: Final = 17  # a group's retryMaxTimes 16, + 1
 POP_MARGIN_SECONDS: Final = 3.0  # a pop's call timeout: its poll time and this (the broker answers by then)
-
-_background: set[asyncio.Task[Any]] = set()
-
-
-def _spawn(coro: Coroutine[Any, Any, Any]) -> None:
-    """Run ``coro`` on its own (Java's fire-and-forget futures); its failure is logged."""
-    task = asyncio.get_running_loop().create_task(coro)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-
-
-def _millis(value: Any) -> int:
-    return int(value.seconds) * 1000 + int(value.nanos) // 1_000_000
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _timestamp_now() -> timestamp_pb2.Timestamp:
-    now = _now_ms()
-    return timestamp_pb2.Timestamp(seconds=now // 1000, nanos=(now % 1000) * 1_000_000)
-
-
-def decode_handle(text: str) -> pop.ReceiptHandle:
-    """A client's receipt handle; an unreadable one is INVALID_RECEIPT_HANDLE (Java answers
-    INTERNAL_SERVER_ERROR for the IllegalArgumentException of ``ReceiptHandle.decode``)."""
-    try:
-        return pop.ReceiptHandle.decode(text)
-    except (pop.ExtraInfoError, ValueError) as exc:
-        raise GrpcStatusError(pb.INVALID_RECEIPT_HANDLE, f"receipt handle is invalid: {exc}") from exc
-
-
-def _check_not_expired(handle: pop.ReceiptHandle) -> None:
-    """Java ``AbstractProcessor#validateReceiptHandle``: refused without asking the broker."""
-    if handle.is_expired(_now_ms()):
-        raise GrpcStatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
-
-
-def create_handle(pop_ck: str, commit_log_offset: int) -> str:
-    """Java ``ConsumerProcessor#createHandle``: ``POP_CK`` + " " + commit-log offset."""
-    return f"{pop_ck}{KEY_SEPARATOR}{commit_log_offset}"
-
-
-# -- broker calls (ConsumerProcessor / LocalMessageService) ---------------------------------------
-
-
-async def ack(
-    svc: MessagingService, ctx: CallContext, handle_text: str, group: str, topic: str
-) -> RemotingCommand:
-    """ACK_MESSAGE for one receipt handle (Java ``ConsumerProcessor#ackMessage``); raises
-    INVALID_RECEIPT_HANDLE for an expired one."""
-    handle = decode_handle(handle_text)
-    _check_not_expired(handle)
-    header = AckMessageRequestHeader(
-        consumer_group=group,
-        topic=handle.real_topic(topic, group),
-        queue_id=handle.queue_id,
-        extra_info=handle_text,
-        offset=handle.offset,
-    )
-    request = RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields())
-    return await svc.invoke(ctx, request, broker_name=handle.broker_name)
-
-
-async def change_invisible_time(
-    svc: MessagingService, ctx: CallContext, handle_text: str, group: str, topic: str, invisible_ms: int
-) -> str | None:
-    """CHANGE_MESSAGE_INVISIBLETIME (Java ``ConsumerProcessor#changeInvisibleTime``): the new
-    receipt handle, None when the broker refused (Java ``AckStatus.NO_EXIST``)."""
-    handle = decode_handle(handle_text)
-    _check_not_expired(handle)
-    header = ChangeInvisibleTimeRequestHeader(
-        consumer_group=group,
-        topic=handle.real_topic(topic, group),
-        queue_id=handle.queue_id,
-        extra_info=handle_text,
-        offset=handle.offset,
-        invisible_time=invisible_ms,
-    )
-    request = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields())
-    response = await svc.invoke(ctx, request, broker_name=handle.broker_name)
-    if response.code != ResponseCode.SUCCESS:
-        return None
-    try:
-        answer = ChangeInvisibleTimeResponseHeader.from_ext_fields(response.ext_fields)
-    except ProtocolError as exc:
-        raise GrpcStatusError(pb.INTERNAL_SERVER_ERROR, f"bad change-invisible-time answer: {exc}") from exc
-    # Java's LocalMessageService rebuilds the handle with commitLogOffset 0 and
-    # ConsumerProcessor appends the real one after it; the handle carries it once here.
-    renewed = dataclasses.replace(
-        handle,
-        retrieve_time=answer.pop_time,
-        invisible_time=answer.invisible_time,
-        revive_queue_id=answer.revive_qid,
-    )
-    return renewed.encode()
-
-
-async def forward_to_dead_letter_queue(
-    svc: MessagingService, ctx: CallContext, handle_text: str, message_id: str, group: str, topic: str
-) -> RemotingCommand:
-    """CONSUMER_SEND_MSG_BACK with delay level -1 (the group's DLQ), then ACK_MESSAGE when the
-    broker took it (Java ``ProducerProcessor#forwardMessageToDeadLetterQueue``)."""
-    handle = decode_handle(handle_text)
-    if handle.commit_log_offset < 0:
-        raise GrpcStatusError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
-    header = ConsumerSendMsgBackRequestHeader(
-        offset=handle.commit_log_offset,
-        group=group,
-        delay_level=-1,
-        origin_msg_id=message_id,
-        origin_topic=handle.real_topic(topic, group),
-        max_reconsume_times=0,
-    )
-    request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
-    response = await svc.invoke(ctx, request, broker_name=handle.broker_name)
-    if response.code == ResponseCode.SUCCESS:  # Java ignores the ack's outcome
-        await _logged(ack(svc, ctx, handle_text, group, topic), "ack after the dead-letter forward")
-    return response
-
-
-async def _logged(coro: Coroutine[Any, Any, Any], what: str) -> None:
-    try:
-        await coro
-    except Exception as exc:
-        log.warning("%s failed: %r", what, exc)
-
-
-# -- ReceiveMessage --------------------------------------------------------------------------------
 
 
 class _Filter(enum.Enum):
@@ -202,7 +72,7 @@ def _filter(subscription: SubscriptionData, max_attempts: int, msg: MessageExt) 
 
 
 def polling_time_millis(
-    svc: MessagingService, ctx: CallContext, req: spb.ReceiveMessageRequest, request_timeout_ms: int
+    svc: Service, ctx: CallContext, req: spb.ReceiveMessageRequest, request_timeout_ms: int
 ) -> int:
     """Java ``ReceiveMessageActivity``: the request's long-polling timeout, else what the
     deadline leaves after half a request timeout; clamped to the configured bounds, and to the
@@ -211,7 +81,7 @@ def polling_time_millis(
     remaining = ctx.remaining()
     remaining_ms = None if remaining is None else int(remaining * 1000)
     if req.HasField("long_polling_timeout"):
-        polling = _millis(req.long_polling_timeout)
+        polling = millis_of(req.long_polling_timeout)
     elif remaining_ms is not None:
         polling = remaining_ms - request_timeout_ms // 2
     else:
@@ -238,15 +108,15 @@ def _polling_time_code(version: str) -> int:
     return pb.ILLEGAL_POLLING_TIME if parts >= (5, 0, 3) else pb.BAD_REQUEST
 
 
-async def _consumer_settings(svc: MessagingService, ctx: CallContext, group: str) -> tuple[bool, int, int]:
+async def _consumer_settings(svc: Service, ctx: CallContext, group: str) -> tuple[bool, int, int]:
     """(fifo, max attempts, request timeout ms) from the client's settings merged with its group's."""
     session = svc.session(ctx)
     if session.settings is not None and session.settings.HasField("subscription"):
-        settings = await client.merged_settings(svc, session)
+        settings = await merged_settings(svc, session)
         return (
             settings.subscription.fifo,
             settings.backoff_policy.max_attempts or DEFAULT_MAX_ATTEMPTS,
-            _millis(settings.request_timeout),
+            millis_of(settings.request_timeout),
         )
     config = await svc.backend.group_config(group)
     fifo = bool(getattr(config, "consume_message_orderly", False))
@@ -255,7 +125,7 @@ async def _consumer_settings(svc: MessagingService, ctx: CallContext, group: str
 
 
 async def receive_message(
-    svc: MessagingService, ctx: CallContext, req: spb.ReceiveMessageRequest
+    svc: Service, ctx: CallContext, req: spb.ReceiveMessageRequest
 ) -> AsyncGenerator[spb.ReceiveMessageResponse, None]:
     """Java ``ReceiveMessageActivity``: status first, one response per message, then
     ``delivery_timestamp`` (now); every failure is a status."""
@@ -277,11 +147,11 @@ async def receive_message(
         if pending:  # the stream broke while messages were left: make them visible again soon
             _nack_all(svc, ctx, req, pending)
             pending.clear()
-    yield spb.ReceiveMessageResponse(delivery_timestamp=_timestamp_now())
+    yield spb.ReceiveMessageResponse(delivery_timestamp=timestamp_now())
 
 
 def _nack_all(
-    svc: MessagingService,
+    svc: Service,
     ctx: CallContext,
     req: spb.ReceiveMessageRequest,
     left: list[tuple[MessageExt, str]],
@@ -293,16 +163,17 @@ def _nack_all(
     topic = req.message_queue.topic.name
     for msg, handle in left:
         svc.receipt_handles.remove(ctx.client_id, group, msg.client_msg_id, handle)  # not renewed
-        _spawn(
-            _logged(
+        svc.tasks.spawn(
+            logged(
                 change_invisible_time(svc, free, handle, group, topic, NACK_INVISIBLE_TIME_MILLIS),
                 "nack of an undelivered message",
-            )
+            ),
+            "nack",
         )
 
 
 async def _receive(
-    svc: MessagingService,
+    svc: Service,
     ctx: CallContext,
     req: spb.ReceiveMessageRequest,
     out: list[tuple[MessageExt, str]],
@@ -313,20 +184,20 @@ async def _receive(
     group = req.group.name
     fifo, max_attempts, request_timeout_ms = await _consumer_settings(svc, ctx, group)
     polling_ms = polling_time_millis(svc, ctx, req, request_timeout_ms)
-    topic = validate.topic(req.message_queue.topic)
-    validate.consumer_group(req.group)
+    topic = valid_topic(req.message_queue.topic)
+    valid_consumer_group(req.group)
     auto_renew = config.enable_proxy_auto_renew and req.auto_renew
     if auto_renew:
         invisible_ms = config.default_invisible_time_mills
     else:
-        invisible_ms = _millis(req.invisible_duration)
-        validate.invisible_time(
+        invisible_ms = millis_of(req.invisible_duration)
+        check_invisible_time(
             invisible_ms, config.min_invisible_time_mills_for_recv, config.max_invisible_time_mills
         )
     if req.filter_expression.type == pb.SQL and not req.filter_expression.expression:  # FilterAPI.build
         raise GrpcStatusError(pb.ILLEGAL_FILTER_EXPRESSION, "Expression can't be null! SQL92")
     entry = pb.SubscriptionEntry(topic=req.message_queue.topic, expression=req.filter_expression)
-    subscription = client.subscription_data(entry)  # ILLEGAL_FILTER_EXPRESSION
+    subscription = subscription_data(entry)  # ILLEGAL_FILTER_EXPRESSION
     header = PopMessageRequestHeader(
         consumer_group=group,
         topic=topic,
@@ -334,7 +205,7 @@ async def _receive(
         max_msg_nums=min(req.batch_size, MAX_MSG_NUMS_FOR_POP_REQUEST),
         invisible_time=invisible_ms,
         poll_time=polling_ms,
-        born_time=_now_ms(),
+        born_time=now_ms(),
         init_mode=pop.ConsumeInitMode.MAX,
         exp_type=subscription.expression_type,
         exp=subscription.sub_string,
@@ -374,22 +245,22 @@ async def _receive(
                     ),
                 )
         elif verdict is _Filter.NO_MATCH:
-            side.append(_logged(ack(svc, inner, handle, group, topic), "ack of an unmatched message"))
+            side.append(logged(ack(svc, inner, handle, group, topic), "ack of an unmatched message"))
         else:
             side.append(
-                _logged(
+                logged(
                     forward_to_dead_letter_queue(svc, inner, handle, msg.client_msg_id, group, topic),
                     "dead-letter forward",
                 )
             )
     for coro in side:
-        _spawn(coro)
+        svc.tasks.spawn(coro, "filtered-message")
     if not out:
         return status(pb.MESSAGE_NOT_FOUND, "no match message")
     return None
 
 
-def _local_broker_name(svc: MessagingService) -> str:
+def _local_broker_name(svc: Service) -> str:
     name = getattr(svc.backend, "broker_name", None)
     return name if isinstance(name, str) else ""
 
@@ -398,7 +269,7 @@ def _local_broker_name(svc: MessagingService) -> str:
 
 
 async def _ack_entry(
-    svc: MessagingService, ctx: CallContext, group: str, topic: str, entry: spb.AckMessageEntry
+    svc: Service, ctx: CallContext, group: str, topic: str, entry: spb.AckMessageEntry
 ) -> spb.AckMessageResultEntry:
     result = spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle)
     try:
@@ -416,13 +287,11 @@ async def _ack_entry(
     return result
 
 
-async def ack_message(
-    svc: MessagingService, ctx: CallContext, req: spb.AckMessageRequest
-) -> spb.AckMessageResponse:
+async def ack_message(svc: Service, ctx: CallContext, req: spb.AckMessageRequest) -> spb.AckMessageResponse:
     """Java ``AckMessageActivity#ackMessageOneByOne``: one ACK_MESSAGE per entry; the top status
     is the entries' one code, or MULTIPLE_RESULTS."""
-    validate.topic(req.topic)
-    validate.consumer_group(req.group)
+    valid_topic(req.topic)
+    valid_consumer_group(req.group)
     entries = await asyncio.gather(
         *(_ack_entry(svc, ctx, req.group.name, req.topic.name, e) for e in req.entries)
     )
@@ -439,13 +308,13 @@ async def ack_message(
 
 
 async def change_invisible_duration(
-    svc: MessagingService, ctx: CallContext, req: spb.ChangeInvisibleDurationRequest
+    svc: Service, ctx: CallContext, req: spb.ChangeInvisibleDurationRequest
 ) -> spb.ChangeInvisibleDurationResponse:
     """Java ``ChangeInvisibleDurationActivity``: the new receipt handle of the message."""
-    validate.topic(req.topic)
-    validate.consumer_group(req.group)
-    invisible_ms = _millis(req.invisible_duration)
-    validate.invisible_time(invisible_ms, 0, svc.config.max_invisible_time_mills)
+    valid_topic(req.topic)
+    valid_consumer_group(req.group)
+    invisible_ms = millis_of(req.invisible_duration)
+    check_invisible_time(invisible_ms, 0, svc.config.max_invisible_time_mills)
     current = svc.receipt_handles.latest_handle(
         ctx.client_id, req.group.name, req.message_id, req.receipt_handle
     )

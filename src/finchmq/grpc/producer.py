@@ -13,8 +13,8 @@ import itertools
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import Final
 
 from google.protobuf import timestamp_pb2
 
@@ -38,18 +38,17 @@ from finchmq.protocol.msg_id import UniqueKeyGenerator, decode_offset_msg_id
 from finchmq.protocol.recall import RecallMessageHandle
 from finchmq.protocol.topics import is_dlq_topic, is_retry_topic
 
-from . import consumer, validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .backend import BROKER_NAME_FIELD
 from .clients import ClientSession
 from .context import CallContext
 from .convert import decode_messages, message_from_ext
+from .receipts import forward_to_dead_letter_queue
+from .state import Service
 from .status import GrpcStatusError, code_of_remoting, ok, remoting_error, status
 from .types import topic_type
-
-if TYPE_CHECKING:
-    from .service import MessagingService
+from .validate import check_tag, has_control_character, valid_consumer_group, valid_topic
 
 log = logging.getLogger(__name__)
 
@@ -70,101 +69,6 @@ _SEND_STATUS: Final[dict[int, tuple[int, str]]] = {
 
 
 # -- transactions ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TransactionData:
-    """What END_TRANSACTION needs of a half message (Java ``TransactionData``); orders by expiry
-    as Java's ``compareTo``."""
-
-    expire_time: float  # epoch seconds
-    broker_name: str
-    commit_log_offset: int
-    tran_state_table_offset: int
-    transaction_id: str
-    topic: str = field(compare=False)
-
-
-class TransactionRegistry:
-    """Transactions the server may be asked to end (Java ``TransactionDataManager``): per
-    (producer group, transaction id) the data recorded at a transactional send or at a broker's
-    check, each kept ``expire_seconds`` (``transactionDataExpireMillis``), at most ``max_num``
-    (``transactionDataMaxNum``) per key, the newest first out."""
-
-    def __init__(self, expire_seconds: float = 30.0, max_num: int = 15) -> None:
-        self.expire_seconds = expire_seconds
-        self.max_num = max_num
-        self._data: dict[tuple[str, str], list[TransactionData]] = {}
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def add(
-        self,
-        producer_group: str,
-        *,
-        broker_name: str,
-        topic: str,
-        tran_state_table_offset: int,
-        commit_log_offset: int,
-        transaction_id: str,
-    ) -> TransactionData | None:
-        """Record a half message; None (nothing recorded) without a broker name, as Java."""
-        if not broker_name.strip():
-            return None
-        now = time.time()
-        self._expire(now)
-        data = TransactionData(
-            now + self.expire_seconds,
-            broker_name,
-            commit_log_offset,
-            tran_state_table_offset,
-            transaction_id,
-            topic,
-        )
-        entries = self._data.setdefault((producer_group, transaction_id), [])
-        if data not in entries:
-            entries.append(data)
-            entries.sort()
-        if len(entries) > self.max_num:
-            del entries[0]
-        return data
-
-    def poll(self, producer_group: str, transaction_id: str) -> TransactionData | None:
-        """The newest unexpired data of the key, removed (Java ``pollNoExpireTransactionData``)."""
-        key = (producer_group, transaction_id)
-        entries = self._data.get(key)
-        if entries is None:
-            return None
-        now = time.time()
-        found = None
-        while entries:
-            data = entries.pop()
-            if data.expire_time >= now:
-                found = data
-                break
-        if not entries:
-            del self._data[key]
-        return found
-
-    def remove(self, producer_group: str, data: TransactionData) -> None:
-        key = (producer_group, data.transaction_id)
-        entries = self._data.get(key)
-        if entries is not None and data in entries:
-            entries.remove(data)
-            if not entries:
-                del self._data[key]
-
-    def _expire(self, now: float) -> None:
-        for key in [k for k, v in self._data.items() if v[0].expire_time < now]:
-            entries = [d for d in self._data[key] if d.expire_time >= now]
-            if entries:
-                self._data[key] = entries
-            else:
-                del self._data[key]
-
-
-# -- SendMessage ------------------------------------------------------------------------------------
 
 
 def _timestamp_valid(ts: timestamp_pb2.Timestamp) -> bool:
@@ -193,11 +97,11 @@ def _validate_key(key: str) -> None:
     if key:
         if not key.strip():
             raise GrpcStatusError(pb.ILLEGAL_MESSAGE_KEY, "key cannot be the char sequence of whitespace")
-        if validate.has_control_character(key):
+        if has_control_character(key):
             raise GrpcStatusError(pb.ILLEGAL_MESSAGE_KEY, "key cannot contain control character")
 
 
-def _validate_message_group(svc: MessagingService, group: str) -> None:
+def _validate_message_group(svc: Service, group: str) -> None:
     if not group.strip():
         raise GrpcStatusError(
             pb.ILLEGAL_MESSAGE_GROUP, "message group cannot be the char sequence of whitespace"
@@ -207,11 +111,11 @@ def _validate_message_group(svc: MessagingService, group: str) -> None:
         return
     if _utf8_len(group) >= max_size:
         raise GrpcStatusError(pb.ILLEGAL_MESSAGE_GROUP, f"message group exceed the max size {max_size}")
-    if validate.has_control_character(group):
+    if has_control_character(group):
         raise GrpcStatusError(pb.ILLEGAL_MESSAGE_GROUP, "message group cannot contain control character")
 
 
-def _validate_body(svc: MessagingService, body: bytes) -> None:
+def _validate_body(svc: Service, body: bytes) -> None:
     if not body:
         raise GrpcStatusError(pb.MESSAGE_BODY_EMPTY, "message body cannot be empty")
     limit = svc.config.max_message_size
@@ -220,7 +124,7 @@ def _validate_body(svc: MessagingService, body: bytes) -> None:
 
 
 def message_properties(
-    svc: MessagingService, ctx: CallContext, message: pb.Message, producer_group: str
+    svc: Service, ctx: CallContext, message: pb.Message, producer_group: str
 ) -> dict[str, str]:
     """The remoting properties of a 5.x message, checked in Java's order
     (``SendMessageActivity#buildMessageProperty``)."""
@@ -236,18 +140,18 @@ def message_properties(
     for key, value in user.items():
         if key in SYSTEM_PROPERTY_NAMES_5X:
             raise GrpcStatusError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
-        if validate.has_control_character(key):
+        if has_control_character(key):
             raise GrpcStatusError(
                 pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "the key of property cannot contain control character"
             )
-        if validate.has_control_character(value):
+        if has_control_character(value):
             raise GrpcStatusError(
                 pb.ILLEGAL_MESSAGE_PROPERTY_KEY, "the value of property cannot contain control character"
             )
         size += _utf8_len(key) + _utf8_len(value)
     properties = dict(user)
     tag = system.tag
-    validate.tag(tag)
+    check_tag(tag)
     if tag:  # Java Message.setTags puts even "" (validateTag passes it); an empty TAGS reads as none
         properties[MessageConst.PROPERTY_TAGS] = tag
     size += _utf8_len(tag)
@@ -361,7 +265,7 @@ _round_robin = _RoundRobin()
 _batch_ids = UniqueKeyGenerator()
 
 
-async def _write_queues(svc: MessagingService, topic: str) -> list[_Queue]:
+async def _write_queues(svc: Service, topic: str) -> list[_Queue]:
     route = await svc.backend.route(topic)
     if route is None:
         raise GrpcStatusError(pb.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
@@ -384,12 +288,12 @@ def _select_queue(queues: list[_Queue], topic: str, request: spb.SendMessageRequ
 
 
 async def send_message(
-    svc: MessagingService, ctx: CallContext, req: spb.SendMessageRequest
+    svc: Service, ctx: CallContext, req: spb.SendMessageRequest
 ) -> spb.SendMessageResponse:
     if not req.messages:
         raise GrpcStatusError(pb.MESSAGE_CORRUPTED, "no message to send")
     first = req.messages[0]
-    topic = validate.topic(first.topic)
+    topic = valid_topic(first.topic)
     producer_group = topic  # Java: the topic is the producer group (for transaction checks)
     messages: list[tuple[bytes, dict[str, str]]] = []
     for message in req.messages:
@@ -464,7 +368,7 @@ async def send_message(
 
 
 def _fill_transaction_data(
-    svc: MessagingService,
+    svc: Service,
     producer_group: str,
     queue: _Queue,
     topic: str,
@@ -497,9 +401,9 @@ _COMMIT_OR_ROLLBACK: Final[Mapping[int, int]] = {
 
 
 async def end_transaction(
-    svc: MessagingService, ctx: CallContext, req: spb.EndTransactionRequest
+    svc: Service, ctx: CallContext, req: spb.EndTransactionRequest
 ) -> spb.EndTransactionResponse:
-    topic = validate.topic(req.topic)
+    topic = valid_topic(req.topic)
     if not req.transaction_id.strip():
         raise GrpcStatusError(pb.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
     producer_group = topic
@@ -523,9 +427,7 @@ async def end_transaction(
     return spb.EndTransactionResponse(status=ok())
 
 
-async def relay_transaction_check(
-    svc: MessagingService, session: ClientSession, request: RemotingCommand
-) -> None:
+async def relay_transaction_check(svc: Service, session: ClientSession, request: RemotingCommand) -> None:
     """CHECK_TRANSACTION_STATE from the broker → RecoverOrphanedTransactionCommand to the client
     (Java ``AbstractProxyRelayService#processCheckTransactionState`` and ``GrpcClientChannel``):
     the half message's data is recorded for the EndTransaction the client answers with."""
@@ -570,9 +472,9 @@ async def relay_transaction_check(
 
 
 async def recall_message(
-    svc: MessagingService, ctx: CallContext, req: spb.RecallMessageRequest
+    svc: Service, ctx: CallContext, req: spb.RecallMessageRequest
 ) -> spb.RecallMessageResponse:
-    topic = validate.topic(req.topic)
+    topic = valid_topic(req.topic)
     if svc.config.enable_topic_message_type_check:
         config = await svc.backend.topic_config(topic)
         expected = TopicMessageType.UNSPECIFIED if config is None else topic_type(config)
@@ -596,13 +498,11 @@ async def recall_message(
 
 
 async def forward_message_to_dead_letter_queue(
-    svc: MessagingService, ctx: CallContext, req: spb.ForwardMessageToDeadLetterQueueRequest
+    svc: Service, ctx: CallContext, req: spb.ForwardMessageToDeadLetterQueueRequest
 ) -> spb.ForwardMessageToDeadLetterQueueResponse:
-    topic = validate.topic(req.topic)
-    group = validate.consumer_group(req.group)
-    response = await consumer.forward_to_dead_letter_queue(
-        svc, ctx, req.receipt_handle, req.message_id, group, topic
-    )
+    topic = valid_topic(req.topic)
+    group = valid_consumer_group(req.group)
+    response = await forward_to_dead_letter_queue(svc, ctx, req.receipt_handle, req.message_id, group, topic)
     return spb.ForwardMessageToDeadLetterQueueResponse(status=remoting_status(response.code, response.remark))
 
 

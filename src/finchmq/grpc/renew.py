@@ -16,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from . import consumer
+from finchmq.common.tasks import BackgroundTasks
+
 from .context import CLIENT_ID, CallContext
+from .receipts import change_invisible_time, decode_handle
+from .state import MessageReceiptHandle, Service
 from .status import GrpcStatusError
-
-if TYPE_CHECKING:
-    from .service import MessagingService
 
 log = logging.getLogger(__name__)
 
@@ -45,27 +44,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(slots=True)
-class MessageReceiptHandle:
-    """One received message being kept invisible (Java ``MessageReceiptHandle``)."""
-
-    group: str
-    topic: str
-    message_id: str
-    original_handle: str  # the handle the client received
-    handle: str  # the latest one (after renewals)
-    reconsume_times: int
-    consume_timestamp: int = field(default_factory=_now_ms)
-    renew_times: int = 0
-    renew_retry_times: int = 0
-
-
 class ReceiptHandleManager:
     """The auto-renewed handles of the service's clients (see the module docstring)."""
 
-    def __init__(self, svc: MessagingService) -> None:
+    def __init__(self, svc: Service) -> None:
         self._svc = svc
         self._groups: dict[GroupKey, dict[tuple[str, str], MessageReceiptHandle]] = {}
+        self._tasks = BackgroundTasks("grpc-receipt-renewer")
         self._task: asyncio.Task[None] | None = None
         self._busy: set[tuple[str, str]] = set()  # (message id, original handle) being renewed
 
@@ -80,7 +65,7 @@ class ReceiptHandleManager:
         key = (record.message_id, record.original_handle)
         self._groups.setdefault((client_id, record.group), {})[key] = record
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="grpc-receipt-renewer")
+            self._task = self._tasks.spawn(self._run(), "renew")
 
     def remove(self, client_id: str, group: str, message_id: str, handle: str) -> MessageReceiptHandle | None:
         """Take out the record of the handle ``handle`` the client holds (Java ``removeReceiptHandle``)."""
@@ -120,7 +105,7 @@ class ReceiptHandleManager:
                 work.append(self.clear_group(key))
                 continue
             for handle_key, record in list(self._groups.get(key, {}).items()):
-                visible = consumer.decode_handle(record.handle).next_visible_time
+                visible = decode_handle(record.handle).next_visible_time
                 if visible - _now_ms() > config.renew_ahead_time_millis or handle_key in self._busy:
                     continue
                 work.append(self._renew(key, handle_key, record))
@@ -151,7 +136,7 @@ class ReceiptHandleManager:
                 delay = group.effective_group_retry_policy.retry_policy.next_delay_duration(
                     record.reconsume_times
                 )
-                await consumer.change_invisible_time(
+                await change_invisible_time(
                     self._svc, self._context(), record.handle, record.group, record.topic, delay
                 )
         except Exception as exc:
@@ -162,7 +147,7 @@ class ReceiptHandleManager:
 
     async def _extend(self, key: GroupKey, handle_key: tuple[str, str], record: MessageReceiptHandle) -> None:
         try:
-            renewed = await consumer.change_invisible_time(
+            renewed = await change_invisible_time(
                 self._svc,
                 self._context(),
                 record.handle,
@@ -199,7 +184,7 @@ class ReceiptHandleManager:
         millis = self._svc.config.invisible_time_millis_when_clear
         results = await asyncio.gather(
             *(
-                consumer.change_invisible_time(self._svc, self._context(), r.handle, r.group, r.topic, millis)
+                change_invisible_time(self._svc, self._context(), r.handle, r.group, r.topic, millis)
                 for r in handles.values()
             ),
             return_exceptions=True,
@@ -210,8 +195,7 @@ class ReceiptHandleManager:
 
     async def close(self) -> None:
         """Stop renewing; every handle becomes visible soon (Java ``clearAllHandle``)."""
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        await self._tasks.close()
+        self._task = None
         for key in list(self._groups):
             await self.clear_group(key)

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
 
 from finchmq.protocol.bodies import PermName, TopicConfig
 
-from . import validate
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .backend import BrokerQueues
 from .context import CallContext
+from .state import Service
 from .status import GrpcStatusError, ok
 from .types import MessageTypeValue, accepted_message_types
-
-if TYPE_CHECKING:
-    from .service import MessagingService
+from .validate import valid_consumer_group, valid_topic
 
 
 def _scheme(host: str) -> int:
@@ -27,7 +24,7 @@ def _scheme(host: str) -> int:
     return pb.IPv4 if address.version == 4 else pb.IPv6
 
 
-def _endpoints(svc: MessagingService, queues: BrokerQueues, asked: pb.Endpoints) -> pb.Endpoints:
+def _endpoints(svc: Service, queues: BrokerQueues, asked: pb.Endpoints) -> pb.Endpoints:
     """Local mode: the broker's host at this server's gRPC port (Java ``ProxyTopicRouteData``);
     cluster mode: every queue is reached through the endpoints the client used."""
     if not svc.backend.local and asked.addresses:
@@ -67,21 +64,19 @@ def _queues(
     ]
 
 
-async def _route(svc: MessagingService, topic: str) -> list[BrokerQueues]:
+async def _route(svc: Service, topic: str) -> list[BrokerQueues]:
     route = await svc.backend.route(topic)
     if not route:
         raise GrpcStatusError(pb.TOPIC_NOT_FOUND, f"topic {topic} not found")
     return route
 
 
-async def _topic_config(svc: MessagingService, topic: str) -> TopicConfig | None:
+async def _topic_config(svc: Service, topic: str) -> TopicConfig | None:
     return await svc.backend.topic_config(topic)
 
 
-async def query_route(
-    svc: MessagingService, ctx: CallContext, req: spb.QueryRouteRequest
-) -> spb.QueryRouteResponse:
-    topic = validate.topic(req.topic)
+async def query_route(svc: Service, ctx: CallContext, req: spb.QueryRouteRequest) -> spb.QueryRouteResponse:
+    topic = valid_topic(req.topic)
     route = await _route(svc, topic)
     types = accepted_message_types(await _topic_config(svc, topic))
     queues: list[pb.MessageQueue] = []
@@ -94,12 +89,12 @@ async def query_route(
 
 
 async def query_assignment(
-    svc: MessagingService, ctx: CallContext, req: spb.QueryAssignmentRequest
+    svc: Service, ctx: CallContext, req: spb.QueryAssignmentRequest
 ) -> spb.QueryAssignmentResponse:
     """One assignment per readable broker, queue id -1 (the broker chooses the queue on each
     POP); a FIFO group (``consumeMessageOrderly``) gets every queue, each on its own."""
-    topic = validate.topic(req.topic)
-    group = validate.consumer_group(req.group)
+    topic = valid_topic(req.topic)
+    group = valid_consumer_group(req.group)
     route = await _route(svc, topic)
     config = await svc.backend.group_config(group)
     fifo = config is not None and config.is_consume_message_orderly

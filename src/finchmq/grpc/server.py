@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 from pathlib import Path
@@ -12,7 +11,8 @@ from grpclib.server import Server
 
 from .backend import Backend
 from .config import GrpcConfig
-from .service import Authorizer, MessagingService
+from .service import MessagingService
+from .state import Authorizer
 from .transport import GrpclibHandlers
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ class GrpcServer:
         self.service = MessagingService(backend, self.config, authorizer)
         self._server: Server | None = None
         self._grpcio: GrpcioServer | None = None
-        self._sweeper: asyncio.Task[None] | None = None
         self.port = self.config.grpc_server_port
 
     @property
@@ -61,7 +60,7 @@ class GrpcServer:
             if sockets:
                 self.port = sockets[0].getsockname()[1]
         self.service.port = self.port
-        self._sweeper = asyncio.create_task(self._sweep(), name="grpc-client-sweeper")
+        self.service.tasks.every(10_000, self._sweep, "client-sweeper", initial_delay_ms=10_000)
         log.info("gRPC MessagingService listening on %s", self.address)
 
     async def _start_grpcio(self) -> None:
@@ -81,14 +80,10 @@ class GrpcServer:
         )
 
     async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(10)
-            for client_id in await self.service.clients.expire_idle():
-                log.info("5.x client %s idle: forgotten", client_id)
+        for client_id in await self.service.clients.expire_idle():
+            log.info("5.x client %s idle: forgotten", client_id)
 
     async def close(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
         if self._grpcio is not None:
             await self._grpcio.close()
             self._grpcio = None

@@ -16,27 +16,36 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
+from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.command import RemotingCommand
 from finchmq.remoting.errors import RemotingError, RemotingTimeoutError
 
-from . import client, consumer, producer, renew, route
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .backend import Backend
+from .client import heartbeat, notify_client_termination, relay_broker_request, telemetry
 from .clients import ClientRegistry, ClientSession
 from .config import GrpcConfig
+from .consumer import ack_message, change_invisible_duration, receive_message
 from .context import CallContext
+from .producer import (
+    end_transaction,
+    forward_message_to_dead_letter_queue,
+    recall_message,
+    send_message,
+)
+from .renew import ReceiptHandleManager
+from .route import query_assignment, query_route
+from .state import Authorizer, Service
 from .status import GrpcStatusError, remoting_error, status
+from .transactions import TransactionRegistry
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME: Final = "apache.rocketmq.v2.MessagingService"
 
-Authorizer = Callable[[CallContext, str, Message], Awaitable[None]]
-"""Checks a call's signature and permissions (``auth.py``); raises ``GrpcStatusError``."""
-
-UnaryHandler = Callable[["MessagingService", CallContext, Any], Awaitable[Message]]
-StreamHandler = Callable[["MessagingService", CallContext, Any], AsyncGenerator[Message, None]]
+UnaryHandler = Callable[[Service, CallContext, Any], Awaitable[Message]]
+StreamHandler = Callable[[Service, CallContext, Any], AsyncGenerator[Message, None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,46 +61,42 @@ class Method:
 METHODS: Final[dict[str, Method]] = {
     m.name: m
     for m in (
-        Method("QueryRoute", spb.QueryRouteRequest, spb.QueryRouteResponse, route.query_route),
-        Method("Heartbeat", spb.HeartbeatRequest, spb.HeartbeatResponse, client.heartbeat),
-        Method("SendMessage", spb.SendMessageRequest, spb.SendMessageResponse, producer.send_message),
-        Method(
-            "QueryAssignment", spb.QueryAssignmentRequest, spb.QueryAssignmentResponse, route.query_assignment
-        ),
+        Method("QueryRoute", spb.QueryRouteRequest, spb.QueryRouteResponse, query_route),
+        Method("Heartbeat", spb.HeartbeatRequest, spb.HeartbeatResponse, heartbeat),
+        Method("SendMessage", spb.SendMessageRequest, spb.SendMessageResponse, send_message),
+        Method("QueryAssignment", spb.QueryAssignmentRequest, spb.QueryAssignmentResponse, query_assignment),
         Method(
             "ReceiveMessage",
             spb.ReceiveMessageRequest,
             spb.ReceiveMessageResponse,
-            stream=consumer.receive_message,
+            stream=receive_message,
         ),
-        Method("AckMessage", spb.AckMessageRequest, spb.AckMessageResponse, consumer.ack_message),
+        Method("AckMessage", spb.AckMessageRequest, spb.AckMessageResponse, ack_message),
         Method(
             "ForwardMessageToDeadLetterQueue",
             spb.ForwardMessageToDeadLetterQueueRequest,
             spb.ForwardMessageToDeadLetterQueueResponse,
-            producer.forward_message_to_dead_letter_queue,
+            forward_message_to_dead_letter_queue,
         ),
         Method("PullMessage", spb.PullMessageRequest, spb.PullMessageResponse),
         Method("UpdateOffset", spb.UpdateOffsetRequest, spb.UpdateOffsetResponse),
         Method("GetOffset", spb.GetOffsetRequest, spb.GetOffsetResponse),
         Method("QueryOffset", spb.QueryOffsetRequest, spb.QueryOffsetResponse),
-        Method(
-            "EndTransaction", spb.EndTransactionRequest, spb.EndTransactionResponse, producer.end_transaction
-        ),
+        Method("EndTransaction", spb.EndTransactionRequest, spb.EndTransactionResponse, end_transaction),
         Method("Telemetry", spb.TelemetryCommand, spb.TelemetryCommand, bidi=True),
         Method(
             "NotifyClientTermination",
             spb.NotifyClientTerminationRequest,
             spb.NotifyClientTerminationResponse,
-            client.notify_client_termination,
+            notify_client_termination,
         ),
         Method(
             "ChangeInvisibleDuration",
             spb.ChangeInvisibleDurationRequest,
             spb.ChangeInvisibleDurationResponse,
-            consumer.change_invisible_duration,
+            change_invisible_duration,
         ),
-        Method("RecallMessage", spb.RecallMessageRequest, spb.RecallMessageResponse, producer.recall_message),
+        Method("RecallMessage", spb.RecallMessageRequest, spb.RecallMessageResponse, recall_message),
         Method("SyncLiteSubscription", spb.SyncLiteSubscriptionRequest, spb.SyncLiteSubscriptionResponse),
     )
 }
@@ -108,14 +113,15 @@ class MessagingService:
         self.authorizer = authorizer
         self.clients = ClientRegistry(
             backend,
-            lambda session, request: client.relay_broker_request(self, session, request),
+            lambda session, request: relay_broker_request(self, session, request),
             config.grpc_client_idle_time_mills / 1000,
         )
+        self.tasks = BackgroundTasks("grpc")  # fire-and-forget acks, nacks, the client sweeper
         self.port = config.grpc_server_port  # the port actually listened on (set by the server)
-        self.transactions = producer.TransactionRegistry(
+        self.transactions = TransactionRegistry(
             config.transaction_data_expire_millis / 1000, config.transaction_data_max_num
         )
-        self.receipt_handles = renew.ReceiptHandleManager(self)
+        self.receipt_handles = ReceiptHandleManager(self)
         self.pending_replies: dict[str, asyncio.Future[spb.TelemetryCommand]] = {}
 
     # -- dispatch (the transports call these) --------------------------------------------------
@@ -148,7 +154,7 @@ class MessagingService:
         send: Callable[[spb.TelemetryCommand], Awaitable[None]],
     ) -> None:
         """The bidirectional stream; raises ``GrpcStatusError`` to end it with a gRPC status."""
-        await client.telemetry(self, ctx, inbound, send)
+        await telemetry(self, ctx, inbound, send)
 
     async def _admit(self, method: Method, ctx: CallContext, request: Message) -> None:
         # Java's order: the auth pipeline, then GrpcMessagingApplication#validateContext
@@ -212,6 +218,7 @@ class MessagingService:
     async def close(self) -> None:
         for future in self.pending_replies.values():
             future.cancel()
+        await self.tasks.close()
         await self.receipt_handles.close()
         await self.clients.close()
         await self.backend.close()

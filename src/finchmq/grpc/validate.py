@@ -10,7 +10,7 @@ from ._pb import definition_pb2 as pb
 from .status import GrpcStatusError
 
 
-def topic(resource: pb.Resource) -> str:
+def valid_topic(resource: pb.Resource) -> str:
     name = resource.name
     reason = validate_topic(name)
     if reason is not None:
@@ -20,7 +20,7 @@ def topic(resource: pb.Resource) -> str:
     return name
 
 
-def consumer_group(resource: pb.Resource) -> str:
+def valid_consumer_group(resource: pb.Resource) -> str:
     name = resource.name
     reason = validate_group(name)
     if reason is not None:
@@ -35,7 +35,7 @@ def has_control_character(text: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" for ch in text)
 
 
-def tag(value: str) -> None:
+def check_tag(value: str) -> None:
     if value:
         if not value.strip():
             raise GrpcStatusError(pb.ILLEGAL_MESSAGE_TAG, "tag cannot be the char sequence of whitespace")
@@ -45,7 +45,7 @@ def tag(value: str) -> None:
             raise GrpcStatusError(pb.ILLEGAL_MESSAGE_TAG, "tag cannot contain control character")
 
 
-def invisible_time(millis: int, minimum: int, maximum: int) -> None:
+def check_invisible_time(millis: int, minimum: int, maximum: int) -> None:
     if millis < minimum:
         raise GrpcStatusError(pb.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is too small. min is {minimum}")
     if maximum > 0 and millis > maximum:

@@ -1,0 +1,1 @@
+"""Code generated from this package's .proto files by the build (setup.py); not committed."""

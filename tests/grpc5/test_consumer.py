@@ -27,7 +27,7 @@ from finchmq.client.admin import AdminClient
 from finchmq.client.producer import Producer
 from finchmq.grpc._pb import definition_pb2 as pb
 from finchmq.grpc._pb import service_pb2 as spb
-from finchmq.grpc.consumer import decode_handle
+from finchmq.grpc.receipts import decode_handle
 from finchmq.protocol.bodies import SubscriptionGroupConfig
 from finchmq.protocol.codes import LanguageCode
 from finchmq.protocol.message import Message, MessageQueue

@@ -64,6 +64,7 @@ from finchmq.protocol.bodies import (
 )
 from finchmq.protocol.codes import RequestCode, ResponseCode
 from finchmq.protocol.command import Body, RemotingCommand
+from finchmq.protocol.compression import MAX_DECOMPRESSED_BODY
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.headers import (
     AckMessageRequestHeader,
@@ -157,7 +158,6 @@ __all__ = ["MAX_DECOMPRESSED_BODY", "MQClientAPI", "PullResultExt"]
 log = logging.getLogger(__name__)
 
 # A compressed body never inflates beyond this (zip-bomb guard; Java has no limit).
-MAX_DECOMPRESSED_BODY: Final = 64 * 1024 * 1024
 
 _SEND_STATUS: Final = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,

@@ -102,7 +102,11 @@ class LocalBackend:
         self._group_config = group_config
 
     def link(self, client_id: str, peer: str, on_request: PeerRequestHandler) -> ClientLink:
-        return _LocalLink(LocalChannel(self._dispatcher, peer, on_request, trusted=True))
+        async def from_this_broker(request: RemotingCommand) -> RemotingCommand | None:
+            request.ext_fields.setdefault(BROKER_NAME_FIELD, self.broker_name)  # as cluster mode tags it
+            return await on_request(request)
+
+        return _LocalLink(LocalChannel(self._dispatcher, peer, from_this_broker, trusted=True))
 
     async def invoke(
         self, link: ClientLink, broker_name: str | None, request: RemotingCommand, timeout: float

@@ -9,8 +9,6 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from google.protobuf import duration_pb2
-
 from finchmq.protocol.bodies import (
     CMResult,
     ConsumeFromWhere,
@@ -36,6 +34,7 @@ from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .clients import ClientSession
 from .context import CallContext
+from .convert import duration
 from .state import Service
 from .status import GrpcStatusError, ok, status
 from .validate import valid_consumer_group, valid_topic
@@ -59,14 +58,6 @@ def _version(ctx: CallContext) -> int:
         return int(MQVersion.V4_9_8)
     _major, minor, patch = (int(g) for g in match.groups())
     return 411 + minor * 10 + patch
-
-
-def _millis(value: duration_pb2.Duration) -> int:
-    return value.seconds * 1000 + value.nanos // 1_000_000
-
-
-def _duration(millis: int) -> duration_pb2.Duration:
-    return duration_pb2.Duration(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
 
 
 def subscription_data(entry: pb.SubscriptionEntry) -> SubscriptionData:
@@ -133,9 +124,9 @@ async def merged_settings(svc: Service, session: ClientSession) -> pb.Settings:
         backoff = settings.backoff_policy
         backoff.max_attempts = config.grpc_client_producer_max_attempts
         backoff.exponential_backoff.initial.CopyFrom(
-            _duration(config.grpc_client_producer_backoff_initial_millis)
+            duration(config.grpc_client_producer_backoff_initial_millis)
         )
-        backoff.exponential_backoff.max.CopyFrom(_duration(config.grpc_client_producer_backoff_max_millis))
+        backoff.exponential_backoff.max.CopyFrom(duration(config.grpc_client_producer_backoff_max_millis))
         backoff.exponential_backoff.multiplier = config.grpc_client_producer_backoff_multiplier
         settings.publishing.validate_message_type = config.enable_topic_message_type_check
         settings.publishing.max_body_size = config.max_message_size
@@ -153,7 +144,7 @@ def _merge_group(svc: Service, settings: pb.Settings, group: SubscriptionGroupCo
     subscription = settings.subscription
     subscription.receive_batch_size = config.grpc_client_consumer_long_polling_batch_size
     subscription.long_polling_timeout.CopyFrom(
-        _duration(config.grpc_client_consumer_max_long_polling_timeout_millis)
+        duration(config.grpc_client_consumer_max_long_polling_timeout_millis)
     )
     subscription.fifo = group.is_consume_message_orderly
     backoff = settings.backoff_policy
@@ -161,12 +152,12 @@ def _merge_group(svc: Service, settings: pb.Settings, group: SubscriptionGroupCo
     policy = group.effective_group_retry_policy
     if policy.type is GroupRetryPolicyType.EXPONENTIAL:  # the proxy's own default when absent
         exponential = policy.exponential_retry_policy or ExponentialRetryPolicy()
-        backoff.exponential_backoff.initial.CopyFrom(_duration(exponential.initial))
-        backoff.exponential_backoff.max.CopyFrom(_duration(exponential.max))
+        backoff.exponential_backoff.initial.CopyFrom(duration(exponential.initial))
+        backoff.exponential_backoff.max.CopyFrom(duration(exponential.max))
         backoff.exponential_backoff.multiplier = exponential.multiplier
     else:
         customized = policy.customized_retry_policy or CustomizedRetryPolicy()
-        backoff.customized_backoff.next.extend(_duration(ms) for ms in customized.next)
+        backoff.customized_backoff.next.extend(duration(ms) for ms in customized.next)
 
 
 # -- unary RPCs ---------------------------------------------------------------------------------

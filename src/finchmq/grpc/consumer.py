@@ -32,16 +32,13 @@ from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
 from .client import merged_settings, subscription_data
 from .context import CallContext
-from .convert import decode_messages, message_from_ext
+from .convert import decode_messages, duration_millis, message_from_ext, now_ms, timestamp
 from .receipts import (
     ack,
     change_invisible_time,
     create_handle,
     forward_to_dead_letter_queue,
     logged,
-    millis_of,
-    now_ms,
-    timestamp_now,
 )
 from .state import MessageReceiptHandle, Service
 from .status import GrpcStatusError, code_of_remoting, ok, status
@@ -81,7 +78,7 @@ def polling_time_millis(
     remaining = ctx.remaining()
     remaining_ms = None if remaining is None else int(remaining * 1000)
     if req.HasField("long_polling_timeout"):
-        polling = millis_of(req.long_polling_timeout)
+        polling = duration_millis(req.long_polling_timeout)
     elif remaining_ms is not None:
         polling = remaining_ms - request_timeout_ms // 2
     else:
@@ -116,7 +113,7 @@ async def _consumer_settings(svc: Service, ctx: CallContext, group: str) -> tupl
         return (
             settings.subscription.fifo,
             settings.backoff_policy.max_attempts or DEFAULT_MAX_ATTEMPTS,
-            millis_of(settings.request_timeout),
+            duration_millis(settings.request_timeout),
         )
     config = await svc.backend.group_config(group)
     fifo = bool(getattr(config, "consume_message_orderly", False))
@@ -147,7 +144,7 @@ async def receive_message(
         if pending:  # the stream broke while messages were left: make them visible again soon
             _nack_all(svc, ctx, req, pending)
             pending.clear()
-    yield spb.ReceiveMessageResponse(delivery_timestamp=timestamp_now())
+    yield spb.ReceiveMessageResponse(delivery_timestamp=timestamp(now_ms()))
 
 
 def _nack_all(
@@ -190,7 +187,7 @@ async def _receive(
     if auto_renew:
         invisible_ms = config.default_invisible_time_mills
     else:
-        invisible_ms = millis_of(req.invisible_duration)
+        invisible_ms = duration_millis(req.invisible_duration)
         check_invisible_time(
             invisible_ms, config.min_invisible_time_mills_for_recv, config.max_invisible_time_mills
         )
@@ -313,7 +310,7 @@ async def change_invisible_duration(
     """Java ``ChangeInvisibleDurationActivity``: the new receipt handle of the message."""
     valid_topic(req.topic)
     valid_consumer_group(req.group)
-    invisible_ms = millis_of(req.invisible_duration)
+    invisible_ms = duration_millis(req.invisible_duration)
     check_invisible_time(invisible_ms, 0, svc.config.max_invisible_time_mills)
     current = svc.receipt_handles.latest_handle(
         ctx.client_id, req.group.name, req.message_id, req.receipt_handle

@@ -7,6 +7,7 @@ import time
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from finchmq.protocol.compression import MAX_DECOMPRESSED_BODY
 from finchmq.protocol.errors import ProtocolError
 from finchmq.protocol.message import MessageExt
 from finchmq.protocol.message_const import SYSTEM_PROPERTY_NAMES_5X, MessageConst, MessageSysFlag
@@ -16,7 +17,9 @@ from ._pb import definition_pb2 as pb
 from .status import GrpcStatusError
 from .types import message_type_of
 
-MAX_DECOMPRESSED_BODY = 64 * 1024 * 1024
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def timestamp(millis: int) -> timestamp_pb2.Timestamp:
@@ -69,7 +72,7 @@ def message_from_ext(msg: MessageExt, receipt_handle: str | None = None) -> pb.M
     deliver_ms = props.get(MessageConst.PROPERTY_TIMER_DELIVER_MS)
     try:
         if delay_sec is not None:
-            system.delivery_timestamp.CopyFrom(timestamp(int(time.time() * 1000) + int(delay_sec) * 1000))
+            system.delivery_timestamp.CopyFrom(timestamp(now_ms() + int(delay_sec) * 1000))
         elif deliver_ms is not None:
             system.delivery_timestamp.CopyFrom(timestamp(int(deliver_ms)))
     except ValueError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -43,7 +42,7 @@ from ._pb import service_pb2 as spb
 from .backend import BROKER_NAME_FIELD
 from .clients import ClientSession
 from .context import CallContext
-from .convert import decode_messages, message_from_ext
+from .convert import decode_messages, message_from_ext, now_ms, timestamp_millis
 from .receipts import forward_to_dead_letter_queue
 from .state import Service
 from .status import GrpcStatusError, code_of_remoting, ok, remoting_error, status
@@ -86,7 +85,7 @@ def _timestamp_millis(ts: timestamp_pb2.Timestamp) -> int:
             f"[{_TIMESTAMP_SECONDS_MIN}, {_TIMESTAMP_SECONDS_MAX}]. Nanos ({ts.nanos}) must be in "
             "range [0, +999,999,999].",
         )
-    return int(ts.seconds * 1000 + ts.nanos // 1_000_000)
+    return timestamp_millis(ts)
 
 
 def _utf8_len(text: str) -> int:
@@ -183,7 +182,7 @@ def message_properties(
     if system.HasField("delivery_timestamp"):
         deliver_ms = _timestamp_millis(system.delivery_timestamp)
         max_delay = config.max_delay_time_mills
-        if max_delay > 0 and deliver_ms - int(time.time() * 1000) > max_delay:
+        if max_delay > 0 and deliver_ms - now_ms() > max_delay:
             raise GrpcStatusError(
                 pb.ILLEGAL_DELIVERY_TIME, f"the max delay time of message is too large, max is {max_delay}"
             )
@@ -201,7 +200,7 @@ def message_properties(
         properties[MessageConst.PROPERTY_BORN_HOST] = born_host
     if _timestamp_valid(system.born_timestamp):
         born = system.born_timestamp
-        properties[MessageConst.PROPERTY_BORN_TIMESTAMP] = str(born.seconds * 1000 + born.nanos // 1_000_000)
+        properties[MessageConst.PROPERTY_BORN_TIMESTAMP] = str(timestamp_millis(born))
     return properties
 
 
@@ -322,7 +321,7 @@ async def send_message(
         default_topic_queue_nums=4,
         queue_id=queue.queue_id,
         sys_flag=sys_flag,
-        born_timestamp=int(born) if born and born.lstrip("-").isdigit() else int(time.time() * 1000),
+        born_timestamp=int(born) if born and born.lstrip("-").isdigit() else now_ms(),
         flag=0,
         properties=properties_to_string(properties),
         reconsume_times=0,
@@ -447,7 +446,7 @@ async def relay_transaction_check(svc: Service, session: ClientSession, request:
     transaction_id = header.transaction_id or ""
     # Java: the broker name of the address the check came from (cluster mode: the backend names
     # it in the request); local mode has one broker
-    broker_name = request.ext_fields.get(BROKER_NAME_FIELD) or getattr(svc.backend, "broker_name", "") or ""
+    broker_name = request.ext_fields.get(BROKER_NAME_FIELD, "")  # both backends tag what a broker asks
     data = svc.transactions.add(
         group,
         broker_name=broker_name,

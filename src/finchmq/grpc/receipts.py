@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Coroutine
 from typing import Any
-
-from google.protobuf import timestamp_pb2
 
 from finchmq.protocol import pop
 from finchmq.protocol.codes import RequestCode, ResponseCode
@@ -27,23 +24,11 @@ from finchmq.protocol.message_const import KEY_SEPARATOR
 
 from ._pb import definition_pb2 as pb
 from .context import CallContext
+from .convert import now_ms
 from .state import Service
 from .status import GrpcStatusError
 
 log = logging.getLogger(__name__)
-
-
-def millis_of(value: Any) -> int:
-    return int(value.seconds) * 1000 + int(value.nanos) // 1_000_000
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def timestamp_now() -> timestamp_pb2.Timestamp:
-    now = now_ms()
-    return timestamp_pb2.Timestamp(seconds=now // 1000, nanos=(now % 1000) * 1_000_000)
 
 
 def decode_handle(text: str) -> pop.ReceiptHandle:

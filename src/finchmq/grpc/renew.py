@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Final
 
 from finchmq.common.tasks import BackgroundTasks
 
 from .context import CLIENT_ID, CallContext
+from .convert import now_ms
 from .receipts import change_invisible_time, decode_handle
 from .state import MessageReceiptHandle, Service
 from .status import GrpcStatusError
@@ -38,10 +38,6 @@ GroupKey = tuple[str, str]  # (client id, consumer group)
 
 def renew_delay_millis(renew_times: int) -> int:
     return RENEW_DELAYS_MILLIS[min(max(renew_times, 0), len(RENEW_DELAYS_MILLIS) - 1)]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class ReceiptHandleManager:
@@ -106,7 +102,7 @@ class ReceiptHandleManager:
                 continue
             for handle_key, record in list(self._groups.get(key, {}).items()):
                 visible = decode_handle(record.handle).next_visible_time
-                if visible - _now_ms() > config.renew_ahead_time_millis or handle_key in self._busy:
+                if visible - now_ms() > config.renew_ahead_time_millis or handle_key in self._busy:
                     continue
                 work.append(self._renew(key, handle_key, record))
         if work:
@@ -126,7 +122,7 @@ class ReceiptHandleManager:
                     "receipt handle of %s renewed too often unsuccessfully: dropped", record.message_id
                 )
                 self._drop(key, handle_key)
-            elif _now_ms() - record.consume_timestamp < config.renew_max_time_millis:
+            elif now_ms() - record.consume_timestamp < config.renew_max_time_millis:
                 await self._extend(key, handle_key, record)
             else:  # consumed for too long: give it back after the group's retry delay
                 self._drop(key, handle_key)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from finchmq.protocol.bodies import PermName, TopicConfig
+from finchmq.protocol.bodies import PermName
 
 from ._pb import definition_pb2 as pb
 from ._pb import service_pb2 as spb
@@ -71,14 +71,10 @@ async def _route(svc: Service, topic: str) -> list[BrokerQueues]:
     return route
 
 
-async def _topic_config(svc: Service, topic: str) -> TopicConfig | None:
-    return await svc.backend.topic_config(topic)
-
-
 async def query_route(svc: Service, ctx: CallContext, req: spb.QueryRouteRequest) -> spb.QueryRouteResponse:
     topic = valid_topic(req.topic)
     route = await _route(svc, topic)
-    types = accepted_message_types(await _topic_config(svc, topic))
+    types = accepted_message_types(await svc.backend.topic_config(topic))
     queues: list[pb.MessageQueue] = []
     for broker_queues in route:
         broker = pb.Broker(

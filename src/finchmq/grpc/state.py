@@ -4,7 +4,6 @@ that the handlers and the service that dispatches to them import in one directio
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -20,14 +19,11 @@ from .backend import Backend
 from .clients import ClientRegistry, ClientSession
 from .config import GrpcConfig
 from .context import CallContext
+from .convert import now_ms
 from .transactions import TransactionRegistry
 
 Authorizer = Callable[[CallContext, str, Message], Awaitable[None]]
 """Checks a call's signature and permissions (``auth.py``); raises ``GrpcStatusError``."""
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(slots=True)
@@ -40,7 +36,7 @@ class MessageReceiptHandle:
     original_handle: str  # the handle the client received
     handle: str  # the latest one (after renewals)
     reconsume_times: int
-    consume_timestamp: int = field(default_factory=_now_ms)
+    consume_timestamp: int = field(default_factory=now_ms)
     renew_times: int = 0
     renew_retry_times: int = 0
 

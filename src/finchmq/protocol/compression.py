@@ -7,6 +7,7 @@ Imports: the standard library and the protocol's errors.
 from __future__ import annotations
 
 import zlib
+from typing import Final
 
 from .errors import MessageDecodeError
 
@@ -16,6 +17,10 @@ __all__ = ["compress_body", "decompress_body"]
 def compress_body(body: bytes | bytearray | memoryview, level: int = 5) -> bytes:
     """zlib (RFC 1950) at ``level``, as Java's ``UtilAll.compress`` and the C++ client (level 5)."""
     return zlib.compress(body, level)
+
+
+MAX_DECOMPRESSED_BODY: Final = 64 * 1024 * 1024
+"""The largest inflated body a client or the gRPC front end accepts from a broker (a zip-bomb guard)."""
 
 
 def decompress_body(body: bytes | bytearray | memoryview, max_size: int) -> bytes:

@@ -249,7 +249,7 @@ def test_settings_the_broker_refuses(tmp_path: Path) -> None:
         )
     with pytest.raises(AuthConfigError, match="cannot both be on"):
         build_auth(BrokerConfig(acl_enable=True, authorization_enabled=True), tmp_path)
-    with pytest.raises(AuthConfigError, match="migrateAuthFromV1Enabled=true is not supported yet"):
+    with pytest.raises(AuthConfigError, match=r"migrateAuthFromV1Enabled=true needs ACL 2\.0 on"):
         build_auth(BrokerConfig(migrate_auth_from_v1_enabled=True), tmp_path)
 
 

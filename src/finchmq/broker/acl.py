@@ -73,8 +73,10 @@ __all__ = [
     "PlainAccessConfig",
     "PlainAccessValidator",
     "PlainAccount",
+    "acl_paths",
     "find_acl_files",
     "parse_acl_file",
+    "read_access_configs",
 ]
 
 log = logging.getLogger(__name__)
@@ -341,6 +343,56 @@ def find_acl_files(
     return Path(home) / relative, Path(home) / "conf" / "acl"
 
 
+def acl_paths(main_file: Path, acl_dir: Path | None) -> list[Path]:
+    """The files to read: ``conf/acl`` (recursively, sorted), then the main file."""
+    paths: list[Path] = []
+    if acl_dir is not None and acl_dir.is_dir():
+        for root, dirs, names in os.walk(acl_dir):
+            dirs.sort()
+            paths.extend(Path(root) / n for n in sorted(names) if n.endswith((".yml", ".yaml")))
+    if main_file not in paths:
+        paths.append(main_file)
+    return paths
+
+
+def read_access_configs(
+    main_file: Path, acl_dir: Path | None = None
+) -> tuple[list[PlainAccessConfig], list[str]]:
+    """Every account of the ACL files (Java 5.3 ``PlainPermissionManager.getAllAclConfig``, the
+    source of ``AuthMigrator``): (the accounts that pass the 1.0 checks, in file order, an
+    accessKey defined again keeping its first definition; one message per account or file that
+    does not). A missing main file has no accounts; unlike the 1.0 check, a bad account does not
+    spoil its file, it is only reported."""
+    accounts: dict[str, PlainAccessConfig] = {}
+    problems: list[str] = []
+    for path in acl_paths(main_file, acl_dir):
+        try:
+            tree = load_yaml(path, path.read_bytes())
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"cannot read the ACL file {path}: {exc.strerror}")
+            continue
+        except AclConfigError as exc:
+            problems.append(str(exc))
+            continue
+        raw = tree.get("accounts")
+        if raw is not None and not isinstance(raw, list):
+            problems.append(f"{path}: accounts must be a list, got {type(raw).__name__}")
+            continue
+        for i, entry in enumerate(raw or ()):
+            where = f"{path}: accounts[{i}]"
+            try:
+                config = account_config(entry, where)
+                build_account(config, path)  # the checks of 1.0: keys, permissions, addresses
+            except AclConfigError as exc:
+                message = str(exc)
+                problems.append(message if message.startswith(where) else f"{where}: {message}")
+                continue
+            accounts.setdefault(config.access_key, config)
+    return list(accounts.values()), problems
+
+
 # -- the accounts in force ------------------------------------------------------------------------
 
 
@@ -402,15 +454,7 @@ class PlainAccessValidator:
     # -- files ------------------------------------------------------------------------------------
 
     def _paths(self) -> list[Path]:
-        """The files to read: ``conf/acl`` (recursively, sorted), then the main file."""
-        paths: list[Path] = []
-        if self.acl_dir is not None and self.acl_dir.is_dir():
-            for root, dirs, names in os.walk(self.acl_dir):
-                dirs.sort()
-                paths.extend(Path(root) / n for n in sorted(names) if n.endswith((".yml", ".yaml")))
-        if self.main_file not in paths:
-            paths.append(self.main_file)
-        return paths
+        return acl_paths(self.main_file, self.acl_dir)
 
     def _snapshot(self) -> dict[Path, _Stat]:
         snapshot = {}

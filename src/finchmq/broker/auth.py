@@ -29,9 +29,23 @@ Java's pipeline: authentication, then authorization):
     access Topic:other from 127.0.0.1, no matched policies."); codes listed in
     ``authenticationWhitelist`` / ``authorizationWhitelist`` skip the respective check.
 
-Not yet (later steps): ``migrateAuthFromV1Enabled`` (1.0 accounts into users and ACLs: refused at
-start-up for now), signing the broker's own requests with ``innerClientAuthenticationCredentials``
-(the user is created), the gRPC side.
+Migration from ACL 1.0 (Java ``AuthMigrator``; ``migrate_from_v1``):
+    With ``migrateAuthFromV1Enabled=true`` the broker reads the 1.0 accounts at start-up (the
+    files ACL 1.0 reads: ``aclFilePath``, or ``$ROCKETMQ_HOME/conf/plain_acl.yml`` and
+    ``conf/acl/``) after the configured super users are created, and makes each account whose
+    accessKey is not a user yet a user and an ACL (``v1_user_and_acl``): accessKey -> username,
+    secretKey -> password, ``admin: true`` -> a SUPER user (else NORMAL); ``topicPerms`` and
+    ``groupPerms`` -> the CUSTOM policy, an entry per ``Topic:<name>``/``Group:<name>``;
+    ``defaultTopicPerm``/``defaultGroupPerm`` -> the DEFAULT policy's ``Topic:*``/``Group:*``;
+    a permission PUB, SUB or PUB|SUB -> those actions, ALLOW; DENY -> ``All``, DENY. An existing
+    user is left alone, ACL included, so the migration runs again at every start harmlessly. As
+    in Java, ``whiteRemoteAddress`` and ``globalWhiteRemoteAddresses`` are not migrated: in 1.0
+    they let a peer skip the checks, which 2.0 has no way to say (an entry's source IPs narrow it
+    instead). ``finchmq admin migrateAuthFromV1`` does the same from a file over the network
+    (``AUTH_*`` requests), for brokers already running.
+
+Not yet: signing the broker's own requests with ``innerClientAuthenticationCredentials`` (the
+user is created).
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ import asyncio
 import collections
 import hmac
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -52,8 +67,12 @@ from finchmq.protocol.auth import (
     Action,
     AuthorizationContext,
     Decision,
+    Policy,
+    PolicyEntry,
     PolicyType,
     Resource,
+    ResourcePattern,
+    ResourceType,
     User,
     UserStatus,
     UserType,
@@ -66,6 +85,7 @@ from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.errors import ProtocolError
 from finchmq.remoting import RequestRefused
 
+from .acl import AclConfigError, PlainAccessConfig, find_acl_files, read_access_configs
 from .config import BrokerConfig
 
 __all__ = [
@@ -74,9 +94,12 @@ __all__ = [
     "AuthError",
     "AuthMetadataManager",
     "AuthStore",
+    "MigrationReport",
     "auth_wanted",
     "build_auth",
     "load_auth",
+    "migrate_from_v1",
+    "v1_user_and_acl",
 ]
 
 log = logging.getLogger(__name__)
@@ -135,10 +158,10 @@ def _check_config(config: BrokerConfig) -> None:
             "aclEnable=true (ACL 1.0, plain_acl.yml) and authenticationEnabled/authorizationEnabled "
             "(ACL 2.0) cannot both be on: choose one"
         )
-    if config.migrate_auth_from_v1_enabled:
+    if config.migrate_auth_from_v1_enabled and not auth_wanted(config):
         raise AuthConfigError(
-            "migrateAuthFromV1Enabled=true is not supported yet: create the users and ACLs with "
-            "finchmq admin createUser/createAcl"
+            "migrateAuthFromV1Enabled=true needs ACL 2.0 on (authenticationEnabled/"
+            "authorizationEnabled=true): the 1.0 accounts would have nowhere to go"
         )
 
 
@@ -211,6 +234,12 @@ class AuthStore:
         self.users[user.username] = user
         self._users.values[user.username] = user.stored()
         write_atomically(self._users.path, self._users.snapshot(), keep_backup=False)
+
+    def put_acl_now(self, acl: Acl) -> None:
+        """Store an ACL (blocking; at start-up)."""
+        self.acls[acl.subject] = acl
+        self._acls.values[acl.subject] = acl.stored()
+        write_atomically(self._acls.path, self._acls.snapshot(), keep_backup=False)
 
     async def _write(self, table: _Table) -> None:
         data = table.snapshot()
@@ -357,7 +386,7 @@ class AuthMetadataManager:
         return username
 
     @staticmethod
-    def _validate(acl: Acl) -> None:
+    def validate(acl: Acl) -> None:
         """Java ``AuthorizationMetadataManagerImpl.validate``, with its messages."""
         _subject_user(acl.subject)
         if not acl.policies:
@@ -384,7 +413,7 @@ class AuthMetadataManager:
     async def create_acl(self, acl: Acl) -> None:
         """AUTH_CREATE_ACL and AUTH_UPDATE_ACL alike (as in Java): the policies are merged into
         the subject's ACL (an entry for a resource already there is replaced), or become it."""
-        self._validate(acl)
+        self.validate(acl)
         self._existing_subject(acl.subject)
         old = self.store.acls.get(acl.subject)
         if old is None:
@@ -539,6 +568,115 @@ class AuthChecker:
         return exc
 
 
+# -- migration from ACL 1.0 (Java AuthMigrator) ----------------------------------------------------
+
+_V1_ACTIONS: Final = {
+    "PUB": (Action.PUB,),
+    "SUB": (Action.SUB,),
+    "PUB|SUB": (Action.PUB, Action.SUB),
+    "SUB|PUB": (Action.PUB, Action.SUB),
+    "DENY": (Action.ALL,),
+}
+
+
+def _v1_entry(resource: Resource, perm: str) -> PolicyEntry:
+    """Java ``parseActions``/``parseDecision``: a permission the 1.0 check does not know (which
+    ``read_access_configs`` never passes on) would become ``All``, ALLOW, as in Java."""
+    perm = perm.strip()
+    decision = Decision.DENY if perm == "DENY" else Decision.ALLOW
+    return PolicyEntry(resource, _V1_ACTIONS.get(perm, (Action.ALL,)), None, decision)
+
+
+def _v1_entries(items: tuple[str, ...], of: Any) -> list[PolicyEntry]:
+    entries = []
+    for item in items:
+        parts = [p for p in item.split("=") if p]  # Java StringUtils.split: empty parts dropped
+        if len(parts) == 2:
+            entries.append(_v1_entry(of(parts[0].strip()), parts[1]))
+    return entries
+
+
+def v1_user_and_acl(config: PlainAccessConfig) -> tuple[User, Acl | None]:
+    """A 1.0 account as Java's ``AuthMigrator`` makes it a user and an ACL (module docstring);
+    no ACL when the account names no permission at all."""
+    user_type = UserType.SUPER if config.admin else UserType.NORMAL
+    user = User(config.access_key, config.secret_key, user_type, UserStatus.ENABLE)
+    policies = []
+    custom = _v1_entries(config.topic_perms, Resource.of_topic)
+    custom += _v1_entries(config.group_perms, Resource.of_group)
+    if custom:
+        policies.append(Policy(PolicyType.CUSTOM, custom))
+    defaults = [
+        _v1_entry(Resource(kind, None, ResourcePattern.ANY), perm)
+        for kind, perm in (
+            (ResourceType.TOPIC, config.default_topic_perm),
+            (ResourceType.GROUP, config.default_group_perm),
+        )
+        if perm is not None and perm.strip()
+    ]
+    if defaults:
+        policies.append(Policy(PolicyType.DEFAULT, defaults))
+    return user, (Acl(user_subject(user.username), policies) if policies else None)
+
+
+@dataclass(slots=True)
+class MigrationReport:
+    """What a migration did: the usernames made users, those left alone because they are users
+    already, and one message per account or file that could not be migrated."""
+
+    migrated: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def migrate_from_v1(
+    manager: AuthMetadataManager, accounts: list[PlainAccessConfig], report: MigrationReport | None = None
+) -> MigrationReport:
+    """Make each account a user and an ACL unless its accessKey is a user already (blocking; at
+    start-up). An account that cannot be stored is reported and the others go on, as Java logs
+    it and goes on."""
+    report = report if report is not None else MigrationReport()
+    store = manager.store
+    for config in accounts:
+        if config.access_key in store.users:
+            report.existing.append(config.access_key)
+            continue
+        user, acl = v1_user_and_acl(config)
+        try:
+            if acl is not None:
+                manager.validate(acl)
+            store.put_user_now(user)
+            if acl is not None:
+                store.put_acl_now(acl)
+        except (AuthError, OSError) as exc:
+            report.failed.append(f"accessKey {config.access_key}: {exc}")
+            continue
+        report.migrated.append(config.access_key)
+    return report
+
+
+def _migrate_at_start(manager: AuthMetadataManager, config: BrokerConfig) -> None:
+    try:
+        main_file, acl_dir = find_acl_files(config)
+    except AclConfigError:
+        raise AuthConfigError(
+            "migrateAuthFromV1Enabled=true but no ACL 1.0 file: set aclFilePath in broker.conf, or "
+            "ROCKETMQ_HOME (the file is then $ROCKETMQ_HOME/conf/plain_acl.yml)"
+        ) from None
+    accounts, problems = read_access_configs(main_file, acl_dir)
+    report = migrate_from_v1(manager, accounts, MigrationReport(failed=problems))
+    for problem in report.failed:
+        log.error("[ACL MIGRATE] not migrated: %s", problem)
+    log.info(
+        "[ACL MIGRATE] from %s: %d accounts migrated (%s), %d already users, %d not migrated",
+        main_file,
+        len(report.migrated),
+        ", ".join(report.migrated) or "none",
+        len(report.existing),
+        len(report.failed),
+    )
+
+
 def build_auth(config: BrokerConfig, config_dir: Path) -> tuple[AuthMetadataManager, AuthChecker] | None:
     """The broker's ACL 2.0 parts, ``None`` when ``auth_wanted`` is false. Checks the settings
     (``AuthConfigError``); the files are read by ``load_auth``."""
@@ -555,6 +693,8 @@ def load_auth(manager: AuthMetadataManager, config: BrokerConfig) -> None:
     """Read the users and ACLs and create the configured super users (blocking; at start-up)."""
     manager.store.load()
     manager.init_users(config)
+    if config.migrate_auth_from_v1_enabled:
+        _migrate_at_start(manager, config)
     log.info(
         "ACL 2.0: %d users, %d ACLs from %s (authenticationEnabled=%s, authorizationEnabled=%s)",
         len(manager.store.users),

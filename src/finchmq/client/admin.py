@@ -558,9 +558,22 @@ class AdminClient(ClientService):
         ``source_ips`` (addresses or CIDRs); an entry for a resource already there is replaced
         (mqadmin ``createAcl``; ``update=True``: ``updateAcl``, which Java treats alike)."""
         info = AclInfo.single(subject, resources, actions, source_ips, decision)
+        return await self.put_acl(info, cluster=cluster, broker_addr=broker_addr, update=update)
+
+    async def put_acl(
+        self,
+        acl: AclInfo,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        update: bool = False,
+    ) -> list[str]:
+        """Send a whole ACL (any number of policies and entries) as AUTH_CREATE_ACL (or, with
+        ``update``, AUTH_UPDATE_ACL) to one broker or every master of a cluster; returns the
+        brokers written. The broker merges it into the subject's ACL."""
         api = self.instance.api
         call = api.update_acl if update else api.create_acl
-        return await self._each_broker(cluster, broker_addr, lambda a: call(a, info, _TIMEOUT_MS))
+        return await self._each_broker(cluster, broker_addr, lambda a: call(a, acl, _TIMEOUT_MS))
 
     async def delete_acl(
         self,

@@ -707,6 +707,16 @@ class BlockingAdminClient(_Blocking[ClientConfig], wraps=AdminClient):
             )
         )  # fmt: skip
 
+    def put_acl(
+        self,
+        acl: AclInfo,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        update: bool = False,
+    ) -> list[str]:
+        return self._call(self.admin.put_acl(acl, cluster=cluster, broker_addr=broker_addr, update=update))
+
     def delete_acl(
         self,
         subject: str,

@@ -3,13 +3,20 @@ deleteUser, getUser, listUser) and ACLs (createAcl, updateAcl, deleteAcl, getAcl
 broker (``-b``) or every master of a cluster (``-c``), with mqadmin's options and output. When
 the brokers check requests, only a super user may change a super user, and the ACL of the
 signing user must allow ``Update`` (changes) or ``Get`` (reads) on ``Cluster:<name>``.
+
+``migrateAuthFromV1`` is finchmq's own: it reads an ACL 1.0 file here and creates its accounts'
+users and ACLs with the AUTH_* requests above (Java's ``AuthMigrator`` mapping), so it works with
+any 5.3 broker; Java does this only at a broker's start (``migrateAuthFromV1Enabled``).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
+from finchmq.broker.acl import read_access_configs
+from finchmq.broker.auth import v1_user_and_acl
 from finchmq.client import BlockingAdminClient
 from finchmq.protocol.auth import AclInfo, UserInfo
 
@@ -258,3 +265,40 @@ def _list_acl(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
             lines.extend(_acl_lines(acls))
             data.extend(a.as_json() for a in acls)
     return data, "\n".join(lines)
+
+
+# -- migration from ACL 1.0 -------------------------------------------------------------------------
+
+
+@commands.admin(
+    "migrateAuthFromV1",
+    "make the accounts of an ACL 1.0 file (plain_acl.yml) ACL 2.0 users and ACLs, as a broker with "
+    "migrateAuthFromV1Enabled=true does at start-up; users that exist are left alone (finchmq's "
+    "own command: Java's mqadmin has none)",
+    CLUSTER,
+    BROKER_ADDR,
+    Option("-f", "--aclFile", dest="acl_file", required=True, help="the ACL 1.0 file, plain_acl.yml"),
+)
+def _migrate_auth_from_v1(admin: BlockingAdminClient, args: argparse.Namespace) -> Result:
+    _brokers(args, "migrateAuthFromV1")
+    path = Path(args.acl_file).expanduser()
+    if not path.is_file():
+        raise ValueError(f"no ACL 1.0 file at {path}")
+    accounts, problems = read_access_configs(path)
+    data: dict[str, dict[str, list[str]]] = {}
+    lines = [f"not migrated: {problem}" for problem in problems]
+    for addr in _masters(admin, args):
+        done = data[addr] = {"migrated": [], "existing": []}
+        for account in accounts:
+            if admin.get_user(addr, account.access_key) is not None:
+                done["existing"].append(account.access_key)
+                lines.append(f"user {account.access_key} exists on {addr}, left alone.")
+                continue
+            user, acl = v1_user_and_acl(account)
+            info = UserInfo.of(user)
+            admin.create_user(info.username or "", info.password or "", info.user_type, broker_addr=addr)
+            if acl is not None:
+                admin.put_acl(AclInfo.of(acl), broker_addr=addr)
+            done["migrated"].append(account.access_key)
+            lines.append(f"migrate user {account.access_key} to {addr} success.")
+    return {"brokers": data, "problems": problems}, "\n".join(lines)

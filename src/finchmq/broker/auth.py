@@ -54,6 +54,7 @@ import asyncio
 import collections
 import hmac
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -61,7 +62,7 @@ from typing import Any, Final
 from finchmq.common import write_atomically
 from finchmq.common.logs import RateLimitedLog
 from finchmq.protocol import _json
-from finchmq.protocol.acl import SIGNATURE, UNIQUE_MSG_QUERY_FLAG, request_signature
+from finchmq.protocol.acl import SIGNATURE, UNIQUE_MSG_QUERY_FLAG, request_signature, verify_v2_signature
 from finchmq.protocol.auth import (
     Acl,
     Action,
@@ -165,17 +166,10 @@ def _check_config(config: BrokerConfig) -> None:
         )
 
 
-def _whitelist(text: str, key: str) -> frozenset[int]:
-    codes = set()
-    for raw in text.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        try:
-            codes.add(int(item))
-        except ValueError:
-            raise AuthConfigError(f"{key}: {item!r} is not a request code (a number)") from None
-    return frozenset(codes)
+def _whitelist(text: str) -> frozenset[str]:
+    """Java's whitelists hold rpc codes as strings: a remoting request code (``10``) or a 5.x
+    request's protobuf name (``apache.rocketmq.v2.QueryRouteRequest``)."""
+    return frozenset(item.strip() for item in text.split(",") if item.strip())
 
 
 # -- the store ------------------------------------------------------------------------------------
@@ -481,8 +475,8 @@ class AuthChecker:
         self.authentication_enabled = config.authentication_enabled
         self.authorization_enabled = config.authorization_enabled
         self.cluster_name = config.broker_cluster_name
-        self.authentication_whitelist = _whitelist(config.authentication_whitelist, "authenticationWhitelist")
-        self.authorization_whitelist = _whitelist(config.authorization_whitelist, "authorizationWhitelist")
+        self.authentication_whitelist = _whitelist(config.authentication_whitelist)
+        self.authorization_whitelist = _whitelist(config.authorization_whitelist)
         self.refusals: collections.Counter[str] = collections.Counter()  # "authentication"/"authorization"
 
     @property
@@ -491,27 +485,57 @@ class AuthChecker:
 
     def check(self, remote_addr: str, request: RemotingCommand) -> None:
         """Return, or raise ``AuthError`` (answered NO_PERMISSION)."""
-        if self.authentication_enabled and request.code not in self.authentication_whitelist:
+        what = f"code={request.code}"
+        code = str(request.code)
+        if self.authentication_enabled and code not in self.authentication_whitelist:
             try:
                 self.authenticate(request)
             except AuthError as exc:
-                raise self._refused("authentication", remote_addr, request, exc) from None
-        if self.authorization_enabled and request.code not in self.authorization_whitelist:
+                raise self._refused("authentication", remote_addr, what, exc) from None
+        if self.authorization_enabled and code not in self.authorization_whitelist:
             try:
                 contexts = authorization_contexts(request, remote_addr, self.cluster_name)
             except ProtocolError as exc:
                 refusal = AuthError(f"parse authorization context error: {exc}")
-                raise self._refused("authorization", remote_addr, request, refusal) from None
-            for context in contexts:
-                try:
-                    self.authorize(context)
-                except AuthError as exc:
-                    raise self._refused("authorization", remote_addr, request, exc) from None
+                raise self._refused("authorization", remote_addr, what, refusal) from None
+            self._authorize_all(remote_addr, what, contexts)
 
-    def authenticate(self, request: RemotingCommand) -> None:
-        """Java ``DefaultAuthenticationHandler``: a known, enabled user and a good signature."""
-        ext = request.ext_fields
-        username = ext.get("AccessKey") if ext else None
+    def check_grpc(
+        self,
+        remote_ip: str,
+        rpc_code: str,
+        username: str | None,
+        date_time: str | None,
+        signature_hex: str | None,
+        contexts: Sequence[AuthorizationContext],
+    ) -> None:
+        """The check of a RocketMQ 5.x gRPC call (Java 5.3.3 proxy's authentication and
+        authorization pipelines over ``DefaultAuthenticationContextBuilder`` /
+        ``DefaultAuthorizationContextBuilder.build(Metadata, GeneratedMessageV3)``): return, or
+        raise ``AuthError``.
+
+        ``rpc_code`` is the request's protobuf name (what the whitelists may list),
+        ``username``/``signature_hex`` come from the ``authorization`` metadata (``None`` when
+        absent), ``date_time`` is the signed ``x-mq-date-time`` value, ``contexts`` what the call
+        needs (``finchmq.grpc.auth.authorization_contexts``).
+        """
+        what = f"gRPC {rpc_code}"
+        if self.authentication_enabled and rpc_code not in self.authentication_whitelist:
+            try:
+                self._authenticate_grpc(username, date_time, signature_hex)
+            except AuthError as exc:
+                raise self._refused("authentication", remote_ip, what, exc) from None
+        if self.authorization_enabled and rpc_code not in self.authorization_whitelist:
+            self._authorize_all(remote_ip, what, contexts)
+
+    def _authorize_all(self, remote_addr: str, what: str, contexts: Sequence[AuthorizationContext]) -> None:
+        for context in contexts:
+            try:
+                self.authorize(context)
+            except AuthError as exc:
+                raise self._refused("authorization", remote_addr, what, exc) from None
+
+    def _user(self, username: str | None) -> User:
         if not username:
             raise AuthError("username cannot be null.")
         user = self.manager.store.users.get(username)
@@ -519,6 +543,23 @@ class AuthChecker:
             raise AuthError(f"User:{username} is not found.")
         if user.user_status is UserStatus.DISABLE:
             raise AuthError(f"User:{username} is disabled.")
+        return user
+
+    def _authenticate_grpc(
+        self, username: str | None, date_time: str | None, signature_hex: str | None
+    ) -> None:
+        """Java ``DefaultAuthenticationHandler`` over a gRPC context: the content signed is the
+        ``x-mq-date-time`` value."""
+        user = self._user(username)
+        if date_time is None:
+            raise AuthError("datetime is null.")
+        if signature_hex is None or not verify_v2_signature(user.password or "", date_time, signature_hex):
+            raise AuthError("check signature failed.")
+
+    def authenticate(self, request: RemotingCommand) -> None:
+        """Java ``DefaultAuthenticationHandler``: a known, enabled user and a good signature."""
+        ext = request.ext_fields
+        user = self._user(ext.get("AccessKey") if ext else None)
         skip = _SKIP_ALL if request.version <= MQVersion.V4_9_3 else _SKIP_SIGNATURE
         expected = request_signature(user.password or "", ext, request.body, skip)
         given = ext.get(SIGNATURE)
@@ -554,16 +595,10 @@ class AuthChecker:
             f"from {context.source_ip}, {detail}"
         )
 
-    def _refused(self, kind: str, remote_addr: str, request: RemotingCommand, exc: AuthError) -> AuthError:
+    def _refused(self, kind: str, remote_addr: str, what: str, exc: AuthError) -> AuthError:
         self.refusals[kind] += 1
         limited.log(
-            logging.INFO,
-            kind,
-            "[%s] refused code=%d from %s: %s",
-            kind.upper(),
-            request.code,
-            remote_addr,
-            exc.message,
+            logging.INFO, kind, "[%s] refused %s from %s: %s", kind.upper(), what, remote_addr, exc.message
         )
         return exc
 

@@ -7,7 +7,7 @@ import dataclasses
 from finchmq.broker import BrokerController
 from finchmq.common.settings import snake_to_camel
 from finchmq.grpc import GrpcServer
-from finchmq.grpc.auth import AclAuthorizer
+from finchmq.grpc.auth import AclAuthorizer, AuthAuthorizer
 from finchmq.grpc.backend import LocalBackend
 from finchmq.grpc.cluster import ClusterBackend
 from finchmq.grpc.config import GrpcConfig
@@ -23,7 +23,8 @@ GRPC_KEYS = frozenset(
 def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServer:
     """A ``GrpcServer`` serving ``broker`` in-process, as Java's proxy in local mode; with
     ``aclEnable=true`` every call is checked against the broker's ACL accounts (``AclAuthorizer``),
-    without it anyone may call."""
+    with ``authenticationEnabled``/``authorizationEnabled`` against its ACL 2.0 users and ACLs
+    (``AuthAuthorizer``), without either anyone may call."""
     backend = LocalBackend(
         broker.server.dispatcher,
         broker_name=broker.config.broker_name,
@@ -31,7 +32,11 @@ def local_grpc_server(broker: BrokerController, config: GrpcConfig) -> GrpcServe
         topic_config=broker.topic_config_manager.select_topic_config,
         group_config=broker.subscription_group_manager.find_subscription_group_config,
     )
-    authorizer = AclAuthorizer(broker.acl.check_grpc) if broker.acl is not None else None
+    authorizer: AclAuthorizer | AuthAuthorizer | None = None
+    if broker.acl is not None:
+        authorizer = AclAuthorizer(broker.acl.check_grpc)
+    elif broker.auth_checker is not None and broker.auth_checker.enabled:
+        authorizer = AuthAuthorizer(broker.auth_checker.check_grpc)
     return GrpcServer(backend, config, authorizer)
 
 

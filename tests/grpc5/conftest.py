@@ -169,11 +169,14 @@ class Servers:
 class _Process:
     """A ``finchmq`` command as a child process, its output in a file."""
 
-    def __init__(self, log: Path, *args: str) -> None:
+    def __init__(self, log: Path, *args: str, env: Mapping[str, str] | None = None) -> None:
         self.log = log
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "finchmq.cli", *args], stdout=out, stderr=subprocess.STDOUT
+                [sys.executable, "-m", "finchmq.cli", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=None if env is None else {**os.environ, **env},
             )
 
     def output(self) -> str:

@@ -118,7 +118,7 @@ class BrokerConfig:
     # <storePathRootDir>/config/auth/{users,acls}.json. authenticationEnabled checks every
     # request's signature against a user's password, authorizationEnabled its ACL. The provider
     # keys take Java's class names (Default*/Local*), or nothing: finchmq has one of each. The
-    # *Whitelist keys are comma-separated request codes that skip the check.
+    # *Whitelist keys are comma-separated request codes (5.x: protobuf names) that skip the check.
     authentication_enabled: bool = False
     authentication_provider: str = ""
     authentication_metadata_provider: str = ""
@@ -131,7 +131,7 @@ class BrokerConfig:
     authorization_metadata_provider: str = ""
     authorization_strategy: str = ""  # accepted for broker.conf compatibility; one strategy
     authorization_whitelist: str = ""
-    migrate_auth_from_v1_enabled: bool = False  # not built yet: refused at start-up
+    migrate_auth_from_v1_enabled: bool = False  # 1.0 accounts (aclFilePath...) into users and ACLs at start-up
 
     # transactional messages (broker/transaction.py)
     reject_transaction_message: bool = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -23,7 +24,14 @@ from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.cli.console import DEFAULT_CONSOLE_PORT, add_login_arguments, start_console
-from finchmq.cli.grpc import GRPC_KEYS, cluster_grpc_server, local_grpc_server
+from finchmq.cli.grpc import (
+    GRPC_KEYS,
+    PROXY_KEYS,
+    cluster_credentials,
+    cluster_grpc_server,
+    local_grpc_server,
+)
+from finchmq.client import SessionCredentials
 from finchmq.common import SettingsError, config_from_properties, parse_properties
 from finchmq.common.metrics import MetricsExporterType
 from finchmq.grpc import GrpcServer
@@ -244,10 +252,19 @@ def add_server_parsers(commands: Any) -> None:
         "--namesrv",
         help="name server address(es), 'host:port;host:port' (namesrvAddr; default $NAMESRV_ADDR)",
     )
-    proxy.add_argument(
-        "--grpc-port", type=_port, default=8081, help="gRPC listen port (grpcServerPort, default 8081)"
-    )
+    proxy.add_argument("--grpc-port", type=_port, help="gRPC listen port (grpcServerPort, default 8081)")
     proxy.add_argument("--bind", default="0.0.0.0", help="listen address (default 0.0.0.0)")
+    proxy.add_argument(
+        "-pc",
+        "--proxy-config",
+        type=Path,
+        help=(
+            "Java's rmq-proxy.json: the gRPC keys (grpcServerPort, ...), and, to sign the calls to "
+            "brokers with an ACL, enableAclRpcHookForClusterMode=true with "
+            'innerClientAuthenticationCredentials={"accessKey":..,"secretKey":..} (else the keys of '
+            "$ROCKETMQ_HOME/conf/tools.yml)"
+        ),
+    )
     proxy.set_defaults(handler=_run_proxy)
 
 
@@ -324,7 +341,8 @@ async def _start_grpc(
     if cluster_namesrv is None:
         server = local_grpc_server(broker, config)
     else:
-        server = cluster_grpc_server(cluster_namesrv, config)
+        credentials = cluster_credentials(config, broker.config.inner_client_authentication_credentials)
+        server = cluster_grpc_server(cluster_namesrv, config, credentials)
     try:
         await server.start()
     except OSError as exc:
@@ -384,14 +402,15 @@ async def _broker_main(
         await broker.close()
 
 
-async def _proxy_main(namesrv_addr: str, config: GrpcConfig) -> None:
+async def _proxy_main(namesrv_addr: str, config: GrpcConfig, credentials: SessionCredentials | None) -> None:
     stop = _stop_on_signal()
-    server = cluster_grpc_server(namesrv_addr, config)
+    server = cluster_grpc_server(namesrv_addr, config, credentials)
     await server.start()
     try:
+        signing = f", signing as {credentials.access_key}" if credentials is not None else ""
         _print(
             f"finchmq proxy: gRPC endpoint for RocketMQ 5.x clients at {server.address} in front of the "
-            f"brokers of name servers {namesrv_addr}"
+            f"brokers of name servers {namesrv_addr}{signing}"
         )
         await stop.wait()
         _print("finchmq proxy shutting down")
@@ -407,13 +426,66 @@ def _run_proxy(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        config = GrpcConfig(grpc_server_port=args.grpc_port, bind_address=args.bind)
+        config, inner = load_proxy_config(args.proxy_config, GrpcConfig(bind_address=args.bind))
+        if args.grpc_port is not None:
+            config = replace(config, grpc_server_port=args.grpc_port)
+        credentials = cluster_credentials(config, inner)
         for addr in namesrv_addr.split(";"):
             parse_addr(addr)
-    except ValueError as exc:
+    except (ValueError, ConfigError) as exc:
         print(f"finchmq proxy: {exc}", file=sys.stderr)
         return 2
-    return _run_or_report(_proxy_main(namesrv_addr, config))
+    if config.enable_acl_rpc_hook_for_cluster_mode and credentials is None:
+        print(
+            "finchmq proxy: enableAclRpcHookForClusterMode=true but no keys to sign with "
+            "(innerClientAuthenticationCredentials, or accessKey/secretKey in $ROCKETMQ_HOME/conf/tools.yml)",
+            file=sys.stderr,
+        )
+        return 2
+    return _run_or_report(_proxy_main(namesrv_addr, config, credentials))
+
+
+_INNER_CREDENTIALS = "innerClientAuthenticationCredentials"
+
+
+def load_proxy_config(path: Path | None, base: GrpcConfig) -> tuple[GrpcConfig, str]:
+    """(the gRPC settings, ``innerClientAuthenticationCredentials``) of Java's ``rmq-proxy.json``
+    (a JSON object of ``ProxyConfig``/``AuthConfig`` keys; the credentials may be the JSON text
+    Java expects or an object). Keys finchmq's proxy has no use for are named on stderr.
+
+    Raises ConfigError for a file that does not read or a bad value.
+    """
+    if path is None:
+        return base, ""
+    try:
+        tree = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: expected a JSON object of ProxyConfig keys")
+    inner = tree.pop(_INNER_CREDENTIALS, "")
+    if isinstance(inner, dict):
+        inner = json.dumps(inner)
+    if not isinstance(inner, str):
+        raise ConfigError(f'{path}: {_INNER_CREDENTIALS} must be {{"accessKey":..,"secretKey":..}}')
+
+    def text(value: object) -> str:
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+    given = {k: text(v) for k, v in tree.items() if k in PROXY_KEYS}
+    ignored = sorted(k for k in tree if k not in PROXY_KEYS)
+    if ignored:
+        print(
+            f"finchmq proxy: {path}: ignoring keys finchmq's proxy does not use: {', '.join(ignored)}",
+            file=sys.stderr,
+        )
+    try:
+        config, _ = config_from_properties(base, given)
+    except SettingsError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return config, inner
 
 
 def _run_namesrv(args: argparse.Namespace) -> int:

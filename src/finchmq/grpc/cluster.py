@@ -35,6 +35,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from finchmq.protocol.acl import SessionCredentials, sign_request
 from finchmq.protocol.bodies import (
     ClusterInfo,
     SubscriptionGroupConfig,
@@ -56,6 +57,7 @@ from finchmq.remoting import (
     RemotingError,
     RequestExecutor,
     RequestProcessor,
+    RpcHook,
 )
 from finchmq.remoting.client import parse_addr
 from finchmq.remoting.local import PeerRequestHandler
@@ -140,9 +142,15 @@ class _RelayToClient(RequestProcessor):
 class _ClusterLink:
     """One 5.x client's connections to the brokers."""
 
-    def __init__(self, client_id: str, on_request: PeerRequestHandler, config: RemotingClientConfig) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        on_request: PeerRequestHandler,
+        config: RemotingClientConfig,
+        rpc_hook: RpcHook | None,
+    ) -> None:
         self.client_id = client_id
-        self.remoting = RemotingClient(config, name=f"proxy-client-{client_id}")
+        self.remoting = RemotingClient(config, name=f"proxy-client-{client_id}", rpc_hook=rpc_hook)
         self.broker_names: dict[str, str] = {}  # a connection's peer address -> its broker's name
         self._named: set[str] = set()  # the addresses whose connection is in broker_names
         executor = RequestExecutor(ExecutorName.CLIENT, workers=2, capacity=256)
@@ -164,7 +172,10 @@ class ClusterBackend:
     """The brokers registered with the name servers ``namesrv_addr`` (see the module docstring).
 
     ``namesrv_addr`` is RocketMQ's ``namesrvAddr``: ``"host:port;host:port"``; each call tries
-    them in turn from the last that answered.
+    them in turn from the last that answered. With ``credentials`` every remoting request (to the
+    name servers and the brokers, for every 5.x client) is signed with them, as Java's cluster
+    proxy signs with ``innerClientAuthenticationCredentials`` (``enableAclRpcHookForClusterMode``):
+    brokers with ACL 1.0 or 2.0 then accept the proxy as that account or user.
     """
 
     local = False
@@ -176,6 +187,7 @@ class ClusterBackend:
         cache_seconds: float = DEFAULT_CACHE_SECONDS,
         call_timeout_millis: int = 3_000,
         remoting_config: RemotingClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
@@ -184,7 +196,13 @@ class ClusterBackend:
             parse_addr(addr)  # ValueError naming a bad one
         self.call_timeout_millis = call_timeout_millis
         self._remoting_config = remoting_config or RemotingClientConfig()
-        self._operations = RemotingClient(self._remoting_config, name="proxy-operation")
+        self.credentials = credentials
+        self._rpc_hook: RpcHook | None = None
+        if credentials is not None:
+            self._rpc_hook = lambda addr, request: sign_request(request, credentials)
+        self._operations = RemotingClient(
+            self._remoting_config, name="proxy-operation", rpc_hook=self._rpc_hook
+        )
         self._namesrv_index = 0
         self._routes: _Cache[TopicRouteData | None] = _Cache(cache_seconds)
         self._clusters: _Cache[ClusterInfo] = _Cache(cache_seconds)
@@ -267,7 +285,7 @@ class ClusterBackend:
     # -- Backend -----------------------------------------------------------------------------------
 
     def link(self, client_id: str, peer: str, on_request: PeerRequestHandler) -> ClientLink:
-        return _ClusterLink(client_id, on_request, self._remoting_config)
+        return _ClusterLink(client_id, on_request, self._remoting_config, self._rpc_hook)
 
     async def invoke(
         self, link: ClientLink, broker_name: str | None, request: RemotingCommand, timeout: float

@@ -40,6 +40,9 @@ class GrpcConfig:
     renew_schedule_period_millis: int = 5_000
     max_renew_retry_times: int = 3
     invisible_time_millis_when_clear: int = 1_000
+    # cluster mode: sign the remoting calls to the brokers with innerClientAuthenticationCredentials,
+    # else with $ROCKETMQ_HOME/conf/tools.yml's keys (Java's createForClusterMode)
+    enable_acl_rpc_hook_for_cluster_mode: bool = False
     # TLS on the gRPC port when both are set (ProxyConfig tlsCertPath/tlsKeyPath; Java's default
     # tlsTestModeEnable self-signed certificate and its plaintext-beside-TLS port are not done)
     tls_cert_path: str | None = None  # PEM certificate chain

@@ -15,10 +15,8 @@ import functools
 import json
 import os
 import sys
-from pathlib import Path
 
-import yaml
-
+from finchmq.cli.credentials import tools_yml_credentials
 from finchmq.cli.tls import add_tls_options, tls_client_options
 from finchmq.client import MQClientError, SessionCredentials
 from finchmq.client.sync import Portal
@@ -66,20 +64,7 @@ def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
         if not (args.access_key and args.secret_key):
             raise ValueError("--access-key and --secret-key go together (the broker's ACL account)")
         return SessionCredentials(args.access_key, args.secret_key)
-    home = os.environ.get("ROCKETMQ_HOME")
-    if not home:
-        return None
-    tools = Path(home) / "conf" / "tools.yml"
-    try:
-        data = yaml.safe_load(tools.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read {tools}: {exc}") from None
-    if not isinstance(data, dict):
-        return None
-    access_key, secret_key = (str(data.get(k) or "").strip() for k in ("accessKey", "secretKey"))
-    return SessionCredentials(access_key, secret_key) if access_key and secret_key else None
+    return tools_yml_credentials()
 
 
 def _run(command: Command, args: argparse.Namespace) -> int:

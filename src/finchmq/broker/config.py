@@ -131,7 +131,7 @@ class BrokerConfig:
     authorization_metadata_provider: str = ""
     authorization_strategy: str = ""  # accepted for broker.conf compatibility; one strategy
     authorization_whitelist: str = ""
-    migrate_auth_from_v1_enabled: bool = False  # 1.0 accounts (aclFilePath...) into users and ACLs at start-up
+    migrate_auth_from_v1_enabled: bool = False  # 1.0 accounts into users and ACLs at start-up
 
     # transactional messages (broker/transaction.py)
     reject_transaction_message: bool = False

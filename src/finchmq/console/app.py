@@ -27,6 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from finchmq.client import MQClientError, NoRouteError, ValidationError
+from finchmq.client.errors import SubscriptionGroupNotExistError
 from finchmq.protocol.codes import ResponseCode
 
 from .auth import Auth, AuthGuard, session_of
@@ -41,6 +42,7 @@ STATIC_DIR = Path(__file__).parent / "static"
 _HOUR_MS = 3_600_000
 
 Handler = Callable[[Request], Awaitable[Any]]
+_GROUP_TARGET = frozenset(("group", "cluster", "brokerAddr"))  # a group body's fields that are not settings
 
 
 class BadRequest(ValueError):
@@ -68,7 +70,7 @@ def _api(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse(await handler(request))
         except (BadRequest, ValidationError) as exc:
             return _error(400, str(exc), getattr(exc, "response_code", None))
-        except NoRouteError as exc:
+        except (NoRouteError, SubscriptionGroupNotExistError) as exc:
             return _error(404, str(exc), exc.response_code)
         except MQClientError as exc:
             return _error(502, str(exc), exc.response_code)
@@ -168,6 +170,29 @@ def create_app(service: ConsoleService, sampler: Sampler, auth: Auth | None = No
     async def group(request: Request) -> Any:
         return await service.group(request.path_params["group"])
 
+    async def save_group(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.save_group(
+            _field(body, "group") or "",
+            {k: v for k, v in body.items() if k not in _GROUP_TARGET},
+            cluster=_field(body, "cluster", required=False),
+            broker_addr=_field(body, "brokerAddr", required=False),
+        )
+
+    async def delete_group(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.delete_group(
+            request.path_params["group"],
+            cluster=_field(body, "cluster", required=False),
+            broker_addr=_field(body, "brokerAddr", required=False),
+        )
+
+    async def producer_groups(request: Request) -> Any:
+        return await service.producer_groups()
+
+    async def producers(request: Request) -> Any:
+        return await service.producers(_text(request, "topic") or "", _text(request, "group") or "")
+
     async def reset_offset(request: Request) -> Any:
         body = await _json_body(request)
         return await service.reset_offset(
@@ -236,10 +261,14 @@ def create_app(service: ConsoleService, sampler: Sampler, auth: Auth | None = No
         Route("/api/topics/{topic}", _api(topic)),
         Route("/api/topics/{topic}", _api(delete_topic), methods=["DELETE"]),
         Route("/api/groups", _api(groups)),
+        Route("/api/groups", _api(save_group), methods=["POST"]),
         Route("/api/groups/{group}", _api(group)),
+        Route("/api/groups/{group}", _api(delete_group), methods=["DELETE"]),
         Route("/api/groups/{group}/reset-offset", _api(reset_offset), methods=["POST"]),
         Route("/api/groups/{group}/dlq", _api(dlq)),
         Route("/api/groups/{group}/dlq/resend", _api(resend), methods=["POST"]),
+        Route("/api/producers", _api(producers)),
+        Route("/api/producer-groups", _api(producer_groups)),
         Route("/api/messages", _api(messages)),
         Route("/api/messages", _api(send), methods=["POST"]),
         Route("/api/messages/{msg_id}", _api(message)),

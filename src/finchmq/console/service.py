@@ -26,6 +26,7 @@ from finchmq.client import (
     PullStatus,
     ValidationError,
 )
+from finchmq.client.errors import SubscriptionGroupNotExistError
 from finchmq.client.views import (
     cluster_broker_dict,
     consume_progress_dict,
@@ -38,7 +39,7 @@ from finchmq.client.views import (
     topic_status_rows,
     trace_view_dict,
 )
-from finchmq.protocol.bodies import PermName
+from finchmq.protocol.bodies import Connection, PermName, SubscriptionGroupConfig
 from finchmq.protocol.codes import ResponseCode, version_desc
 from finchmq.protocol.topics import (
     TOOLS_CONSUMER_GROUP,
@@ -48,14 +49,29 @@ from finchmq.protocol.topics import (
     is_system_group,
     is_system_topic,
     reply_topic,
+    validate_group,
 )
 
-__all__ = ["MAX_LISTED_MESSAGES", "ConsoleService"]
+__all__ = ["GROUP_SETTINGS", "MAX_LISTED_MESSAGES", "ConsoleService"]
 
 MAX_LISTED_MESSAGES = 2000  # rocketmq-dashboard's cap on a time-range query
 _PULL_BATCH = 32
 _GROUP_CONCURRENCY = 8  # groups asked about at once by the group list
 SELF_TEST_PRODUCER_GROUP = "SELF_TEST_P_GROUP"  # Java MixAll: the dashboard's test-message producer
+
+# The consumer group settings the console writes: Java name -> (SubscriptionGroupConfig field,
+# the type a JSON value must have)
+GROUP_SETTINGS: dict[str, tuple[str, type]] = {
+    "consumeEnable": ("consume_enable", bool),
+    "consumeFromMinEnable": ("consume_from_min_enable", bool),
+    "consumeBroadcastEnable": ("consume_broadcast_enable", bool),
+    "consumeMessageOrderly": ("consume_message_orderly", bool),
+    "retryQueueNums": ("retry_queue_nums", int),
+    "retryMaxTimes": ("retry_max_times", int),
+    "brokerId": ("broker_id", int),
+    "whichBrokerWhenConsumeSlowly": ("which_broker_when_consume_slowly", int),
+    "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed_enable", bool),
+}
 
 
 def _first_float(text: str | None) -> float | None:
@@ -349,6 +365,54 @@ class ConsoleService:
         if errors:
             out["popErrors"] = errors
 
+    async def save_group(
+        self,
+        group: str,
+        settings: Mapping[str, Any],
+        *,
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Create or update a consumer group's settings on a broker or every master of a cluster
+        (rocketmq-dashboard's ``consumerCreateOrUpdate``, mqadmin ``updateSubGroup``).
+        ``settings`` are ``SubscriptionGroupConfig`` fields by their Java names (``GROUP_SETTINGS``);
+        those left out keep the group's current value, or Java's default for a new group."""
+        reason = validate_group(group)
+        if reason is not None:
+            raise ValidationError(f"group {group!r}: {reason}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the group to")
+        _check_group_settings(settings)
+        current = (await self.admin.subscription_groups(cluster or None)).get(group)
+        values: dict[str, Any] = {}
+        if current is not None:
+            values = {name: getattr(current, attr) for name, (attr, _) in GROUP_SETTINGS.items()}
+        values.update(settings)
+        config = SubscriptionGroupConfig(
+            group_name=group, **{GROUP_SETTINGS[name][0]: value for name, value in values.items()}
+        )
+        brokers = await self.admin.create_subscription_group(
+            config, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"group": group, "brokers": brokers, "created": current is None, "config": _standard(config)}
+
+    async def delete_group(
+        self, group: str, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Delete a consumer group from a broker or every master of a cluster, with (for a
+        cluster) its retry and dead-letter topics (mqadmin ``deleteSubGroup``);
+        ``SubscriptionGroupNotExistError`` when no broker has it."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the group from")
+        if group not in await self.admin.subscription_groups(cluster or None):
+            raise SubscriptionGroupNotExistError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"consumer group {group!r} not found on any broker"
+            )
+        brokers = await self.admin.delete_subscription_group(
+            group, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"group": group, "brokers": brokers, "deleted": True}
+
     async def reset_offset(self, group: str, topic: str, timestamp: int, force: bool) -> dict[str, Any]:
         """Move the group's offsets of ``topic`` to ``timestamp`` (epoch ms; ``resetOffsetByTime``)."""
         table = await self.admin.reset_offset_by_time(group, topic, timestamp, force=force)
@@ -441,6 +505,43 @@ class ConsoleService:
             "queueOffset": result.queue_offset,
         }
 
+    # -- producers ----------------------------------------------------------------------------------
+
+    async def producer_groups(self) -> list[str]:
+        """The producer groups with a member online on some master (GET_ALL_PRODUCER_INFO), to
+        pick from; brokers that do not answer are skipped."""
+        masters = await self.admin.master_addrs()
+        answers = await asyncio.gather(
+            *(self.admin.all_producer_info(a) for a in masters.values()), return_exceptions=True
+        )
+        groups: set[str] = set()
+        for answer in answers:
+            if isinstance(answer, MQClientError | TimeoutError):
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            groups.update(answer.data)
+        return sorted(groups)
+
+    async def producers(self, topic: str, group: str) -> dict[str, Any]:
+        """The online producers of ``group`` as a broker of ``topic`` sees them
+        (rocketmq-dashboard's producer page, mqadmin ``producerConnection``): none, with the
+        broker's word in ``error``, when the group has no producer there."""
+        reason = validate_group(group)
+        if reason is not None:
+            raise ValidationError(f"producer group {group!r}: {reason}")
+        out: dict[str, Any] = {"topic": topic, "group": group, "connections": []}
+        try:
+            conn = await self.admin.producer_connection(group, topic)
+        except MQBrokerError as exc:
+            if exc.response_code != ResponseCode.SYSTEM_ERROR:
+                raise
+            out["error"] = exc.remark or _error_text(exc)  # "the producer group[...] not exist"
+            return out
+        members = sorted(conn.connection_set, key=lambda c: c.client_id)
+        out["connections"] = [_connection_dict(c) for c in members]
+        return out
+
     # -- dead letters -------------------------------------------------------------------------------
 
     async def dlq_messages(self, group: str, begin: int, end: int) -> dict[str, Any]:
@@ -471,6 +572,43 @@ class ConsoleService:
             "remark": result.remark,
             "spentTimeMills": result.spent_time_mills,
         }
+
+
+# The ranges the console accepts (Java checks none: a negative retryQueueNums makes a group no
+# client can retry in)
+_GROUP_RANGES = {
+    "retryQueueNums": (0, 1024),
+    "retryMaxTimes": (-1, 10_000),  # -1: the client's maxReconsumeTimes decides (Java 5.x)
+    "brokerId": (0, 1024),
+    "whichBrokerWhenConsumeSlowly": (0, 1024),
+}
+
+
+def _check_group_settings(settings: Mapping[str, Any]) -> None:
+    """``ValidationError`` naming the first unknown setting or bad value."""
+    for name, value in settings.items():
+        if name not in GROUP_SETTINGS:
+            known = ", ".join(GROUP_SETTINGS)
+            raise ValidationError(f"unknown group setting {name!r}; the settings are {known}")
+        kind = GROUP_SETTINGS[name][1]
+        if kind is bool and not isinstance(value, bool):
+            raise ValidationError(f"{name} must be true or false, not {value!r}")
+        if kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(f"{name} must be a whole number, not {value!r}")
+            low, high = _GROUP_RANGES[name]
+            if not low <= value <= high:
+                raise ValidationError(f"{name} must be between {low} and {high}, not {value}")
+
+
+def _connection_dict(c: Connection) -> dict[str, Any]:
+    return {
+        "clientId": c.client_id,
+        "clientAddr": c.client_addr,
+        "language": c.language.name,
+        "version": c.version,
+        "versionDesc": version_desc(c.version),
+    }
 
 
 def _error_text(exc: BaseException) -> str:

@@ -316,6 +316,46 @@
     );
   }
 
+  async function clusterNames() {
+    const cluster = await api("GET", "/api/cluster");
+    return [...new Set(cluster.brokers.map(b => b.cluster))];
+  }
+
+  // The consumer group settings the form edits (SubscriptionGroupConfig, Java names).
+  const GROUP_FLAGS = [["consumeEnable", "consume enabled"], ["consumeBroadcastEnable", "broadcast allowed"],
+    ["consumeFromMinEnable", "consume from min"], ["consumeMessageOrderly", "orderly (5.x)"]];
+  const GROUP_NUMBERS = [["retryQueueNums", "Retry queues", 1], ["retryMaxTimes", "Retry max times", 16],
+    ["brokerId", "Broker ID", 0], ["whichBrokerWhenConsumeSlowly", "Broker when slow", 1]];
+
+  // The create (or update) consumer group form, on every master of the chosen cluster.
+  function groupForm({ clusters, create, group, config, onDone }) {
+    const name = h("input", { id: "group-name", value: group || "", placeholder: "GroupName", disabled: !create });
+    const clusterSel = h("select", { id: "group-cluster" }, clusters.map(c => h("option", { value: c }, c)));
+    const flags = Object.fromEntries(GROUP_FLAGS.map(([k]) => [k, h("input", { type: "checkbox", id: `group-${k}`,
+      checked: config ? Boolean(config[k]) : k !== "consumeMessageOrderly" })]));
+    const numbers = Object.fromEntries(GROUP_NUMBERS.map(([k, , v]) => [k, h("input", { type: "number", id: `group-${k}`,
+      value: config && config[k] !== undefined && config[k] !== null ? config[k] : v })]));
+    const result = h("div", { id: "group-result" });
+    const button = h("button", { type: "submit", id: "group-submit" }, create ? "Create group" : "Update group");
+    const form = h("form", {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const body = { group: name.value.trim(), cluster: clusterSel.value };
+        GROUP_FLAGS.forEach(([k]) => { body[k] = flags[k].checked; });
+        GROUP_NUMBERS.forEach(([k]) => { body[k] = numbers[k].value === "" ? null : Number(numbers[k].value); });
+        const r = await act(button, () => api("POST", "/api/groups", body));
+        if (r) {
+          result.replaceChildren(h("div", { class: "result" },
+            `${r.created ? "Created" : "Updated"} `, groupLink(r.group), ` on ${r.brokers.join(", ")}`));
+          if (onDone) await onDone();
+        }
+      },
+    }, h("div", { class: "toolbar" }, h("label", {}, "Group", name), h("label", {}, "Cluster", clusterSel),
+      GROUP_NUMBERS.map(([k, title]) => h("label", {}, title, numbers[k])),
+      GROUP_FLAGS.map(([k, title]) => h("label", { class: "check" }, flags[k], title)), button), result);
+    return card(create ? "Create a consumer group" : "Update the settings", form);
+  }
+
   async function groupsPage(gen) {
     const groups = await api("GET", "/api/groups");
     if (gen !== generation) return;
@@ -337,7 +377,8 @@
     };
     filter.addEventListener("input", draw);
     system.addEventListener("change", draw);
-    main.replaceChildren(h("h1", {}, "Consumer groups"), card(null,
+    main.replaceChildren(h("h1", {}, "Consumer groups"),
+      canChange() ? groupForm({ clusters: await clusterNames(), create: true }) : null, card(null,
       h("div", { class: "toolbar" }, h("label", { class: "grow" }, "Filter", filter),
         h("label", { class: "check" }, system, "system groups")), list));
     draw();
@@ -353,6 +394,13 @@
     const topics = new Set();
     if (progress) progress.queues.forEach(q => { if (!q.topic.startsWith("%RETRY%")) topics.add(q.topic); });
     if (conn) Object.keys(conn.subscriptionTable || {}).forEach(t => { if (!t.startsWith("%RETRY%")) topics.add(t); });
+    const clusters = canChange() ? await clusterNames() : [];
+    if (gen !== generation) return;
+    const del = h("button", { class: "danger", id: "group-delete", onclick: async () => {
+      if (!confirm(`Delete consumer group ${group}, with its retry and dead-letter topics, from cluster ${clusters[0]}?`)) return;
+      const r = await act(del, () => api("DELETE", `/api/groups/${encodeURIComponent(group)}`, { cluster: clusters[0] }));
+      if (r) location.hash = "#/groups";
+    } }, "Delete group");
     const chartBox = h("div", { class: "chart", id: "lag-chart" });
     const lagBox = h("div", { id: "lag" });
     const drawProgress = (data) => {
@@ -373,7 +421,7 @@
     drawProgress(info);
     main.replaceChildren(
       h("div", { class: "titlebar" }, h("h1", { class: "grow" }, `Consumer group ${group}`),
-        link(`#/dlq?group=${encodeURIComponent(group)}`, "dead letters")),
+        link(`#/dlq?group=${encodeURIComponent(group)}`, "dead letters"), canChange() && info.config ? del : null),
       h("div", { class: "grid2" },
         card("Online clients", conn ? [table([
           { title: "Client ID", value: c => c.clientId, mono: true },
@@ -390,6 +438,7 @@
           : h("div", { class: "empty" }, "no client online"))),
       card(null, lagBox, h("h2", {}, `Lag, last hour (sampled every ${series.interval} s)`), chartBox),
       popCard(info),
+      canChange() && info.config ? groupForm({ clusters, create: false, group, config: info.config }) : null,
       canChange() ? resetForm(group, [...topics].sort(), async () => {
         const fresh = await act(null, () => api("GET", `/api/groups/${encodeURIComponent(group)}`));
         if (fresh && gen === generation) drawProgress(fresh);
@@ -558,6 +607,39 @@
     );
   }
 
+  // rocketmq-dashboard's producer page: a producer group's online members, as a broker of the topic sees them.
+  async function producersPage(gen, query) {
+    const [topics, groups] = await Promise.all([api("GET", "/api/topics"), api("GET", "/api/producer-groups")]);
+    if (gen !== generation) return;
+    const topic = h("input", { id: "producer-topic", list: "producer-topics", value: query.get("topic") || "" });
+    const topicOptions = h("datalist", { id: "producer-topics" },
+      topics.filter(t => t.kind === "NORMAL").map(t => h("option", { value: t.topic })));
+    const group = h("input", { id: "producer-group", list: "producer-groups", value: query.get("group") || "" });
+    const groupOptions = h("datalist", { id: "producer-groups" }, groups.map(g => h("option", { value: g })));
+    const results = h("div", { id: "producer-results" });
+    const button = h("button", { type: "submit", id: "producer-search" }, "Search");
+    const search = async () => {
+      const params = new URLSearchParams({ topic: topic.value.trim(), group: group.value.trim() });
+      const r = await act(button, () => api("GET", `/api/producers?${params}`));
+      if (r) {
+        results.replaceChildren(r.error ? h("div", { class: "empty", id: "producer-none" }, r.error) : table([
+          { title: "Client ID", value: c => c.clientId, mono: true },
+          { title: "Address", value: c => c.clientAddr, mono: true },
+          { title: "Language", value: c => c.language },
+          { title: "Version", value: c => c.versionDesc || c.version },
+        ], r.connections, "no producer online"));
+      }
+    };
+    main.replaceChildren(h("h1", {}, "Producers"),
+      card(null, h("div", { class: "muted", style: "margin-bottom:8px" },
+        "The producers of a group online now, as a broker of the topic sees them."),
+      h("form", { onsubmit: (e) => { e.preventDefault(); search(); } },
+        h("div", { class: "toolbar" }, h("label", {}, "Topic", topic, topicOptions),
+          h("label", {}, "Producer group", group, groupOptions), button))),
+      card(null, results));
+    if (query.get("topic") && query.get("group")) await search();
+  }
+
   async function dlqPage(gen, query) {
     const groups = await api("GET", "/api/groups");
     if (gen !== generation) return;
@@ -613,6 +695,7 @@
     messages: (gen, arg, query) => messagesPage(gen, query),
     message: (gen, arg, query) => messagePage(gen, query),
     dlq: (gen, arg, query) => dlqPage(gen, query),
+    producers: (gen, arg, query) => producersPage(gen, query),
   };
   const NAV = { topic: "topics", group: "groups", message: "messages" };
 

@@ -6,14 +6,17 @@ Playwright is missing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from finchmq.client import BlockingAdminClient, BlockingProducer, Message
+from tests.waiting import wait_until
 
-from .conftest import Cluster
+from .conftest import ADMIN_USER, Cluster, ConsoleProcess, WebClient
 from .test_browser import browser as browser  # noqa: PLC0414  (the module's chromium fixture)
 from .test_browser import checked_page, off_loop, visit
+from .test_browser_login import log_in
 
 pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[dev]')"
@@ -91,3 +94,28 @@ def test_create_update_delete_a_consumer_group(page: Page, cluster: Cluster, nam
     page.click("#group-delete")
     expect(page.locator("main h1")).to_have_text("Consumer groups")
     assert group_config(cluster, group) is None
+
+
+def test_the_charts_show_the_samples_taken_before_a_restart(
+    page: Page, cluster: Cluster, users_file: Path, tmp_path: Path
+) -> None:
+    options = ("--data-dir", str(tmp_path / "samples"), "--sample-interval", "0.5")
+
+    def first_run() -> list[float]:
+        with ConsoleProcess(cluster.namesrv, users_file, tmp_path / "a", *options) as first:
+            client = WebClient(first.url)
+            assert client.login(ADMIN_USER[0], ADMIN_USER[1])[0] == 303
+            return wait_until(
+                lambda: len(t := client.call("GET", "/api/series/brokers")[1]["time"]) >= 3 and t,
+                what="three samples",
+            )
+
+    before = off_loop(first_run)
+    with ConsoleProcess(cluster.namesrv, users_file, tmp_path / "b", *options) as second:
+        page.goto(second.url)
+        log_in(page, ADMIN_USER[0], ADMIN_USER[1])
+        page.wait_for_function("document.body.dataset.loaded")
+        chart = page.locator("#tps-chart")
+        expect(chart.locator(".uplot")).to_be_visible()  # drawn at once, not "collecting samples"
+        assert float(chart.get_attribute("data-first") or "nan") == before[0]
+        assert int(chart.get_attribute("data-points") or "0") >= len(before)

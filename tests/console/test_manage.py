@@ -44,8 +44,9 @@ def test_producers_of_a_group_on_a_topic(cluster: Cluster, name: str) -> None:
         assert member["language"] == "PYTHON" and member["clientAddr"].startswith("127.0.0.1:")
         assert member["versionDesc"].startswith("V")
     gone = wait_until(
-        lambda: (p := cluster.ok("GET", f"/api/producers?topic={name}&group={group}"))["connections"] == []
-        and p,
+        lambda: (
+            (p := cluster.ok("GET", f"/api/producers?topic={name}&group={group}"))["connections"] == [] and p
+        ),
         what="the producer to unregister",
     )
     assert "not exist" in gone["error"]
@@ -91,7 +92,11 @@ def test_group_create_update_delete(cluster: Cluster, name: str) -> None:
     assert config.retry_max_times == 3 and config.consume_broadcast_enable is False, "left out: kept"
 
     deleted = cluster.ok("DELETE", f"/api/groups/{group}", {"cluster": "DefaultCluster"})
-    assert deleted == {"group": group, "brokers": [f"127.0.0.1:{cluster.server.broker_port}"], "deleted": True}
+    assert deleted == {
+        "group": group,
+        "brokers": [f"127.0.0.1:{cluster.server.broker_port}"],
+        "deleted": True,
+    }
     assert broker_config(cluster, group) is None
     status, error = cluster.call("DELETE", f"/api/groups/{group}", {"cluster": "DefaultCluster"})
     assert status == 404 and error["codeName"] == "SUBSCRIPTION_GROUP_NOT_EXIST" and group in error["error"]
@@ -103,11 +108,23 @@ def test_group_create_update_delete(cluster: Cluster, name: str) -> None:
         ({}, "missing field 'group'"),
         ({"group": "bad group!"}, "illegal characters"),
         ({"group": "G_ok"}, "give a cluster or a broker address"),
-        ({"group": "G_ok", "cluster": "DefaultCluster", "retryQueueNums": -1}, "retryQueueNums must be between 0"),
-        ({"group": "G_ok", "cluster": "DefaultCluster", "retryMaxTimes": "3"}, "retryMaxTimes must be a whole"),
-        ({"group": "G_ok", "cluster": "DefaultCluster", "consumeEnable": "yes"}, "consumeEnable must be true or"),
+        (
+            {"group": "G_ok", "cluster": "DefaultCluster", "retryQueueNums": -1},
+            "retryQueueNums must be between 0",
+        ),
+        (
+            {"group": "G_ok", "cluster": "DefaultCluster", "retryMaxTimes": "3"},
+            "retryMaxTimes must be a whole",
+        ),
+        (
+            {"group": "G_ok", "cluster": "DefaultCluster", "consumeEnable": "yes"},
+            "consumeEnable must be true or",
+        ),
         ({"group": "G_ok", "cluster": "DefaultCluster", "brokerId": 1.5}, "brokerId must be a whole number"),
-        ({"group": "G_ok", "cluster": "DefaultCluster", "retryTimes": 2}, "unknown group setting 'retryTimes'"),
+        (
+            {"group": "G_ok", "cluster": "DefaultCluster", "retryTimes": 2},
+            "unknown group setting 'retryTimes'",
+        ),
         ({"group": "G_ok", "cluster": "NoSuchCluster"}, "NoSuchCluster"),
     ],
 )
@@ -120,11 +137,15 @@ def test_group_bad_settings_are_400(cluster: Cluster, body: dict[str, Any], erro
 def test_group_delete_bad_input(cluster: Cluster, name: str) -> None:
     status, data = cluster.call("DELETE", f"/api/groups/G_{name}", {})
     assert status == 400 and "give a cluster or a broker address" in data["error"]
-    status, data = cluster.call("DELETE", f"/api/groups/G_{name}", {"cluster": "DefaultCluster"}, json_type=False)
+    status, data = cluster.call(
+        "DELETE", f"/api/groups/G_{name}", {"cluster": "DefaultCluster"}, json_type=False
+    )
     assert status == 400 and "application/json" in data["error"]
 
 
-def test_read_only_user_and_bad_csrf_tokens_are_refused(login_console: ConsoleProcess, cluster: Cluster) -> None:
+def test_read_only_user_and_bad_csrf_tokens_are_refused(
+    login_console: ConsoleProcess, cluster: Cluster
+) -> None:
     reader = logged_in(login_console, READ_ONLY_USER)
     admin = logged_in(login_console, ADMIN_USER)
     for method, path, body in MUTATIONS:

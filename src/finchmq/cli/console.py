@@ -22,6 +22,7 @@ __all__ = [
     "add_console_parser",
     "add_console_user_parser",
     "add_login_arguments",
+    "default_data_dir",
     "start_console",
 ]
 
@@ -37,6 +38,8 @@ async def start_console(
     *,
     users_file: Path | None = None,
     session_timeout: float | None = None,
+    data_dir: Path | None = None,
+    sample_interval: float | None = None,
 ) -> Any:
     """Start a ``finchmq.console.Console`` (imported only when one runs: the web stack is not
     needed by a server without a console); ``OSError`` if the port is taken, ``ValueError`` for
@@ -44,17 +47,27 @@ async def start_console(
     settings of its clients (``use_tls``/``tls``)."""
     from finchmq.console import Console  # noqa: PLC0415  (the web stack loads only when used)
 
-    timeout = {} if session_timeout is None else {"session_timeout": session_timeout}
+    timeout: dict[str, Any] = {} if session_timeout is None else {"session_timeout": session_timeout}
+    if sample_interval is not None:
+        timeout["sample_interval"] = sample_interval
     console = Console(
         namesrv_addr,
         host=host,
         port=port,
         client_options=client_options,
         users_file=users_file,
+        data_dir=data_dir,
         **timeout,
     )
     await console.start()
     return console
+
+
+def default_data_dir() -> Path:
+    """Where ``finchmq console`` keeps its charts' samples without ``--data-dir``:
+    ``$XDG_DATA_HOME/finchmq/console``, else ``~/.local/share/finchmq/console``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "finchmq" / "console"
 
 
 def _users_default() -> Path | None:
@@ -106,6 +119,20 @@ def add_console_parser(commands: Any) -> None:
         default="127.0.0.1",
         help="listen address (default 127.0.0.1: this machine only; another address needs --users)",
     )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the charts' samples are kept, so a restart shows the last hour again (default "
+        "$XDG_DATA_HOME/finchmq/console, else ~/.local/share/finchmq/console)",
+    )
+    parser.add_argument(
+        "--sample-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often the charts' figures are read from the cluster (default 10)",
+    )
     add_tls_options(parser)
     add_login_arguments(parser)
     parser.set_defaults(handler=_run_console)
@@ -123,6 +150,8 @@ async def _console_main(args: argparse.Namespace) -> None:
         tls_client_options(args),
         users_file=args.users,
         session_timeout=args.session_timeout,
+        data_dir=args.data_dir if args.data_dir is not None else default_data_dir(),
+        sample_interval=args.sample_interval,
     )
     try:
         print(f"finchmq console at {console.url} for name servers {args.namesrv}", flush=True)

@@ -124,6 +124,8 @@
   // A uPlot line chart of {time: [epoch s], series: {name: [values]}}.
   function chart(container, data, unit) {
     const names = Object.keys(data.series);
+    container.dataset.points = String(data.time.length);  // what the chart was given (kept across restarts)
+    container.dataset.first = data.time.length ? String(data.time[0]) : "";
     if (data.time.length < 2 || names.length === 0) {
       container.append(h("div", { class: "empty" },
         `collecting samples (one every ${data.interval} s)…`, data.lastError ? ` last error: ${data.lastError}` : ""));

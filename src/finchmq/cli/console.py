@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from finchmq.cli.tls import add_tls_options, tls_client_options
+from finchmq.client import SessionCredentials
 from finchmq.remoting import run
 
 __all__ = [
@@ -127,6 +128,18 @@ def add_console_parser(commands: Any) -> None:
         "$XDG_DATA_HOME/finchmq/console, else ~/.local/share/finchmq/console)",
     )
     parser.add_argument(
+        "--access-key",
+        default=os.environ.get("FINCHMQ_CONSOLE_ACCESS_KEY"),
+        help="the ACL account (1.0 access key, or 2.0 user name) the console signs its requests with, "
+        "for a cluster with ACL on; an admin (1.0) or super user (2.0) to manage ACL (default "
+        "$FINCHMQ_CONSOLE_ACCESS_KEY)",
+    )
+    parser.add_argument(
+        "--secret-key",
+        default=os.environ.get("FINCHMQ_CONSOLE_SECRET_KEY"),
+        help="its secret key or password (default $FINCHMQ_CONSOLE_SECRET_KEY)",
+    )
+    parser.add_argument(
         "--sample-interval",
         type=float,
         default=None,
@@ -143,11 +156,16 @@ async def _console_main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    options = tls_client_options(args)
+    if args.access_key or args.secret_key:
+        if not (args.access_key and args.secret_key):
+            raise ValueError("--access-key and --secret-key go together (the cluster's ACL account)")
+        options = {**options, "session_credentials": SessionCredentials(args.access_key, args.secret_key)}
     console = await start_console(
         args.namesrv,
         args.bind,
         args.port,
-        tls_client_options(args),
+        options,
         users_file=args.users,
         session_timeout=args.session_timeout,
         data_dir=args.data_dir if args.data_dir is not None else default_data_dir(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +40,8 @@ from finchmq.client.views import (
     topic_status_rows,
     trace_view_dict,
 )
+from finchmq.protocol.acl import is_perm_string
+from finchmq.protocol.auth import Action, Decision, Resource, UserStatus, UserType, is_valid_ip_or_cidr
 from finchmq.protocol.bodies import Connection, PermName, SubscriptionGroupConfig
 from finchmq.protocol.codes import ResponseCode, version_desc
 from finchmq.protocol.topics import (
@@ -52,7 +55,7 @@ from finchmq.protocol.topics import (
     validate_group,
 )
 
-__all__ = ["GROUP_SETTINGS", "MAX_LISTED_MESSAGES", "ConsoleService"]
+__all__ = ["GROUP_SETTINGS", "MAX_LISTED_MESSAGES", "ConsoleService", "mask_secret"]
 
 MAX_LISTED_MESSAGES = 2000  # rocketmq-dashboard's cap on a time-range query
 _PULL_BATCH = 32
@@ -542,6 +545,238 @@ class ConsoleService:
         out["connections"] = [_connection_dict(c) for c in members]
         return out
 
+    # -- ACL: 1.0 accounts (plain_acl.yml) and 2.0 users and rules -----------------------------------
+
+    async def acl(self) -> dict[str, Any]:
+        """Each master's ACL state: ``acl1`` its ACL 1.0 files and their versions
+        (GET_BROKER_CLUSTER_ACL_INFO; ``error`` where ACL 1.0 is off), ``acl2`` its ACL 2.0 users
+        (passwords masked) and rules (``error`` where ACL 2.0 is off). ACL 1.0 accounts are not
+        listed: RocketMQ 4.9.8 and 5.2 removed the request that read them back
+        (GET_BROKER_CLUSTER_ACL_CONFIG), since it sent every secret key over the wire."""
+        masters = await self.admin.master_addrs()
+
+        async def one(name: str, addr: str) -> dict[str, Any]:
+            row: dict[str, Any] = {"brokerName": name, "brokerAddr": addr}
+            files, users, rules = await asyncio.gather(
+                self.admin.examine_broker_cluster_acl_version_info(addr),
+                self.admin.list_user(addr),
+                self.admin.list_acl(addr),
+                return_exceptions=True,
+            )
+            if isinstance(files, MQClientError | TimeoutError):
+                row["acl1"] = {"enabled": False, "error": _remark(files)}
+            elif isinstance(files, BaseException):
+                raise files
+            else:
+                versions = files.all_acl_config_data_version or {"": files.acl_config_data_version}
+                row["acl1"] = {
+                    "enabled": True,
+                    "files": [
+                        {"path": path, "counter": v.counter, "timestamp": v.timestamp}
+                        for path, v in sorted(versions.items())
+                    ],
+                }
+            for answer in (users, rules):
+                if isinstance(answer, BaseException) and not isinstance(answer, MQClientError | TimeoutError):
+                    raise answer
+            if isinstance(users, BaseException):
+                row["acl2"] = {"enabled": False, "error": _remark(users)}
+            elif isinstance(rules, BaseException):
+                row["acl2"] = {"enabled": False, "error": _remark(rules)}
+            else:
+                row["acl2"] = {
+                    "enabled": True,
+                    "users": [
+                        {
+                            "username": u.username,
+                            "password": mask_secret(u.password),
+                            "userType": u.user_type,
+                            "userStatus": u.user_status,
+                        }
+                        for u in sorted(users, key=lambda u: u.username or "")
+                    ],
+                    "rules": [
+                        {
+                            "subject": a.subject,
+                            "policyType": p.policy_type,
+                            "resource": e.resource,
+                            "actions": e.actions or [],
+                            "sourceIps": e.source_ips or [],
+                            "decision": e.decision,
+                        }
+                        for a in sorted(rules, key=lambda a: a.subject or "")
+                        for p in a.policies or ()
+                        for e in p.entries or ()
+                    ],
+                }
+            return row
+
+        brokers = await asyncio.gather(*(one(n, a) for n, a in sorted(masters.items())))
+        return {"brokers": list(brokers)}
+
+    async def save_acl_account(
+        self,
+        access_key: str,
+        *,
+        secret_key: str | None,
+        white_remote_address: str | None,
+        admin: bool,
+        default_topic_perm: str | None,
+        default_group_perm: str | None,
+        topic_perms: list[str],
+        group_perms: list[str],
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Create an ACL 1.0 account or change it (what is left out keeps its value) in the ACL
+        file of a broker or of every master of a cluster (mqadmin ``updateAclConfig``). The
+        answer shows the secret key masked."""
+        if len(access_key) <= _ACL_KEY_MIN or (secret_key is not None and len(secret_key) <= _ACL_KEY_MIN):
+            raise ValidationError(
+                f"the access key and the secret key are longer than {_ACL_KEY_MIN} characters"
+            )
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the account to")
+        for what, perm in (
+            ("defaultTopicPerm", default_topic_perm),
+            ("defaultGroupPerm", default_group_perm),
+        ):
+            if perm is not None and not is_perm_string(perm):
+                raise ValidationError(f"{what} is one of {_PERMS}, not {perm!r}")
+        for what, items in (("topicPerms", topic_perms), ("groupPerms", group_perms)):
+            for item in items:
+                name, _, perm = item.partition("=")
+                if not name.strip() or not is_perm_string(perm):
+                    raise ValidationError(
+                        f"each of {what} is NAME=PERM with PERM one of {_PERMS}, not {item!r}"
+                    )
+        brokers = await self.admin.create_and_update_plain_access_config(
+            access_key,
+            secret_key,
+            white_remote_address=white_remote_address,
+            admin=admin,
+            default_topic_perm=default_topic_perm,
+            default_group_perm=default_group_perm,
+            topic_perms=topic_perms,
+            group_perms=group_perms,
+            cluster=cluster or None,
+            broker_addr=broker_addr or None,
+        )
+        return {"accessKey": access_key, "secretKey": mask_secret(secret_key), "brokers": brokers}
+
+    async def delete_acl_account(
+        self, access_key: str, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Remove an ACL 1.0 account (mqadmin ``deleteAclConfig``)."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the account from")
+        brokers = await self.admin.delete_plain_access_config(
+            access_key, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"accessKey": access_key, "brokers": brokers, "deleted": True}
+
+    async def save_user(
+        self,
+        username: str,
+        *,
+        password: str | None,
+        user_type: str | None,
+        user_status: str | None,
+        create: bool,
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Create an ACL 2.0 user (``create``) or change its password, type or status (mqadmin
+        ``createUser``/``updateUser``); the answer shows the password masked."""
+        if not _USERNAME.fullmatch(username):
+            raise ValidationError(f"a user name is letters, digits, _ or -, not {username!r}")
+        if create and not password:
+            raise ValidationError("a new user needs a password")
+        if user_type is not None and UserType.by_name(user_type) is None:
+            raise ValidationError(f"userType is Super or Normal, not {user_type!r}")
+        if user_status is not None and UserStatus.by_name(user_status) is None:
+            raise ValidationError(f"userStatus is enable or disable, not {user_status!r}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the user to")
+        where = {"cluster": cluster or None, "broker_addr": broker_addr or None}
+        if create:
+            brokers = await self.admin.create_user(username, password or "", user_type, **where)
+        else:
+            brokers = await self.admin.update_user(
+                username, password or None, user_type, user_status, **where
+            )
+        return {
+            "username": username,
+            "password": mask_secret(password),
+            "brokers": brokers,
+            "created": create,
+        }
+
+    async def delete_user(
+        self, username: str, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Delete an ACL 2.0 user and its rules (mqadmin ``deleteUser``)."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the user from")
+        brokers = await self.admin.delete_user(
+            username, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"username": username, "brokers": brokers, "deleted": True}
+
+    async def save_acl_rule(
+        self,
+        subject: str,
+        *,
+        resources: list[str],
+        actions: list[str],
+        decision: str,
+        source_ips: list[str],
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Give ``subject`` (``User:name``) an ACL 2.0 entry per resource, replacing one there
+        for the same resource (mqadmin ``createAcl``/``updateAcl``)."""
+        if not subject.startswith("User:") or not _USERNAME.fullmatch(subject[5:]):
+            raise ValidationError(f"the subject is User:NAME, not {subject!r}")
+        if not resources or any(Resource.parse(r) is None for r in resources):
+            raise ValidationError(
+                f"resources are *, Topic:NAME, Topic:PREFIX*, Group:NAME, Group:* ..., not {resources!r}"
+            )
+        known = [a.java_name for a in Action if a not in (Action.UNKNOWN, Action.ANY)]
+        if not actions or any(Action.by_name(a) in (None, Action.UNKNOWN, Action.ANY) for a in actions):
+            raise ValidationError(f"actions are some of {', '.join(known)}, not {actions!r}")
+        if Decision.by_name(decision) is None:
+            raise ValidationError(f"decision is Allow or Deny, not {decision!r}")
+        bad = [ip for ip in source_ips if not is_valid_ip_or_cidr(ip)]
+        if bad:
+            raise ValidationError(f"source IPs are addresses or CIDR blocks, not {bad!r}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the rule to")
+        brokers = await self.admin.create_acl(
+            subject,
+            resources,
+            actions,
+            decision,
+            source_ips or None,
+            cluster=cluster or None,
+            broker_addr=broker_addr or None,
+            update=True,
+        )
+        return {"subject": subject, "resources": resources, "brokers": brokers}
+
+    async def delete_acl_rule(
+        self, subject: str, resource: str | None, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Delete a subject's ACL 2.0 rules, or only its entry for ``resource`` (mqadmin ``deleteAcl``)."""
+        if resource is not None and Resource.parse(resource) is None:
+            raise ValidationError(f"not a resource: {resource!r}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the rule from")
+        brokers = await self.admin.delete_acl(
+            subject, resource, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"subject": subject, "resource": resource, "brokers": brokers, "deleted": True}
+
     # -- dead letters -------------------------------------------------------------------------------
 
     async def dlq_messages(self, group: str, begin: int, end: int) -> dict[str, Any]:
@@ -599,6 +834,24 @@ def _check_group_settings(settings: Mapping[str, Any]) -> None:
             low, high = _GROUP_RANGES[name]
             if not low <= value <= high:
                 raise ValidationError(f"{name} must be between {low} and {high}, not {value}")
+
+
+_ACL_KEY_MIN = 6  # Java checkPlainAccessConfig: both keys longer than 6 characters
+_PERMS = "PUB, SUB, PUB|SUB or DENY"
+_USERNAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def mask_secret(secret: str | None) -> str | None:
+    """A secret key or password as the console shows it: its first two characters, then stars
+    (all stars when it is short); never in full."""
+    if not secret:
+        return None
+    return secret[:2] + "*" * 6 if len(secret) > 6 else "*" * 6
+
+
+def _remark(exc: BaseException) -> str:
+    """The broker's own words of a refusal, else the error's text."""
+    return getattr(exc, "remark", "") or _error_text(exc)
 
 
 def _connection_dict(c: Connection) -> dict[str, Any]:

@@ -642,6 +642,125 @@
     if (query.get("topic") && query.get("group")) await search();
   }
 
+  // ACL: each master's ACL 1.0 files and ACL 2.0 users and rules; forms to change them (admins).
+  async function aclPage(gen) {
+    const [state, clusters] = await Promise.all([api("GET", "/api/acl"), clusterNames()]);
+    if (gen !== generation) return;
+    const clusterSel = h("select", { id: "acl-cluster" }, clusters.map(c => h("option", { value: c }, c)));
+    const done = (box, text) => { box.replaceChildren(h("div", { class: "result" }, text)); };
+    const send = async (button, box, method, path, body, text) => {
+      const r = await act(button, () => api(method, path, { ...body, cluster: clusterSel.value }));
+      if (r) { done(box, text(r)); await refresh(); }
+    };
+    const lists = h("div", { id: "acl-state" });
+    const drawState = (data) => lists.replaceChildren(...data.brokers.map(b => card(`${b.brokerName} (${b.brokerAddr})`,
+      h("h2", { style: "margin-top:0" }, "ACL 1.0 (plain_acl.yml)"),
+      b.acl1.enabled ? [table([
+        { title: "File", value: f => f.path, mono: true },
+        { title: "Version", value: f => f.counter, num: true },
+        { title: "Changed", value: f => fmtTime(f.timestamp), time: true },
+      ], b.acl1.files), h("div", { class: "muted" },
+        "Accounts are not listed: RocketMQ 4.9.8 removed the request that read them back, as it sent secret keys.")]
+        : h("div", { class: "empty acl1-off" }, b.acl1.error),
+      h("h2", {}, "ACL 2.0 users"),
+      b.acl2.enabled ? table([
+        { title: "User", value: u => u.username },
+        { title: "Password", value: u => u.password || "-", mono: true },
+        { title: "Type", value: u => u.userType || "-" },
+        { title: "Status", value: u => u.userStatus || "-" },
+        ...(canChange() ? [{ title: "", value: u => deleteButton("user-delete", () =>
+          api("DELETE", `/api/acl/users/${encodeURIComponent(u.username)}`, { brokerAddr: b.brokerAddr })) }] : []),
+      ], b.acl2.users, "no user") : h("div", { class: "empty acl2-off" }, b.acl2.error),
+      b.acl2.enabled ? [h("h2", {}, "ACL 2.0 rules"), table([
+        { title: "Subject", value: r => r.subject },
+        { title: "Resource", value: r => r.resource, mono: true },
+        { title: "Actions", value: r => r.actions.join(", ") },
+        { title: "Source IPs", value: r => r.sourceIps.join(", ") || "any" },
+        { title: "Decision", value: r => r.decision },
+        ...(canChange() ? [{ title: "", value: r => deleteButton("rule-delete", () =>
+          api("DELETE", "/api/acl/rules", { subject: r.subject, resource: r.resource, brokerAddr: b.brokerAddr })) }] : []),
+      ], b.acl2.rules, "no rule")] : null)));
+    const refresh = async () => {
+      const fresh = await act(null, () => api("GET", "/api/acl"));
+      if (fresh && gen === generation) drawState(fresh);
+    };
+    const deleteButton = (cls, call) => {
+      const b = h("button", { type: "button", class: `small danger ${cls}`, onclick: async () => {
+        if (!confirm("Delete it?")) return;
+        if (await act(b, call)) await refresh();
+      } }, "Delete");
+      return b;
+    };
+    drawState(state);
+    const field = (id, title, attrs = {}) => {
+      const input = h("input", { id, ...attrs });
+      return [input, h("label", {}, title, input)];
+    };
+    const forms = [];
+    if (canChange()) {
+      const [ak, akL] = field("acl1-accessKey", "Access key");
+      const [sk, skL] = field("acl1-secretKey", "Secret key (empty: keep)", { type: "password", autocomplete: "new-password" });
+      const [white, whiteL] = field("acl1-white", "White remote address", { placeholder: "192.168.0.*" });
+      const admin = h("input", { type: "checkbox", id: "acl1-admin" });
+      const permSel = (id) => h("select", { id }, ["", "DENY", "PUB", "SUB", "PUB|SUB"].map(p =>
+        h("option", { value: p }, p || "(keep)")));
+      const topicPerm = permSel("acl1-defaultTopicPerm");
+      const groupPerm = permSel("acl1-defaultGroupPerm");
+      const [tp, tpL] = field("acl1-topicPerms", "Topic perms", { placeholder: "topicA=PUB,topicB=SUB" });
+      const [gp, gpL] = field("acl1-groupPerms", "Group perms", { placeholder: "groupA=SUB" });
+      const box1 = h("div", { id: "acl1-result" });
+      const save1 = h("button", { type: "submit", id: "acl1-submit" }, "Save account");
+      const del1 = h("button", { type: "button", class: "danger", id: "acl1-delete", onclick: () => {
+        if (confirm(`Delete account ${ak.value}?`)) send(del1, box1, "DELETE",
+          `/api/acl/accounts/${encodeURIComponent(ak.value.trim())}`, {}, r => `Deleted ${r.accessKey} on ${r.brokers.join(", ")}`);
+      } }, "Delete account");
+      forms.push(card("ACL 1.0 account", h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        send(save1, box1, "POST", "/api/acl/accounts", {
+          accessKey: ak.value.trim(), secretKey: sk.value || null, whiteRemoteAddress: white.value.trim() || null,
+          admin: admin.checked, defaultTopicPerm: topicPerm.value || null, defaultGroupPerm: groupPerm.value || null,
+          topicPerms: tp.value, groupPerms: gp.value,
+        }, r => `Saved ${r.accessKey}${r.secretKey ? ` (secret ${r.secretKey})` : ""} on ${r.brokers.join(", ")}`);
+      } }, h("div", { class: "toolbar" }, akL, skL, whiteL, h("label", {}, "Default topic perm", topicPerm),
+        h("label", {}, "Default group perm", groupPerm), tpL, gpL, h("label", { class: "check" }, admin, "admin"),
+        save1, del1), box1)));
+
+      const [user, userL] = field("user-name", "User");
+      const [pw, pwL] = field("user-password", "Password", { type: "password", autocomplete: "new-password" });
+      const userType = h("select", { id: "user-type" }, ["Normal", "Super"].map(t => h("option", { value: t }, t)));
+      const userStatus = h("select", { id: "user-status" }, ["enable", "disable"].map(t => h("option", { value: t }, t)));
+      const update = h("input", { type: "checkbox", id: "user-update" });
+      const box2 = h("div", { id: "user-result" });
+      const save2 = h("button", { type: "submit", id: "user-submit" }, "Save user");
+      forms.push(card("ACL 2.0 user", h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        const name = user.value.trim();
+        const body = { username: name, password: pw.value || null, userType: userType.value };
+        if (update.checked) body.userStatus = userStatus.value;
+        send(save2, box2, "POST", update.checked ? `/api/acl/users/${encodeURIComponent(name)}` : "/api/acl/users", body,
+          r => `${r.created ? "Created" : "Updated"} ${r.username}${r.password ? ` (password ${r.password})` : ""} on ${r.brokers.join(", ")}`);
+      } }, h("div", { class: "toolbar" }, userL, pwL, h("label", {}, "Type", userType), h("label", {}, "Status", userStatus),
+        h("label", { class: "check" }, update, "update an existing user"), save2), box2)));
+
+      const [subject, subjectL] = field("rule-subject", "Subject", { placeholder: "User:alice" });
+      const [res, resL] = field("rule-resources", "Resources", { placeholder: "Topic:orders*,Group:*" });
+      const [actions, actionsL] = field("rule-actions", "Actions", { placeholder: "Pub,Sub" });
+      const [ips, ipsL] = field("rule-ips", "Source IPs", { placeholder: "10.0.0.0/8" });
+      const decision = h("select", { id: "rule-decision" }, ["Allow", "Deny"].map(t => h("option", { value: t }, t)));
+      const box3 = h("div", { id: "rule-result" });
+      const save3 = h("button", { type: "submit", id: "rule-submit" }, "Save rule");
+      forms.push(card("ACL 2.0 rule", h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        send(save3, box3, "POST", "/api/acl/rules", { subject: subject.value.trim(), resources: res.value,
+          actions: actions.value, sourceIps: ips.value, decision: decision.value },
+          r => `Saved ${r.subject} on ${r.resources.join(", ")} on ${r.brokers.join(", ")}`);
+      } }, h("div", { class: "toolbar" }, subjectL, resL, actionsL, ipsL, h("label", {}, "Decision", decision), save3), box3)));
+    }
+    main.replaceChildren(h("h1", {}, "ACL"),
+      canChange() ? card(null, h("div", { class: "toolbar" }, h("label", {}, "Changes go to every master of cluster", clusterSel))) : null,
+      lists, ...forms);
+  }
+
   async function dlqPage(gen, query) {
     const groups = await api("GET", "/api/groups");
     if (gen !== generation) return;
@@ -698,6 +817,7 @@
     message: (gen, arg, query) => messagePage(gen, query),
     dlq: (gen, arg, query) => dlqPage(gen, query),
     producers: (gen, arg, query) => producersPage(gen, query),
+    acl: (gen) => aclPage(gen),
   };
   const NAV = { topic: "topics", group: "groups", message: "messages" };
 

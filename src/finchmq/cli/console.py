@@ -102,8 +102,9 @@ def add_console_parser(commands: Any) -> None:
         help="serve the web console of a cluster (rocketmq-dashboard's main pages)",
         description=(
             "Serve a web console for the cluster whose name servers are given: brokers with live TPS, "
-            "topics, consumer groups and their lag, offset resets, message queries with traces, test "
-            "messages and dead-letter resends, with charts of the last hour."
+            "topics, consumer groups (create, update, delete) and their lag, offset resets, a group's "
+            "producers, message queries with traces, test messages, dead-letter resends and ACL, with "
+            "charts of the last hour kept in --data-dir."
         ),
     )
     parser.add_argument(

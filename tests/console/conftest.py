@@ -203,7 +203,8 @@ class ConsoleProcess(ChildServer):
 
     def start(self) -> ConsoleProcess:
         args = [sys.executable, "-m", "finchmq.cli", "console", "--namesrv", self.namesrv,
-                "--port", str(self.port), "--users", str(self.users), *self.options]  # fmt: skip
+                "--port", str(self.port), "--users", str(self.users),
+                "--data-dir", str(self.data_dir / "console"), *self.options]  # fmt: skip
         self._spawn(args, None, lambda: "finchmq console at" in self.log_path.read_text(), "serve")
         return self
 

@@ -309,6 +309,8 @@ def test_finchmq_console_command_serves_and_stops(cluster: Cluster, tmp_path: Pa
                 cluster.namesrv,
                 "--port",
                 str(port),
+                "--data-dir",
+                str(tmp_path / "console"),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -325,7 +327,8 @@ def test_finchmq_console_command_serves_and_stops(cluster: Cluster, tmp_path: Pa
         other.url = f"http://127.0.0.1:{port}/"
         assert other.ok("GET", "/api/cluster")["brokers"][0]["brokerName"] == "broker-a"
         again = subprocess.run(
-            [sys.executable, "-m", "finchmq.cli", "console", "--namesrv", cluster.namesrv, "--port", str(port)],
+            [sys.executable, "-m", "finchmq.cli", "console", "--namesrv", cluster.namesrv, "--port", str(port),
+             "--data-dir", str(tmp_path / "other")],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert again.returncode == 1 and "cannot start" in again.stderr, again

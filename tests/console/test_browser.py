@@ -80,8 +80,9 @@ def test_every_page_loads(page: Page, cluster: Cluster) -> None:
     expect(page.locator("#tps-chart")).to_be_visible()
     expect(page.locator("main thead").first).to_contain_text("Timers (pending)")
     expect(page.locator(".timer-pending")).to_have_text(re.compile(r"^[\d,]+$"))  # a count, not "-"
-    for link, heading in (("Topics", "Topics"), ("Consumers", "Consumer groups"), ("Messages", "Messages"),
-                          ("Dead letters", "Dead letters"), ("Cluster", "Cluster")):  # fmt: skip
+    for link, heading in (("Topics", "Topics"), ("Consumers", "Consumer groups"), ("Producers", "Producers"),
+                          ("Messages", "Messages"), ("Dead letters", "Dead letters"), ("ACL", "ACL"),
+                          ("Cluster", "Cluster")):  # fmt: skip
         page.click(f"nav >> text={link}")
         expect(page.locator("main h1")).to_have_text(heading)
         expect(page.locator("nav a.active")).to_have_text(link)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from finchmq.cli.tls import add_tls_options, tls_client_options
+from finchmq.client import SessionCredentials
 from finchmq.remoting import run
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "add_console_parser",
     "add_console_user_parser",
     "add_login_arguments",
+    "default_data_dir",
     "start_console",
 ]
 
@@ -37,6 +39,8 @@ async def start_console(
     *,
     users_file: Path | None = None,
     session_timeout: float | None = None,
+    data_dir: Path | None = None,
+    sample_interval: float | None = None,
 ) -> Any:
     """Start a ``finchmq.console.Console`` (imported only when one runs: the web stack is not
     needed by a server without a console); ``OSError`` if the port is taken, ``ValueError`` for
@@ -44,17 +48,27 @@ async def start_console(
     settings of its clients (``use_tls``/``tls``)."""
     from finchmq.console import Console  # noqa: PLC0415  (the web stack loads only when used)
 
-    timeout = {} if session_timeout is None else {"session_timeout": session_timeout}
+    timeout: dict[str, Any] = {} if session_timeout is None else {"session_timeout": session_timeout}
+    if sample_interval is not None:
+        timeout["sample_interval"] = sample_interval
     console = Console(
         namesrv_addr,
         host=host,
         port=port,
         client_options=client_options,
         users_file=users_file,
+        data_dir=data_dir,
         **timeout,
     )
     await console.start()
     return console
+
+
+def default_data_dir() -> Path:
+    """Where ``finchmq console`` keeps its charts' samples without ``--data-dir``:
+    ``$XDG_DATA_HOME/finchmq/console``, else ``~/.local/share/finchmq/console``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "finchmq" / "console"
 
 
 def _users_default() -> Path | None:
@@ -88,8 +102,9 @@ def add_console_parser(commands: Any) -> None:
         help="serve the web console of a cluster (rocketmq-dashboard's main pages)",
         description=(
             "Serve a web console for the cluster whose name servers are given: brokers with live TPS, "
-            "topics, consumer groups and their lag, offset resets, message queries with traces, test "
-            "messages and dead-letter resends, with charts of the last hour."
+            "topics, consumer groups (create, update, delete) and their lag, offset resets, a group's "
+            "producers, message queries with traces, test messages, dead-letter resends and ACL, with "
+            "charts of the last hour kept in --data-dir."
         ),
     )
     parser.add_argument(
@@ -106,6 +121,32 @@ def add_console_parser(commands: Any) -> None:
         default="127.0.0.1",
         help="listen address (default 127.0.0.1: this machine only; another address needs --users)",
     )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the charts' samples are kept, so a restart shows the last hour again (default "
+        "$XDG_DATA_HOME/finchmq/console, else ~/.local/share/finchmq/console)",
+    )
+    parser.add_argument(
+        "--access-key",
+        default=os.environ.get("FINCHMQ_CONSOLE_ACCESS_KEY"),
+        help="the ACL account (1.0 access key, or 2.0 user name) the console signs its requests with, "
+        "for a cluster with ACL on; an admin (1.0) or super user (2.0) to manage ACL (default "
+        "$FINCHMQ_CONSOLE_ACCESS_KEY)",
+    )
+    parser.add_argument(
+        "--secret-key",
+        default=os.environ.get("FINCHMQ_CONSOLE_SECRET_KEY"),
+        help="its secret key or password (default $FINCHMQ_CONSOLE_SECRET_KEY)",
+    )
+    parser.add_argument(
+        "--sample-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often the charts' figures are read from the cluster (default 10)",
+    )
     add_tls_options(parser)
     add_login_arguments(parser)
     parser.set_defaults(handler=_run_console)
@@ -116,13 +157,20 @@ async def _console_main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    options = tls_client_options(args)
+    if args.access_key or args.secret_key:
+        if not (args.access_key and args.secret_key):
+            raise ValueError("--access-key and --secret-key go together (the cluster's ACL account)")
+        options = {**options, "session_credentials": SessionCredentials(args.access_key, args.secret_key)}
     console = await start_console(
         args.namesrv,
         args.bind,
         args.port,
-        tls_client_options(args),
+        options,
         users_file=args.users,
         session_timeout=args.session_timeout,
+        data_dir=args.data_dir if args.data_dir is not None else default_data_dir(),
+        sample_interval=args.sample_interval,
     )
     try:
         print(f"finchmq console at {console.url} for name servers {args.namesrv}", flush=True)

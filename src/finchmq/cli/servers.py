@@ -657,6 +657,7 @@ async def _start_console(args: argparse.Namespace, namesrv_addr: str, tls: TlsCo
             options,
             users_file=args.console_users,
             session_timeout=args.console_session_timeout,
+            data_dir=Path(args.data_dir) / "console",  # the charts' samples, beside the stores
         )
     except ValueError as exc:  # a bad accounts file, a network address without one
         raise RuntimeError(f"web console: {exc}") from None

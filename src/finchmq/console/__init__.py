@@ -1,7 +1,8 @@
 """finchmq.console: a web console for a cluster, given its name server addresses (what
 rocketmq-dashboard's users use most: cluster and brokers with live TPS, topics, consumer groups
-and their lag, offset resets, message queries with traces, test messages, dead-letter resends,
-and charts of the last hour).
+(created, updated, deleted) and their lag, offset resets, a group's producers, message queries
+with traces, test messages, dead-letter resends, ACL 1.0 accounts and ACL 2.0 users and rules,
+and charts of the last hour kept across restarts).
 
 Imports: ``finchmq.client``, ``finchmq.protocol`` and ``finchmq.common`` only (import-linter
 checks it). Stack: Starlette (the JSON API and the static page) served by uvicorn on the

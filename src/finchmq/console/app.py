@@ -27,6 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from finchmq.client import MQClientError, NoRouteError, ValidationError
+from finchmq.client.errors import SubscriptionGroupNotExistError
 from finchmq.protocol.codes import ResponseCode
 
 from .auth import Auth, AuthGuard, session_of
@@ -41,6 +42,7 @@ STATIC_DIR = Path(__file__).parent / "static"
 _HOUR_MS = 3_600_000
 
 Handler = Callable[[Request], Awaitable[Any]]
+_GROUP_TARGET = frozenset(("group", "cluster", "brokerAddr"))  # a group body's fields that are not settings
 
 
 class BadRequest(ValueError):
@@ -68,7 +70,7 @@ def _api(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse(await handler(request))
         except (BadRequest, ValidationError) as exc:
             return _error(400, str(exc), getattr(exc, "response_code", None))
-        except NoRouteError as exc:
+        except (NoRouteError, SubscriptionGroupNotExistError) as exc:
             return _error(404, str(exc), exc.response_code)
         except MQClientError as exc:
             return _error(502, str(exc), exc.response_code)
@@ -121,6 +123,33 @@ def _field(body: dict[str, Any], name: str, *, required: bool = True) -> str | N
     return value.strip()
 
 
+def _list(body: dict[str, Any], name: str) -> list[str]:
+    """A list of text: a JSON list of strings, or one string of comma-separated items."""
+    value = body.get(name)
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{name} must be a list of text")
+    return [v.strip() for v in value if v.strip()]
+
+
+def _bool(body: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{name} must be true or false, not {value!r}")
+    return value
+
+
+def _where(body: dict[str, Any]) -> dict[str, str | None]:
+    """The ``cluster`` or ``brokerAddr`` a change goes to."""
+    return {
+        "cluster": _field(body, "cluster", required=False),
+        "broker_addr": _field(body, "brokerAddr", required=False),
+    }
+
+
 def _time_range(request: Request) -> tuple[int, int]:
     now = int(time.time() * 1000)
     end = _int(request.query_params.get("end"), "end", now)
@@ -167,6 +196,83 @@ def create_app(service: ConsoleService, sampler: Sampler, auth: Auth | None = No
 
     async def group(request: Request) -> Any:
         return await service.group(request.path_params["group"])
+
+    async def save_group(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.save_group(
+            _field(body, "group") or "",
+            {k: v for k, v in body.items() if k not in _GROUP_TARGET},
+            cluster=_field(body, "cluster", required=False),
+            broker_addr=_field(body, "brokerAddr", required=False),
+        )
+
+    async def delete_group(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.delete_group(
+            request.path_params["group"],
+            cluster=_field(body, "cluster", required=False),
+            broker_addr=_field(body, "brokerAddr", required=False),
+        )
+
+    async def acl(request: Request) -> Any:
+        return await service.acl()
+
+    async def save_acl_account(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.save_acl_account(
+            _field(body, "accessKey") or "",
+            secret_key=_field(body, "secretKey", required=False),
+            white_remote_address=_field(body, "whiteRemoteAddress", required=False),
+            admin=_bool(body, "admin"),
+            default_topic_perm=_field(body, "defaultTopicPerm", required=False),
+            default_group_perm=_field(body, "defaultGroupPerm", required=False),
+            topic_perms=_list(body, "topicPerms"),
+            group_perms=_list(body, "groupPerms"),
+            **_where(body),
+        )
+
+    async def delete_acl_account(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.delete_acl_account(request.path_params["access_key"], **_where(body))
+
+    async def save_user(request: Request) -> Any:
+        body = await _json_body(request)
+        creating = "username" not in request.path_params
+        return await service.save_user(
+            _field(body, "username") or "" if creating else request.path_params["username"],
+            password=_field(body, "password", required=False),
+            user_type=_field(body, "userType", required=False),
+            user_status=_field(body, "userStatus", required=False),
+            create=creating,
+            **_where(body),
+        )
+
+    async def delete_user(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.delete_user(request.path_params["username"], **_where(body))
+
+    async def save_acl_rule(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.save_acl_rule(
+            _field(body, "subject") or "",
+            resources=_list(body, "resources"),
+            actions=_list(body, "actions"),
+            decision=_field(body, "decision") or "",
+            source_ips=_list(body, "sourceIps"),
+            **_where(body),
+        )
+
+    async def delete_acl_rule(request: Request) -> Any:
+        body = await _json_body(request)
+        return await service.delete_acl_rule(
+            _field(body, "subject") or "", _field(body, "resource", required=False), **_where(body)
+        )
+
+    async def producer_groups(request: Request) -> Any:
+        return await service.producer_groups()
+
+    async def producers(request: Request) -> Any:
+        return await service.producers(_text(request, "topic") or "", _text(request, "group") or "")
 
     async def reset_offset(request: Request) -> Any:
         body = await _json_body(request)
@@ -236,10 +342,22 @@ def create_app(service: ConsoleService, sampler: Sampler, auth: Auth | None = No
         Route("/api/topics/{topic}", _api(topic)),
         Route("/api/topics/{topic}", _api(delete_topic), methods=["DELETE"]),
         Route("/api/groups", _api(groups)),
+        Route("/api/groups", _api(save_group), methods=["POST"]),
         Route("/api/groups/{group}", _api(group)),
+        Route("/api/groups/{group}", _api(delete_group), methods=["DELETE"]),
         Route("/api/groups/{group}/reset-offset", _api(reset_offset), methods=["POST"]),
         Route("/api/groups/{group}/dlq", _api(dlq)),
         Route("/api/groups/{group}/dlq/resend", _api(resend), methods=["POST"]),
+        Route("/api/producers", _api(producers)),
+        Route("/api/producer-groups", _api(producer_groups)),
+        Route("/api/acl", _api(acl)),
+        Route("/api/acl/accounts", _api(save_acl_account), methods=["POST"]),
+        Route("/api/acl/accounts/{access_key}", _api(delete_acl_account), methods=["DELETE"]),
+        Route("/api/acl/users", _api(save_user), methods=["POST"]),
+        Route("/api/acl/users/{username}", _api(save_user), methods=["POST"]),
+        Route("/api/acl/users/{username}", _api(delete_user), methods=["DELETE"]),
+        Route("/api/acl/rules", _api(save_acl_rule), methods=["POST"]),
+        Route("/api/acl/rules", _api(delete_acl_rule), methods=["DELETE"]),
         Route("/api/messages", _api(messages)),
         Route("/api/messages", _api(send), methods=["POST"]),
         Route("/api/messages/{msg_id}", _api(message)),

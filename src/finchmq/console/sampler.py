@@ -3,8 +3,10 @@
 Every ``interval`` seconds (10 by default) it reads each broker's message counters
 (``msgPutTotalTodayNow``/``msgGetTotalTodayNow``, cumulative since the broker started) and each
 consumer group's lag and consume TPS (``consumerProgress``), and keeps them in memory, in a ring
-that holds ``window`` seconds (an hour). A broker's TPS is the counters' growth between two
-samples divided by the time between them, so it needs no history on the broker's side.
+that holds ``window`` seconds (an hour), and, given a ``history`` (``history.SampleFile``), on
+disk too, so a restarted console starts with the samples of the window before. A broker's TPS is
+the counters' growth between two samples divided by the time between them, so it needs no
+history on the broker's side (the first sample after a restart has none).
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finchmq.client import AdminClient, MQClientError, NoRouteError
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.topics import is_system_group
+
+if TYPE_CHECKING:
+    from .history import SampleFile
 
 __all__ = ["Sample", "Sampler"]
 
@@ -40,16 +45,32 @@ class Sample:
 class Sampler:
     """Samples the cluster every ``interval`` seconds once ``start``-ed; ``close`` stops it."""
 
-    def __init__(self, admin: AdminClient, *, interval: float = 10.0, window: float = 3600.0) -> None:
+    def __init__(
+        self,
+        admin: AdminClient,
+        *,
+        interval: float = 10.0,
+        window: float = 3600.0,
+        history: SampleFile | None = None,
+    ) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, not {interval}")
         self.admin = admin
         self.interval = interval
+        self.window = window
+        self.history = history
         self.samples: deque[Sample] = deque(maxlen=max(int(window / interval), 2))
         self.last_error: str | None = None
         self._counters: dict[str, tuple[float, int, int]] = {}  # broker -> (time, put, get)
         self._tasks = BackgroundTasks("console-sampler")
         self._started = False
+
+    async def restore(self) -> None:
+        """Read the samples of the last ``window`` back from the ``history`` file (if any)."""
+        if self.history is not None:
+            keep = self.samples.maxlen or 0
+            kept = await asyncio.to_thread(self.history.open, time.time() - self.window, keep)
+            self.samples.extend(kept)
 
     def start(self) -> None:
         """Sample now and then every ``interval`` seconds, until ``close``."""
@@ -59,6 +80,8 @@ class Sampler:
 
     async def close(self) -> None:
         await self._tasks.close()
+        if self.history is not None:
+            await asyncio.to_thread(self.history.close)
 
     async def _round(self) -> None:
         try:
@@ -74,6 +97,12 @@ class Sampler:
         groups = await self._sample_groups()
         sample = Sample(time=time.time(), brokers=brokers, groups=groups)
         self.samples.append(sample)
+        if self.history is not None:
+            try:
+                ring, keep = list(self.samples), self.samples.maxlen or 0
+                await asyncio.to_thread(self.history.append, sample, ring, keep)
+            except OSError as exc:  # a full disk: the charts go on from memory
+                log.warning("console: cannot keep a sample in %s: %s", self.history.path, exc)
         return sample
 
     async def _sample_brokers(self) -> dict[str, tuple[float | None, float | None]]:
@@ -139,4 +168,8 @@ class Sampler:
         }
 
     def _meta(self) -> dict[str, Any]:
-        return {"interval": self.interval, "lastError": self.last_error}
+        meta: dict[str, Any] = {"interval": self.interval, "lastError": self.last_error}
+        if self.history is not None:  # where the samples are kept, or why they are not
+            meta["historyFile"] = None if self.history.disabled else str(self.history.path)
+            meta["historyError"] = self.history.disabled
+        return meta

@@ -24,6 +24,7 @@ from finchmq.common.tasks import BackgroundTasks
 
 from .app import create_app
 from .auth import DEFAULT_SESSION_TIMEOUT, Auth, is_loopback
+from .history import SampleFile
 from .sampler import Sampler
 from .service import ConsoleService
 
@@ -44,7 +45,9 @@ class Console:
 
     With ``users_file`` (see ``auth``) every page needs a login and sessions end after
     ``session_timeout`` seconds without a request; without it the console has no login and
-    listens on a loopback address only (``ValueError`` otherwise, as for a bad accounts file)."""
+    listens on a loopback address only (``ValueError`` otherwise, as for a bad accounts file).
+    With ``data_dir`` the charts' samples are kept there too (``history``), so a console
+    restarted with the same directory shows the last ``sample_window`` seconds again."""
 
     def __init__(
         self,
@@ -57,6 +60,7 @@ class Console:
         client_options: Mapping[str, Any] | None = None,
         users_file: Path | None = None,
         session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+        data_dir: Path | None = None,
     ) -> None:
         if users_file is None and not is_loopback(host):
             raise ValueError(
@@ -73,7 +77,11 @@ class Console:
             instance_name=f"finchmq-console-{os.getpid()}-{id(self)}",
             client_options=client_options,  # e.g. use_tls/tls for a TLS cluster
         )
-        self.sampler = Sampler(self.service.admin, interval=sample_interval, window=sample_window)
+        self.data_dir = data_dir
+        history = SampleFile(data_dir) if data_dir is not None else None
+        self.sampler = Sampler(
+            self.service.admin, interval=sample_interval, window=sample_window, history=history
+        )
         self._socket: socket.socket | None = None
         self._server: _Server | None = None
         self._tasks = BackgroundTasks("console")
@@ -106,6 +114,7 @@ class Console:
         self.port = sock.getsockname()[1]
         try:
             await self.service.start()
+            await self.sampler.restore()
             self.sampler.start()
             config = uvicorn.Config(
                 create_app(self.service, self.sampler, self.auth),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from finchmq.client import (
     PullStatus,
     ValidationError,
 )
+from finchmq.client.errors import SubscriptionGroupNotExistError
 from finchmq.client.views import (
     cluster_broker_dict,
     consume_progress_dict,
@@ -38,7 +40,9 @@ from finchmq.client.views import (
     topic_status_rows,
     trace_view_dict,
 )
-from finchmq.protocol.bodies import PermName
+from finchmq.protocol.acl import is_perm_string
+from finchmq.protocol.auth import Action, Decision, Resource, UserStatus, UserType, is_valid_ip_or_cidr
+from finchmq.protocol.bodies import Connection, PermName, SubscriptionGroupConfig
 from finchmq.protocol.codes import ResponseCode, version_desc
 from finchmq.protocol.topics import (
     TOOLS_CONSUMER_GROUP,
@@ -48,14 +52,29 @@ from finchmq.protocol.topics import (
     is_system_group,
     is_system_topic,
     reply_topic,
+    validate_group,
 )
 
-__all__ = ["MAX_LISTED_MESSAGES", "ConsoleService"]
+__all__ = ["GROUP_SETTINGS", "MAX_LISTED_MESSAGES", "ConsoleService", "mask_secret"]
 
 MAX_LISTED_MESSAGES = 2000  # rocketmq-dashboard's cap on a time-range query
 _PULL_BATCH = 32
 _GROUP_CONCURRENCY = 8  # groups asked about at once by the group list
 SELF_TEST_PRODUCER_GROUP = "SELF_TEST_P_GROUP"  # Java MixAll: the dashboard's test-message producer
+
+# The consumer group settings the console writes: Java name -> (SubscriptionGroupConfig field,
+# the type a JSON value must have)
+GROUP_SETTINGS: dict[str, tuple[str, type]] = {
+    "consumeEnable": ("consume_enable", bool),
+    "consumeFromMinEnable": ("consume_from_min_enable", bool),
+    "consumeBroadcastEnable": ("consume_broadcast_enable", bool),
+    "consumeMessageOrderly": ("consume_message_orderly", bool),
+    "retryQueueNums": ("retry_queue_nums", int),
+    "retryMaxTimes": ("retry_max_times", int),
+    "brokerId": ("broker_id", int),
+    "whichBrokerWhenConsumeSlowly": ("which_broker_when_consume_slowly", int),
+    "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed_enable", bool),
+}
 
 
 def _first_float(text: str | None) -> float | None:
@@ -349,6 +368,54 @@ class ConsoleService:
         if errors:
             out["popErrors"] = errors
 
+    async def save_group(
+        self,
+        group: str,
+        settings: Mapping[str, Any],
+        *,
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Create or update a consumer group's settings on a broker or every master of a cluster
+        (rocketmq-dashboard's ``consumerCreateOrUpdate``, mqadmin ``updateSubGroup``).
+        ``settings`` are ``SubscriptionGroupConfig`` fields by their Java names (``GROUP_SETTINGS``);
+        those left out keep the group's current value, or Java's default for a new group."""
+        reason = validate_group(group)
+        if reason is not None:
+            raise ValidationError(f"group {group!r}: {reason}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the group to")
+        _check_group_settings(settings)
+        current = (await self.admin.subscription_groups(cluster or None)).get(group)
+        values: dict[str, Any] = {}
+        if current is not None:
+            values = {name: getattr(current, attr) for name, (attr, _) in GROUP_SETTINGS.items()}
+        values.update(settings)
+        config = SubscriptionGroupConfig(
+            group_name=group, **{GROUP_SETTINGS[name][0]: value for name, value in values.items()}
+        )
+        brokers = await self.admin.create_subscription_group(
+            config, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"group": group, "brokers": brokers, "created": current is None, "config": _standard(config)}
+
+    async def delete_group(
+        self, group: str, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Delete a consumer group from a broker or every master of a cluster, with (for a
+        cluster) its retry and dead-letter topics (mqadmin ``deleteSubGroup``);
+        ``SubscriptionGroupNotExistError`` when no broker has it."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the group from")
+        if group not in await self.admin.subscription_groups(cluster or None):
+            raise SubscriptionGroupNotExistError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"consumer group {group!r} not found on any broker"
+            )
+        brokers = await self.admin.delete_subscription_group(
+            group, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"group": group, "brokers": brokers, "deleted": True}
+
     async def reset_offset(self, group: str, topic: str, timestamp: int, force: bool) -> dict[str, Any]:
         """Move the group's offsets of ``topic`` to ``timestamp`` (epoch ms; ``resetOffsetByTime``)."""
         table = await self.admin.reset_offset_by_time(group, topic, timestamp, force=force)
@@ -441,6 +508,275 @@ class ConsoleService:
             "queueOffset": result.queue_offset,
         }
 
+    # -- producers ----------------------------------------------------------------------------------
+
+    async def producer_groups(self) -> list[str]:
+        """The producer groups with a member online on some master (GET_ALL_PRODUCER_INFO), to
+        pick from; brokers that do not answer are skipped."""
+        masters = await self.admin.master_addrs()
+        answers = await asyncio.gather(
+            *(self.admin.all_producer_info(a) for a in masters.values()), return_exceptions=True
+        )
+        groups: set[str] = set()
+        for answer in answers:
+            if isinstance(answer, MQClientError | TimeoutError):
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            groups.update(answer.data)
+        return sorted(groups)
+
+    async def producers(self, topic: str, group: str) -> dict[str, Any]:
+        """The online producers of ``group`` as a broker of ``topic`` sees them
+        (rocketmq-dashboard's producer page, mqadmin ``producerConnection``): none, with the
+        broker's word in ``error``, when the group has no producer there."""
+        reason = validate_group(group)
+        if reason is not None:
+            raise ValidationError(f"producer group {group!r}: {reason}")
+        out: dict[str, Any] = {"topic": topic, "group": group, "connections": []}
+        try:
+            conn = await self.admin.producer_connection(group, topic)
+        except MQBrokerError as exc:
+            if exc.response_code != ResponseCode.SYSTEM_ERROR:
+                raise
+            out["error"] = exc.remark or _error_text(exc)  # "the producer group[...] not exist"
+            return out
+        members = sorted(conn.connection_set, key=lambda c: c.client_id)
+        out["connections"] = [_connection_dict(c) for c in members]
+        return out
+
+    # -- ACL: 1.0 accounts (plain_acl.yml) and 2.0 users and rules -----------------------------------
+
+    async def acl(self) -> dict[str, Any]:
+        """Each master's ACL state: ``acl1`` its ACL 1.0 files and their versions
+        (GET_BROKER_CLUSTER_ACL_INFO; ``error`` where ACL 1.0 is off), ``acl2`` its ACL 2.0 users
+        (passwords masked) and rules (``error`` where ACL 2.0 is off). ACL 1.0 accounts are not
+        listed: RocketMQ 4.9.8 and 5.2 removed the request that read them back
+        (GET_BROKER_CLUSTER_ACL_CONFIG), since it sent every secret key over the wire."""
+        masters = await self.admin.master_addrs()
+
+        async def one(name: str, addr: str) -> dict[str, Any]:
+            row: dict[str, Any] = {"brokerName": name, "brokerAddr": addr}
+            files, users, rules = await asyncio.gather(
+                self.admin.examine_broker_cluster_acl_version_info(addr),
+                self.admin.list_user(addr),
+                self.admin.list_acl(addr),
+                return_exceptions=True,
+            )
+            if isinstance(files, MQClientError | TimeoutError):
+                row["acl1"] = {"enabled": False, "error": _remark(files)}
+            elif isinstance(files, BaseException):
+                raise files
+            else:
+                versions = files.all_acl_config_data_version or {"": files.acl_config_data_version}
+                row["acl1"] = {
+                    "enabled": True,
+                    "files": [
+                        {"path": path, "counter": v.counter, "timestamp": v.timestamp}
+                        for path, v in sorted(versions.items())
+                    ],
+                }
+            for answer in (users, rules):
+                if isinstance(answer, BaseException) and not isinstance(answer, MQClientError | TimeoutError):
+                    raise answer
+            if isinstance(users, BaseException):
+                row["acl2"] = {"enabled": False, "error": _remark(users)}
+            elif isinstance(rules, BaseException):
+                row["acl2"] = {"enabled": False, "error": _remark(rules)}
+            else:
+                row["acl2"] = {
+                    "enabled": True,
+                    "users": [
+                        {
+                            "username": u.username,
+                            "password": mask_secret(u.password),
+                            "userType": u.user_type,
+                            "userStatus": u.user_status,
+                        }
+                        for u in sorted(users, key=lambda u: u.username or "")
+                    ],
+                    "rules": [
+                        {
+                            "subject": a.subject,
+                            "policyType": p.policy_type,
+                            "resource": e.resource,
+                            "actions": e.actions or [],
+                            "sourceIps": e.source_ips or [],
+                            "decision": e.decision,
+                        }
+                        for a in sorted(rules, key=lambda a: a.subject or "")
+                        for p in a.policies or ()
+                        for e in p.entries or ()
+                    ],
+                }
+            return row
+
+        brokers = await asyncio.gather(*(one(n, a) for n, a in sorted(masters.items())))
+        return {"brokers": list(brokers)}
+
+    async def save_acl_account(
+        self,
+        access_key: str,
+        *,
+        secret_key: str | None,
+        white_remote_address: str | None,
+        admin: bool,
+        default_topic_perm: str | None,
+        default_group_perm: str | None,
+        topic_perms: list[str],
+        group_perms: list[str],
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Create an ACL 1.0 account or change it (what is left out keeps its value) in the ACL
+        file of a broker or of every master of a cluster (mqadmin ``updateAclConfig``). The
+        answer shows the secret key masked."""
+        if len(access_key) <= _ACL_KEY_MIN or (secret_key is not None and len(secret_key) <= _ACL_KEY_MIN):
+            raise ValidationError(
+                f"the access key and the secret key are longer than {_ACL_KEY_MIN} characters"
+            )
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the account to")
+        for what, perm in (
+            ("defaultTopicPerm", default_topic_perm),
+            ("defaultGroupPerm", default_group_perm),
+        ):
+            if perm is not None and not is_perm_string(perm):
+                raise ValidationError(f"{what} is one of {_PERMS}, not {perm!r}")
+        for what, items in (("topicPerms", topic_perms), ("groupPerms", group_perms)):
+            for item in items:
+                name, _, perm = item.partition("=")
+                if not name.strip() or not is_perm_string(perm):
+                    raise ValidationError(
+                        f"each of {what} is NAME=PERM with PERM one of {_PERMS}, not {item!r}"
+                    )
+        brokers = await self.admin.create_and_update_plain_access_config(
+            access_key,
+            secret_key,
+            white_remote_address=white_remote_address,
+            admin=admin,
+            default_topic_perm=default_topic_perm,
+            default_group_perm=default_group_perm,
+            topic_perms=topic_perms,
+            group_perms=group_perms,
+            cluster=cluster or None,
+            broker_addr=broker_addr or None,
+        )
+        return {"accessKey": access_key, "secretKey": mask_secret(secret_key), "brokers": brokers}
+
+    async def delete_acl_account(
+        self, access_key: str, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Remove an ACL 1.0 account (mqadmin ``deleteAclConfig``)."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the account from")
+        brokers = await self.admin.delete_plain_access_config(
+            access_key, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"accessKey": access_key, "brokers": brokers, "deleted": True}
+
+    async def save_user(
+        self,
+        username: str,
+        *,
+        password: str | None,
+        user_type: str | None,
+        user_status: str | None,
+        create: bool,
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Create an ACL 2.0 user (``create``) or change its password, type or status (mqadmin
+        ``createUser``/``updateUser``); the answer shows the password masked."""
+        if not _USERNAME.fullmatch(username):
+            raise ValidationError(f"a user name is letters, digits, _ or -, not {username!r}")
+        if create and not password:
+            raise ValidationError("a new user needs a password")
+        if user_type is not None and UserType.by_name(user_type) is None:
+            raise ValidationError(f"userType is Super or Normal, not {user_type!r}")
+        if user_status is not None and UserStatus.by_name(user_status) is None:
+            raise ValidationError(f"userStatus is enable or disable, not {user_status!r}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the user to")
+        where = {"cluster": cluster or None, "broker_addr": broker_addr or None}
+        if create:
+            brokers = await self.admin.create_user(username, password or "", user_type, **where)
+        else:
+            brokers = await self.admin.update_user(
+                username, password or None, user_type, user_status, **where
+            )
+        return {
+            "username": username,
+            "password": mask_secret(password),
+            "brokers": brokers,
+            "created": create,
+        }
+
+    async def delete_user(
+        self, username: str, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Delete an ACL 2.0 user and its rules (mqadmin ``deleteUser``)."""
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the user from")
+        brokers = await self.admin.delete_user(
+            username, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"username": username, "brokers": brokers, "deleted": True}
+
+    async def save_acl_rule(
+        self,
+        subject: str,
+        *,
+        resources: list[str],
+        actions: list[str],
+        decision: str,
+        source_ips: list[str],
+        cluster: str | None,
+        broker_addr: str | None,
+    ) -> dict[str, Any]:
+        """Give ``subject`` (``User:name``) an ACL 2.0 entry per resource, replacing one there
+        for the same resource (mqadmin ``createAcl``/``updateAcl``)."""
+        if not subject.startswith("User:") or not _USERNAME.fullmatch(subject[5:]):
+            raise ValidationError(f"the subject is User:NAME, not {subject!r}")
+        if not resources or any(Resource.parse(r) is None for r in resources):
+            raise ValidationError(
+                f"resources are *, Topic:NAME, Topic:PREFIX*, Group:NAME, Group:* ..., not {resources!r}"
+            )
+        known = [a.java_name for a in Action if a not in (Action.UNKNOWN, Action.ANY)]
+        if not actions or any(Action.by_name(a) in (None, Action.UNKNOWN, Action.ANY) for a in actions):
+            raise ValidationError(f"actions are some of {', '.join(known)}, not {actions!r}")
+        if Decision.by_name(decision) is None:
+            raise ValidationError(f"decision is Allow or Deny, not {decision!r}")
+        bad = [ip for ip in source_ips if not is_valid_ip_or_cidr(ip)]
+        if bad:
+            raise ValidationError(f"source IPs are addresses or CIDR blocks, not {bad!r}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to write the rule to")
+        brokers = await self.admin.create_acl(
+            subject,
+            resources,
+            actions,
+            decision,
+            source_ips or None,
+            cluster=cluster or None,
+            broker_addr=broker_addr or None,
+            update=True,
+        )
+        return {"subject": subject, "resources": resources, "brokers": brokers}
+
+    async def delete_acl_rule(
+        self, subject: str, resource: str | None, *, cluster: str | None, broker_addr: str | None
+    ) -> dict[str, Any]:
+        """Delete a subject's ACL 2.0 rules, or only its entry for ``resource`` (mqadmin ``deleteAcl``)."""
+        if resource is not None and Resource.parse(resource) is None:
+            raise ValidationError(f"not a resource: {resource!r}")
+        if not cluster and not broker_addr:
+            raise ValidationError("give a cluster or a broker address to delete the rule from")
+        brokers = await self.admin.delete_acl(
+            subject, resource, cluster=cluster or None, broker_addr=broker_addr or None
+        )
+        return {"subject": subject, "resource": resource, "brokers": brokers, "deleted": True}
+
     # -- dead letters -------------------------------------------------------------------------------
 
     async def dlq_messages(self, group: str, begin: int, end: int) -> dict[str, Any]:
@@ -471,6 +807,61 @@ class ConsoleService:
             "remark": result.remark,
             "spentTimeMills": result.spent_time_mills,
         }
+
+
+# The ranges the console accepts (Java checks none: a negative retryQueueNums makes a group no
+# client can retry in)
+_GROUP_RANGES = {
+    "retryQueueNums": (0, 1024),
+    "retryMaxTimes": (-1, 10_000),  # -1: the client's maxReconsumeTimes decides (Java 5.x)
+    "brokerId": (0, 1024),
+    "whichBrokerWhenConsumeSlowly": (0, 1024),
+}
+
+
+def _check_group_settings(settings: Mapping[str, Any]) -> None:
+    """``ValidationError`` naming the first unknown setting or bad value."""
+    for name, value in settings.items():
+        if name not in GROUP_SETTINGS:
+            known = ", ".join(GROUP_SETTINGS)
+            raise ValidationError(f"unknown group setting {name!r}; the settings are {known}")
+        kind = GROUP_SETTINGS[name][1]
+        if kind is bool and not isinstance(value, bool):
+            raise ValidationError(f"{name} must be true or false, not {value!r}")
+        if kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(f"{name} must be a whole number, not {value!r}")
+            low, high = _GROUP_RANGES[name]
+            if not low <= value <= high:
+                raise ValidationError(f"{name} must be between {low} and {high}, not {value}")
+
+
+_ACL_KEY_MIN = 6  # Java checkPlainAccessConfig: both keys longer than 6 characters
+_PERMS = "PUB, SUB, PUB|SUB or DENY"
+_USERNAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def mask_secret(secret: str | None) -> str | None:
+    """A secret key or password as the console shows it: its first two characters, then stars
+    (all stars when it is short); never in full."""
+    if not secret:
+        return None
+    return secret[:2] + "*" * 6 if len(secret) > 6 else "*" * 6
+
+
+def _remark(exc: BaseException) -> str:
+    """The broker's own words of a refusal, else the error's text."""
+    return getattr(exc, "remark", "") or _error_text(exc)
+
+
+def _connection_dict(c: Connection) -> dict[str, Any]:
+    return {
+        "clientId": c.client_id,
+        "clientAddr": c.client_addr,
+        "language": c.language.name,
+        "version": c.version,
+        "versionDesc": version_desc(c.version),
+    }
 
 
 def _error_text(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ Used by ``finchmq demo`` and by the benchmarks; CPU and memory are read from /pr
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +33,10 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+# the server's "ready in N ms" line (not "address already in use" in a warning before it)
+_READY = re.compile(r"^ready in \d+ ms", re.MULTILINE)
 
 
 def free_port() -> int:
@@ -184,6 +189,10 @@ class ServerProcess(ChildServer):
             args += ["-c", str(conf_file)]
         env = {"PYTHONPATH": str(self.source)} if self.source is not None else None
         self._spawn(
-            args, self.cwd, lambda: "ready in" in self.log_path.read_text(errors="replace"), "get ready", env
+            args,
+            self.cwd,
+            lambda: _READY.search(self.log_path.read_text(errors="replace")) is not None,
+            "get ready",
+            env,
         )
         return self

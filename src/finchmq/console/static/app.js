@@ -124,6 +124,8 @@
   // A uPlot line chart of {time: [epoch s], series: {name: [values]}}.
   function chart(container, data, unit) {
     const names = Object.keys(data.series);
+    container.dataset.points = String(data.time.length);  // what the chart was given (kept across restarts)
+    container.dataset.first = data.time.length ? String(data.time[0]) : "";
     if (data.time.length < 2 || names.length === 0) {
       container.append(h("div", { class: "empty" },
         `collecting samples (one every ${data.interval} s)…`, data.lastError ? ` last error: ${data.lastError}` : ""));
@@ -316,6 +318,46 @@
     );
   }
 
+  async function clusterNames() {
+    const cluster = await api("GET", "/api/cluster");
+    return [...new Set(cluster.brokers.map(b => b.cluster))];
+  }
+
+  // The consumer group settings the form edits (SubscriptionGroupConfig, Java names).
+  const GROUP_FLAGS = [["consumeEnable", "consume enabled"], ["consumeBroadcastEnable", "broadcast allowed"],
+    ["consumeFromMinEnable", "consume from min"], ["consumeMessageOrderly", "orderly (5.x)"]];
+  const GROUP_NUMBERS = [["retryQueueNums", "Retry queues", 1], ["retryMaxTimes", "Retry max times", 16],
+    ["brokerId", "Broker ID", 0], ["whichBrokerWhenConsumeSlowly", "Broker when slow", 1]];
+
+  // The create (or update) consumer group form, on every master of the chosen cluster.
+  function groupForm({ clusters, create, group, config, onDone }) {
+    const name = h("input", { id: "group-name", value: group || "", placeholder: "GroupName", disabled: !create });
+    const clusterSel = h("select", { id: "group-cluster" }, clusters.map(c => h("option", { value: c }, c)));
+    const flags = Object.fromEntries(GROUP_FLAGS.map(([k]) => [k, h("input", { type: "checkbox", id: `group-${k}`,
+      checked: config ? Boolean(config[k]) : k !== "consumeMessageOrderly" })]));
+    const numbers = Object.fromEntries(GROUP_NUMBERS.map(([k, , v]) => [k, h("input", { type: "number", id: `group-${k}`,
+      value: config && config[k] !== undefined && config[k] !== null ? config[k] : v })]));
+    const result = h("div", { id: "group-result" });
+    const button = h("button", { type: "submit", id: "group-submit" }, create ? "Create group" : "Update group");
+    const form = h("form", {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const body = { group: name.value.trim(), cluster: clusterSel.value };
+        GROUP_FLAGS.forEach(([k]) => { body[k] = flags[k].checked; });
+        GROUP_NUMBERS.forEach(([k]) => { body[k] = numbers[k].value === "" ? null : Number(numbers[k].value); });
+        const r = await act(button, () => api("POST", "/api/groups", body));
+        if (r) {
+          result.replaceChildren(h("div", { class: "result" },
+            `${r.created ? "Created" : "Updated"} `, groupLink(r.group), ` on ${r.brokers.join(", ")}`));
+          if (onDone) await onDone();
+        }
+      },
+    }, h("div", { class: "toolbar" }, h("label", {}, "Group", name), h("label", {}, "Cluster", clusterSel),
+      GROUP_NUMBERS.map(([k, title]) => h("label", {}, title, numbers[k])),
+      GROUP_FLAGS.map(([k, title]) => h("label", { class: "check" }, flags[k], title)), button), result);
+    return card(create ? "Create a consumer group" : "Update the settings", form);
+  }
+
   async function groupsPage(gen) {
     const groups = await api("GET", "/api/groups");
     if (gen !== generation) return;
@@ -337,7 +379,8 @@
     };
     filter.addEventListener("input", draw);
     system.addEventListener("change", draw);
-    main.replaceChildren(h("h1", {}, "Consumer groups"), card(null,
+    main.replaceChildren(h("h1", {}, "Consumer groups"),
+      canChange() ? groupForm({ clusters: await clusterNames(), create: true }) : null, card(null,
       h("div", { class: "toolbar" }, h("label", { class: "grow" }, "Filter", filter),
         h("label", { class: "check" }, system, "system groups")), list));
     draw();
@@ -353,6 +396,13 @@
     const topics = new Set();
     if (progress) progress.queues.forEach(q => { if (!q.topic.startsWith("%RETRY%")) topics.add(q.topic); });
     if (conn) Object.keys(conn.subscriptionTable || {}).forEach(t => { if (!t.startsWith("%RETRY%")) topics.add(t); });
+    const clusters = canChange() ? await clusterNames() : [];
+    if (gen !== generation) return;
+    const del = h("button", { class: "danger", id: "group-delete", onclick: async () => {
+      if (!confirm(`Delete consumer group ${group}, with its retry and dead-letter topics, from cluster ${clusters[0]}?`)) return;
+      const r = await act(del, () => api("DELETE", `/api/groups/${encodeURIComponent(group)}`, { cluster: clusters[0] }));
+      if (r) location.hash = "#/groups";
+    } }, "Delete group");
     const chartBox = h("div", { class: "chart", id: "lag-chart" });
     const lagBox = h("div", { id: "lag" });
     const drawProgress = (data) => {
@@ -373,7 +423,7 @@
     drawProgress(info);
     main.replaceChildren(
       h("div", { class: "titlebar" }, h("h1", { class: "grow" }, `Consumer group ${group}`),
-        link(`#/dlq?group=${encodeURIComponent(group)}`, "dead letters")),
+        link(`#/dlq?group=${encodeURIComponent(group)}`, "dead letters"), canChange() && info.config ? del : null),
       h("div", { class: "grid2" },
         card("Online clients", conn ? [table([
           { title: "Client ID", value: c => c.clientId, mono: true },
@@ -390,6 +440,7 @@
           : h("div", { class: "empty" }, "no client online"))),
       card(null, lagBox, h("h2", {}, `Lag, last hour (sampled every ${series.interval} s)`), chartBox),
       popCard(info),
+      canChange() && info.config ? groupForm({ clusters, create: false, group, config: info.config }) : null,
       canChange() ? resetForm(group, [...topics].sort(), async () => {
         const fresh = await act(null, () => api("GET", `/api/groups/${encodeURIComponent(group)}`));
         if (fresh && gen === generation) drawProgress(fresh);
@@ -558,6 +609,158 @@
     );
   }
 
+  // rocketmq-dashboard's producer page: a producer group's online members, as a broker of the topic sees them.
+  async function producersPage(gen, query) {
+    const [topics, groups] = await Promise.all([api("GET", "/api/topics"), api("GET", "/api/producer-groups")]);
+    if (gen !== generation) return;
+    const topic = h("input", { id: "producer-topic", list: "producer-topics", value: query.get("topic") || "" });
+    const topicOptions = h("datalist", { id: "producer-topics" },
+      topics.filter(t => t.kind === "NORMAL").map(t => h("option", { value: t.topic })));
+    const group = h("input", { id: "producer-group", list: "producer-groups", value: query.get("group") || "" });
+    const groupOptions = h("datalist", { id: "producer-groups" }, groups.map(g => h("option", { value: g })));
+    const results = h("div", { id: "producer-results" });
+    const button = h("button", { type: "submit", id: "producer-search" }, "Search");
+    const search = async () => {
+      const params = new URLSearchParams({ topic: topic.value.trim(), group: group.value.trim() });
+      const r = await act(button, () => api("GET", `/api/producers?${params}`));
+      if (r) {
+        results.replaceChildren(r.error ? h("div", { class: "empty", id: "producer-none" }, r.error) : table([
+          { title: "Client ID", value: c => c.clientId, mono: true },
+          { title: "Address", value: c => c.clientAddr, mono: true },
+          { title: "Language", value: c => c.language },
+          { title: "Version", value: c => c.versionDesc || c.version },
+        ], r.connections, "no producer online"));
+      }
+    };
+    main.replaceChildren(h("h1", {}, "Producers"),
+      card(null, h("div", { class: "muted", style: "margin-bottom:8px" },
+        "The producers of a group online now, as a broker of the topic sees them."),
+      h("form", { onsubmit: (e) => { e.preventDefault(); search(); } },
+        h("div", { class: "toolbar" }, h("label", {}, "Topic", topic, topicOptions),
+          h("label", {}, "Producer group", group, groupOptions), button))),
+      card(null, results));
+    if (query.get("topic") && query.get("group")) await search();
+  }
+
+  // ACL: each master's ACL 1.0 files and ACL 2.0 users and rules; forms to change them (admins).
+  async function aclPage(gen) {
+    const [state, clusters] = await Promise.all([api("GET", "/api/acl"), clusterNames()]);
+    if (gen !== generation) return;
+    const clusterSel = h("select", { id: "acl-cluster" }, clusters.map(c => h("option", { value: c }, c)));
+    const done = (box, text) => { box.replaceChildren(h("div", { class: "result" }, text)); };
+    const send = async (button, box, method, path, body, text) => {
+      const r = await act(button, () => api(method, path, { ...body, cluster: clusterSel.value }));
+      if (r) { done(box, text(r)); await refresh(); }
+    };
+    const lists = h("div", { id: "acl-state" });
+    const drawState = (data) => lists.replaceChildren(...data.brokers.map(b => card(`${b.brokerName} (${b.brokerAddr})`,
+      h("h2", { style: "margin-top:0" }, "ACL 1.0 (plain_acl.yml)"),
+      b.acl1.enabled ? [table([
+        { title: "File", value: f => f.path, mono: true },
+        { title: "Version", value: f => f.counter, num: true },
+        { title: "Changed", value: f => fmtTime(f.timestamp), time: true },
+      ], b.acl1.files), h("div", { class: "muted" },
+        "Accounts are not listed: RocketMQ 4.9.8 removed the request that read them back, as it sent secret keys.")]
+        : h("div", { class: "empty acl1-off" }, b.acl1.error),
+      h("h2", {}, "ACL 2.0 users"),
+      b.acl2.enabled ? table([
+        { title: "User", value: u => u.username },
+        { title: "Password", value: u => u.password || "-", mono: true },
+        { title: "Type", value: u => u.userType || "-" },
+        { title: "Status", value: u => u.userStatus || "-" },
+        ...(canChange() ? [{ title: "", value: u => deleteButton("user-delete", () =>
+          api("DELETE", `/api/acl/users/${encodeURIComponent(u.username)}`, { brokerAddr: b.brokerAddr })) }] : []),
+      ], b.acl2.users, "no user") : h("div", { class: "empty acl2-off" }, b.acl2.error),
+      b.acl2.enabled ? [h("h2", {}, "ACL 2.0 rules"), table([
+        { title: "Subject", value: r => r.subject },
+        { title: "Resource", value: r => r.resource, mono: true },
+        { title: "Actions", value: r => r.actions.join(", ") },
+        { title: "Source IPs", value: r => r.sourceIps.join(", ") || "any" },
+        { title: "Decision", value: r => r.decision },
+        ...(canChange() ? [{ title: "", value: r => deleteButton("rule-delete", () =>
+          api("DELETE", "/api/acl/rules", { subject: r.subject, resource: r.resource, brokerAddr: b.brokerAddr })) }] : []),
+      ], b.acl2.rules, "no rule")] : null)));
+    const refresh = async () => {
+      const fresh = await act(null, () => api("GET", "/api/acl"));
+      if (fresh && gen === generation) drawState(fresh);
+    };
+    const deleteButton = (cls, call) => {
+      const b = h("button", { type: "button", class: `small danger ${cls}`, onclick: async () => {
+        if (!confirm("Delete it?")) return;
+        if (await act(b, call)) await refresh();
+      } }, "Delete");
+      return b;
+    };
+    drawState(state);
+    const field = (id, title, attrs = {}) => {
+      const input = h("input", { id, ...attrs });
+      return [input, h("label", {}, title, input)];
+    };
+    const forms = [];
+    if (canChange()) {
+      const [ak, akL] = field("acl1-accessKey", "Access key");
+      const [sk, skL] = field("acl1-secretKey", "Secret key (empty: keep)", { type: "password", autocomplete: "new-password" });
+      const [white, whiteL] = field("acl1-white", "White remote address", { placeholder: "192.168.0.*" });
+      const admin = h("input", { type: "checkbox", id: "acl1-admin" });
+      const permSel = (id) => h("select", { id }, ["", "DENY", "PUB", "SUB", "PUB|SUB"].map(p =>
+        h("option", { value: p }, p || "(keep)")));
+      const topicPerm = permSel("acl1-defaultTopicPerm");
+      const groupPerm = permSel("acl1-defaultGroupPerm");
+      const [tp, tpL] = field("acl1-topicPerms", "Topic perms", { placeholder: "topicA=PUB,topicB=SUB" });
+      const [gp, gpL] = field("acl1-groupPerms", "Group perms", { placeholder: "groupA=SUB" });
+      const box1 = h("div", { id: "acl1-result" });
+      const save1 = h("button", { type: "submit", id: "acl1-submit" }, "Save account");
+      const del1 = h("button", { type: "button", class: "danger", id: "acl1-delete", onclick: () => {
+        if (confirm(`Delete account ${ak.value}?`)) send(del1, box1, "DELETE",
+          `/api/acl/accounts/${encodeURIComponent(ak.value.trim())}`, {}, r => `Deleted ${r.accessKey} on ${r.brokers.join(", ")}`);
+      } }, "Delete account");
+      forms.push(card("ACL 1.0 account", h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        send(save1, box1, "POST", "/api/acl/accounts", {
+          accessKey: ak.value.trim(), secretKey: sk.value || null, whiteRemoteAddress: white.value.trim() || null,
+          admin: admin.checked, defaultTopicPerm: topicPerm.value || null, defaultGroupPerm: groupPerm.value || null,
+          topicPerms: tp.value, groupPerms: gp.value,
+        }, r => `Saved ${r.accessKey}${r.secretKey ? ` (secret ${r.secretKey})` : ""} on ${r.brokers.join(", ")}`);
+      } }, h("div", { class: "toolbar" }, akL, skL, whiteL, h("label", {}, "Default topic perm", topicPerm),
+        h("label", {}, "Default group perm", groupPerm), tpL, gpL, h("label", { class: "check" }, admin, "admin"),
+        save1, del1), box1)));
+
+      const [user, userL] = field("user-name", "User");
+      const [pw, pwL] = field("user-password", "Password", { type: "password", autocomplete: "new-password" });
+      const userType = h("select", { id: "user-type" }, ["Normal", "Super"].map(t => h("option", { value: t }, t)));
+      const userStatus = h("select", { id: "user-status" }, ["enable", "disable"].map(t => h("option", { value: t }, t)));
+      const update = h("input", { type: "checkbox", id: "user-update" });
+      const box2 = h("div", { id: "user-result" });
+      const save2 = h("button", { type: "submit", id: "user-submit" }, "Save user");
+      forms.push(card("ACL 2.0 user", h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        const name = user.value.trim();
+        const body = { username: name, password: pw.value || null, userType: userType.value };
+        if (update.checked) body.userStatus = userStatus.value;
+        send(save2, box2, "POST", update.checked ? `/api/acl/users/${encodeURIComponent(name)}` : "/api/acl/users", body,
+          r => `${r.created ? "Created" : "Updated"} ${r.username}${r.password ? ` (password ${r.password})` : ""} on ${r.brokers.join(", ")}`);
+      } }, h("div", { class: "toolbar" }, userL, pwL, h("label", {}, "Type", userType), h("label", {}, "Status", userStatus),
+        h("label", { class: "check" }, update, "update an existing user"), save2), box2)));
+
+      const [subject, subjectL] = field("rule-subject", "Subject", { placeholder: "User:alice" });
+      const [res, resL] = field("rule-resources", "Resources", { placeholder: "Topic:orders*,Group:*" });
+      const [actions, actionsL] = field("rule-actions", "Actions", { placeholder: "Pub,Sub" });
+      const [ips, ipsL] = field("rule-ips", "Source IPs", { placeholder: "10.0.0.0/8" });
+      const decision = h("select", { id: "rule-decision" }, ["Allow", "Deny"].map(t => h("option", { value: t }, t)));
+      const box3 = h("div", { id: "rule-result" });
+      const save3 = h("button", { type: "submit", id: "rule-submit" }, "Save rule");
+      forms.push(card("ACL 2.0 rule", h("form", { onsubmit: (e) => {
+        e.preventDefault();
+        send(save3, box3, "POST", "/api/acl/rules", { subject: subject.value.trim(), resources: res.value,
+          actions: actions.value, sourceIps: ips.value, decision: decision.value },
+          r => `Saved ${r.subject} on ${r.resources.join(", ")} on ${r.brokers.join(", ")}`);
+      } }, h("div", { class: "toolbar" }, subjectL, resL, actionsL, ipsL, h("label", {}, "Decision", decision), save3), box3)));
+    }
+    main.replaceChildren(h("h1", {}, "ACL"),
+      canChange() ? card(null, h("div", { class: "toolbar" }, h("label", {}, "Changes go to every master of cluster", clusterSel))) : null,
+      lists, ...forms);
+  }
+
   async function dlqPage(gen, query) {
     const groups = await api("GET", "/api/groups");
     if (gen !== generation) return;
@@ -613,6 +816,8 @@
     messages: (gen, arg, query) => messagesPage(gen, query),
     message: (gen, arg, query) => messagePage(gen, query),
     dlq: (gen, arg, query) => dlqPage(gen, query),
+    producers: (gen, arg, query) => producersPage(gen, query),
+    acl: (gen) => aclPage(gen),
   };
   const NAV = { topic: "topics", group: "groups", message: "messages" };
 

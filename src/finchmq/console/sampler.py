@@ -15,21 +15,33 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from finchmq.client import AdminClient, MQClientError, NoRouteError
 from finchmq.common.tasks import BackgroundTasks
 from finchmq.protocol.topics import is_system_group
-
-if TYPE_CHECKING:
-    from .history import SampleFile
 
 __all__ = ["Sample", "Sampler"]
 
 log = logging.getLogger(__name__)
 
 _GROUP_CONCURRENCY = 8
+
+
+class SampleFile(Protocol):
+    """Where a ``Sampler`` keeps its samples across restarts: ``history.SampleFile``."""
+
+    path: Path
+    disabled: str | None
+
+    def open(self, since: float, keep: int) -> list[Sample]: ...
+
+    def append(self, sample: Sample, ring: Iterable[Sample], keep: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from finchmq.cli.credentials import add_credential_options, session_credentials
 from finchmq.cli.tls import add_tls_options, tls_client_options
 from finchmq.remoting import run
 
@@ -107,6 +108,7 @@ def add_console_parser(commands: Any) -> None:
         help="listen address (default 127.0.0.1: this machine only; another address needs --users)",
     )
     add_tls_options(parser)
+    add_credential_options(parser, what="the console's requests to the brokers (their ACL)")
     add_login_arguments(parser)
     parser.set_defaults(handler=_run_console)
 
@@ -120,7 +122,7 @@ async def _console_main(args: argparse.Namespace) -> None:
         args.namesrv,
         args.bind,
         args.port,
-        tls_client_options(args),
+        {"session_credentials": session_credentials(args), **tls_client_options(args)},
         users_file=args.users,
         session_timeout=args.session_timeout,
     )
@@ -138,7 +140,7 @@ def _run_console(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"finchmq console: cannot start: {exc}", file=sys.stderr)
         return 1
-    except ValueError as exc:  # a malformed name server address
+    except ValueError as exc:  # a malformed name server address, one ACL key without the other
         print(f"finchmq console: {exc}", file=sys.stderr)
         return 2
     return 0

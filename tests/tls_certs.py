@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["TlsFiles", "make_tls_files", "tls_files"]
+__all__ = ["TlsFiles", "client_properties", "make_tls_files", "server_properties", "tls_files"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,30 @@ class TlsFiles:
     client_key: Path
     stranger_cert: Path  # signed by another CA
     stranger_key: Path
+
+
+def client_properties(files: TlsFiles) -> dict[str, str]:
+    """tls.client.* for a client the server trusts, that verifies the server (Java's names)."""
+    return {
+        "tls.test.mode.enable": "false",
+        "tls.client.certPath": str(files.client_cert),
+        "tls.client.keyPath": str(files.client_key),
+        "tls.client.authServer": "true",
+        "tls.client.trustCertPath": str(files.ca_cert),
+    }
+
+
+def server_properties(files: TlsFiles) -> dict[str, str]:
+    """An enforcing mutual-TLS server (and its own client to the name server)."""
+    return {
+        "tls.server.mode": "enforcing",
+        "tls.server.certPath": str(files.server_cert),
+        "tls.server.keyPath": str(files.server_key),
+        "tls.server.need.client.auth": "require",
+        "tls.server.authClient": "true",
+        "tls.server.trustCertPath": str(files.ca_cert),
+        **client_properties(files),  # the broker's own client to the name server
+    }
 
 
 def _openssl(*args: str) -> None:

@@ -17,30 +17,7 @@ from finchmq.protocol.message import Message
 from finchmq.remoting import RemotingClient, RemotingClientConfig
 from finchmq.testing import EmbeddedServer
 from tests.client.conftest import TEST_BROKER
-from tests.tls_certs import TlsFiles
-
-
-def client_properties(files: TlsFiles) -> dict[str, str]:
-    """tls.client.* for a client the server trusts, that verifies the server (Java's names)."""
-    return {
-        "tls.test.mode.enable": "false",
-        "tls.client.certPath": str(files.client_cert),
-        "tls.client.keyPath": str(files.client_key),
-        "tls.client.authServer": "true",
-        "tls.client.trustCertPath": str(files.ca_cert),
-    }
-
-
-def server_properties(files: TlsFiles) -> dict[str, str]:
-    return {
-        "tls.server.mode": "enforcing",
-        "tls.server.certPath": str(files.server_cert),
-        "tls.server.keyPath": str(files.server_key),
-        "tls.server.need.client.auth": "require",
-        "tls.server.authClient": "true",
-        "tls.server.trustCertPath": str(files.ca_cert),
-        **client_properties(files),  # the broker's own client to the name server
-    }
+from tests.tls_certs import TlsFiles, client_properties, server_properties
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from finchmq.testing.process import ServerProcess
-from tests.broker.test_tls import client_properties, server_properties
 from tests.client.conftest import TEST_BROKER
-from tests.tls_certs import TlsFiles
+from tests.tls_certs import TlsFiles, client_properties, server_properties
 
 from .conftest import run_java
 

@@ -20,7 +20,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from finchmq.client import MessageConst
+from finchmq.client import MessageConst, TlsConfig
 from finchmq.protocol.errors import MessageDecodeError
 from finchmq.protocol.hosts import pack_host
 from finchmq.protocol.message import properties_to_string
@@ -39,6 +39,7 @@ from finchmq.spark.partitions import (
     rate_limit,
     to_offset_json,
 )
+from tests.tls_certs import TlsFiles, client_properties
 
 BASE = {"nameServer": "127.0.0.1:9876", "topic": "Orders"}
 
@@ -286,6 +287,56 @@ def test_uniq_keys_are_deterministic_and_distinct() -> None:
         WriteIds("query-2", "7", 3).uniq_key(5),
     }
     assert ids.uniq_key(5) not in others and len(others) == 4
+
+
+def test_tls_options_use_javas_names(tls_files: TlsFiles) -> None:
+    """``tls.enable`` and ``tls.client.*`` (Java's names, any case) become the clients' TLS
+    settings; they travel to the workers with the options."""
+    assert parse().tls.enable is not True and WriteOptions.parse({"nameServer": "h:1"}).tls.enable is not True
+    props = {k.upper() if k.endswith("certPath") else k: v for k, v in client_properties(tls_files).items()}
+    opts = parse(**{"TLS.ENABLE": "true", **props})
+    assert opts.tls == TlsConfig.from_properties({"tls.enable": "true", **client_properties(tls_files)})
+    assert opts.tls.client_auth_server and opts.tls.client_trust_cert_path == str(tls_files.ca_cert)
+    assert pickle.loads(pickle.dumps(opts)) == opts
+    write = WriteOptions.parse({"nameServer": "h:1", "tls.enable": "true"})
+    assert write.tls.enable and write.tls.test_mode_enable  # Java's default: any server is trusted
+    conf = tls_files.ca_cert.parent / "spark-tls.properties"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in client_properties(tls_files).items()))
+    from_file = parse(**{"tls.enable": "true", "tls.config.file": str(conf)}).tls
+    assert from_file.client_cert_path == str(tls_files.client_cert) and not from_file.test_mode_enable
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        ({"tls.enable": "yes"}, r"tls.enable='yes': expected true or false"),
+        ({"tls.client.authServer": "1", "tls.enable": "true"}, r"tls.client.authServer='1': expected true"),
+        (
+            {"tls.client.trustCertPath": "/x.pem"},
+            r"tls.enable='': tls.client.trustCertPath given but TLS is off: set tls.enable=true",
+        ),
+        ({"tls.server.mode": "enforcing"}, r"tls.server.mode='enforcing': a server setting"),
+        ({"tls.client.keyPassword2": "s"}, r"tls.client.keyPassword2='\*\*\*': not a TLS client setting"),
+        (
+            {"tls.enable": "true", "tls.config.file": "/nowhere/tls.properties"},
+            r"tls.config.file='/nowhere/tls.properties': tls.config.file /nowhere/tls.properties does not exist",
+        ),
+        (
+            {
+                "tls.enable": "true",
+                "tls.test.mode.enable": "false",
+                "tls.client.authServer": "true",
+                "tls.client.trustCertPath": "/nowhere/ca.pem",
+            },
+            r"tls.client.trustCertPath='/nowhere/ca.pem': cannot load tls.client.trustCertPath",
+        ),
+    ],
+)
+def test_bad_tls_options(extra: dict[str, str], match: str) -> None:
+    with pytest.raises(OptionError, match="rocketmq option " + match):
+        parse(**extra)
+    with pytest.raises(OptionError, match="rocketmq option " + match):
+        WriteOptions.parse({"nameServer": "h:1", **extra})
 
 
 # -- offsets, partitions, admission control -------------------------------------------------------------

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from finchmq.cli.credentials import add_credential_options, session_credentials
 from finchmq.cli.tls import add_tls_options, tls_client_options
-from finchmq.client import SessionCredentials
 from finchmq.remoting import run
 
 __all__ = [
@@ -129,18 +129,6 @@ def add_console_parser(commands: Any) -> None:
         "$XDG_DATA_HOME/finchmq/console, else ~/.local/share/finchmq/console)",
     )
     parser.add_argument(
-        "--access-key",
-        default=os.environ.get("FINCHMQ_CONSOLE_ACCESS_KEY"),
-        help="the ACL account (1.0 access key, or 2.0 user name) the console signs its requests with, "
-        "for a cluster with ACL on; an admin (1.0) or super user (2.0) to manage ACL (default "
-        "$FINCHMQ_CONSOLE_ACCESS_KEY)",
-    )
-    parser.add_argument(
-        "--secret-key",
-        default=os.environ.get("FINCHMQ_CONSOLE_SECRET_KEY"),
-        help="its secret key or password (default $FINCHMQ_CONSOLE_SECRET_KEY)",
-    )
-    parser.add_argument(
         "--sample-interval",
         type=float,
         default=None,
@@ -148,6 +136,11 @@ def add_console_parser(commands: Any) -> None:
         help="how often the charts' figures are read from the cluster (default 10)",
     )
     add_tls_options(parser)
+    add_credential_options(
+        parser,
+        what="the console's requests to the brokers, for a cluster with ACL on (an admin (1.0) or super "
+        "user (2.0) to manage ACL)",
+    )
     add_login_arguments(parser)
     parser.set_defaults(handler=_run_console)
 
@@ -157,11 +150,7 @@ async def _console_main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    options = tls_client_options(args)
-    if args.access_key or args.secret_key:
-        if not (args.access_key and args.secret_key):
-            raise ValueError("--access-key and --secret-key go together (the cluster's ACL account)")
-        options = {**options, "session_credentials": SessionCredentials(args.access_key, args.secret_key)}
+    options = {"session_credentials": session_credentials(args), **tls_client_options(args)}
     console = await start_console(
         args.namesrv,
         args.bind,
@@ -186,7 +175,7 @@ def _run_console(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"finchmq console: cannot start: {exc}", file=sys.stderr)
         return 1
-    except ValueError as exc:  # a malformed name server address
+    except ValueError as exc:  # a malformed name server address, one ACL key without the other
         print(f"finchmq console: {exc}", file=sys.stderr)
         return 2
     return 0

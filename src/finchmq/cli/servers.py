@@ -24,6 +24,7 @@ from typing import Any
 
 from finchmq.broker import BrokerConfig, BrokerController
 from finchmq.cli.console import DEFAULT_CONSOLE_PORT, add_login_arguments, start_console
+from finchmq.cli.credentials import add_credential_options, session_credentials
 from finchmq.cli.grpc import (
     GRPC_KEYS,
     PROXY_KEYS,
@@ -233,6 +234,7 @@ def add_server_parsers(commands: Any) -> None:
         "--console-users)",
     )
     add_login_arguments(server, "console-")
+    add_credential_options(server, "console-", "the console's requests to the broker (its ACL)")
     server.set_defaults(handler=_run_server)
 
     proxy = commands.add_parser(
@@ -649,7 +651,11 @@ async def _start_console(args: argparse.Namespace, namesrv_addr: str, tls: TlsCo
         return None
     try:
         # the console's clients talk to this process's servers as the broker does (TLS if enforcing)
-        options = {"use_tls": tls.broker_client_uses_tls, "tls": tls}
+        options = {
+            "use_tls": tls.broker_client_uses_tls,
+            "tls": tls,
+            "session_credentials": session_credentials(args, "console-"),
+        }
         console = await start_console(
             namesrv_addr,
             args.console_bind,
@@ -659,7 +665,7 @@ async def _start_console(args: argparse.Namespace, namesrv_addr: str, tls: TlsCo
             session_timeout=args.console_session_timeout,
             data_dir=Path(args.data_dir) / "console",  # the charts' samples, beside the stores
         )
-    except ValueError as exc:  # a bad accounts file, a network address without one
+    except ValueError as exc:  # a bad accounts file, a network address without one, half an ACL account
         raise RuntimeError(f"web console: {exc}") from None
     except OSError as exc:
         if args.console_port is not None:

@@ -18,7 +18,7 @@ from finchmq.protocol.bodies import ConsumeFromWhere, MessageModel, MessageReque
 from finchmq.protocol.filter import MessageSelector
 from finchmq.protocol.message import Message, MessageExt, MessageQueue
 from finchmq.protocol.message_const import MessageConst
-from finchmq.remoting.tls import TlsConfig, TlsMode
+from finchmq.remoting.tls import TLS_CLIENT_KEYS, TlsConfig, TlsMode
 
 from .admin import AdminClient
 from .allocate import (
@@ -102,6 +102,7 @@ from .transaction import (
 )
 
 __all__ = [
+    "TLS_CLIENT_KEYS",
     "AckResult",
     "AckStatus",
     "AclRefusedError",

@@ -35,6 +35,13 @@ __all__ = ["InvokeCallback", "RemotingClient", "RpcHook", "parse_addr"]
 
 log = logging.getLogger(__name__)
 
+# Why a server may close a plain connection without a word: Java's and finchmq's servers do so to
+# a plain client when tls.server.mode=enforcing (HandshakeHandler).
+_PLAIN_REFUSED = (
+    "a server with tls.server.mode=enforcing closes plain (non-TLS) connections; if it is one, "
+    "connect with TLS (tls.enable=true, finchmq's use_tls=True)"
+)
+
 InvokeCallback = Callable[["RemotingCommand | None", "BaseException | None"], None]
 """Called with ``(response, None)`` or ``(None, error)`` when an async call finishes."""
 
@@ -115,6 +122,7 @@ class RemotingClient(RemotingEndpoint):
                         listener=self._listener,
                         max_frame_size=self.config.max_frame_size,
                         on_lost=lambda c: self._forget(addr, c),
+                        silent_close_hint=None if self._ssl_context is not None else _PLAIN_REFUSED,
                     ),
                     host,
                     port,

@@ -75,8 +75,13 @@ class RemotingConnection(asyncio.Protocol):
         max_frame_size: int,
         on_lost: _LostCallback | None = None,
         first_bytes: _FirstBytesHook | None = None,
+        silent_close_hint: str | None = None,
     ) -> None:
         self._first_bytes = first_bytes
+        # added to the error of pending calls when the peer closes the connection without ever
+        # sending a byte (a client's hint at why, e.g. a TLS-only server refusing plain clients)
+        self._silent_close_hint = silent_close_hint
+        self._heard = False
         self._codec = RemotingCodec(max_frame_size=max_frame_size)
         self._dispatcher = dispatcher
         self._listener = listener
@@ -121,6 +126,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        self._heard = True
         if self._first_bytes is not None:
             hook, self._first_bytes = self._first_bytes, None
             if self._transport is not None and hook(self, self._transport, data):
@@ -165,9 +171,10 @@ class RemotingConnection(asyncio.Protocol):
         self._close_reason = reason
         if exc is not None and self._close_exc is None:
             self._close_exc = exc
-        error = RemotingConnectError(
-            f"connection {self.remote_addr} closed ({reason.value})", self.remote_addr
-        )
+        why = reason.value
+        if reason is CloseReason.PEER_CLOSED and not self._heard and self._silent_close_hint:
+            why = f"{why} without answering: {self._silent_close_hint}"
+        error = RemotingConnectError(f"connection {self.remote_addr} closed ({why})", self.remote_addr)
         if self._close_exc is not None:
             error.__cause__ = self._close_exc
         pending, self._pending = self._pending, {}

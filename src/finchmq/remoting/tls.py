@@ -38,6 +38,7 @@ from pathlib import Path
 from finchmq.common.properties import parse_properties
 
 __all__ = [
+    "TLS_CLIENT_KEYS",
     "TLS_CONFIG_FILE",
     "TLS_ENABLE",
     "TLS_HANDSHAKE_BYTE",
@@ -92,6 +93,11 @@ _KEYS: dict[str, str] = {
 }
 _BY_KEY = {key: name for name, key in _KEYS.items()}
 _FILE_KEYS = frozenset(_KEYS) - {"server_mode", "enable", "config_file"}  # what Java reads from the file
+TLS_CLIENT_KEYS: frozenset[str] = frozenset(
+    key for name, key in _KEYS.items() if not name.startswith("server_")
+)
+"""The keys a client reads: ``tls.enable``, ``tls.config.file``, ``tls.test.mode.enable`` and
+``tls.client.*`` (the rest are a server's)."""
 
 
 def _bool(text: str) -> bool:

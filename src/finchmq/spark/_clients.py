@@ -1,8 +1,9 @@
 """Blocking finchmq clients shared by everything the data source runs in one Python process.
 
 Owns: one ``BlockingPullConsumer``, ``BlockingAdminClient`` or ``BlockingProducer`` per
-(process, name server, credentials[, group], namespace), created on first use and closed at
-exit. Spark reuses its Python workers across tasks, so a worker connects once and every later
+(process, name server, credentials, TLS settings[, group], namespace), created on first use and
+closed at exit; ``security`` is the one place the ACL keys and the TLS settings become client
+settings. Spark reuses its Python workers across tasks, so a worker connects once and every later
 task of any query reuses the connections, routes and portal thread. Imports: ``finchmq.client``
 and ``.options``.
 
@@ -19,7 +20,7 @@ import os
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final, TypedDict, TypeVar
 
 from finchmq.client import (
     BlockingAdminClient,
@@ -27,13 +28,16 @@ from finchmq.client import (
     BlockingPullConsumer,
     MQClientError,
     SessionCredentials,
+    TlsConfig,
 )
 
 from .options import namespaced
 
 __all__ = [
     "READER_GROUP",
+    "Security",
     "close_shared_clients",
+    "security",
     "shared_admin",
     "shared_client",
     "shared_producer",
@@ -63,6 +67,20 @@ def _check_fork() -> None:
         _pid = os.getpid()
 
 
+class Security(TypedDict):
+    """``ClientConfig``'s ACL and TLS settings."""
+
+    session_credentials: SessionCredentials | None
+    use_tls: bool
+    tls: TlsConfig
+
+
+def security(credentials: SessionCredentials | None, tls: TlsConfig) -> Security:
+    """The client settings that sign (ACL 1.0 keys) and encrypt (``tls.enable``: TLS with
+    ``tls``'s ``tls.client.*`` settings) every request of a client the data source builds."""
+    return {"session_credentials": credentials, "use_tls": bool(tls.enable), "tls": tls}
+
+
 _Client = TypeVar("_Client", bound=BlockingPullConsumer | BlockingAdminClient | BlockingProducer)
 
 
@@ -85,32 +103,42 @@ def shared_client(key: tuple[object, ...], make: Callable[[str], _Client]) -> _C
     return _shared(key, lambda: make(_instance_name(name_server)))
 
 
+_PLAIN: Final = TlsConfig()
+
+
 def shared_pull_consumer(
-    name_server: str, credentials: SessionCredentials | None = None, namespace: str | None = None
+    name_server: str,
+    credentials: SessionCredentials | None = None,
+    namespace: str | None = None,
+    tls: TlsConfig = _PLAIN,
 ) -> BlockingPullConsumer:
-    """The process's started pull consumer for ``name_server`` (signing with ``credentials``).
+    """The process's started pull consumer for ``name_server`` (signing with ``credentials``,
+    over TLS as ``tls`` says).
 
     With ``namespace`` its group is ``namespace%finchmq-spark-reader``; the pull API takes no
     namespace, so its callers give queues as the broker knows them (``namespaced``)."""
     return _shared(
-        ("pull", name_server, credentials, namespace),
+        ("pull", name_server, credentials, tls, namespace),
         lambda: BlockingPullConsumer(
             namespaced(namespace).with_namespace(READER_GROUP),
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server),
-            session_credentials=credentials,
+            **security(credentials, tls),
         ),
     )
 
 
-def shared_admin(name_server: str, credentials: SessionCredentials | None = None) -> BlockingAdminClient:
-    """The process's started admin client for ``name_server`` (signing with ``credentials``)."""
+def shared_admin(
+    name_server: str, credentials: SessionCredentials | None = None, tls: TlsConfig = _PLAIN
+) -> BlockingAdminClient:
+    """The process's started admin client for ``name_server`` (signing with ``credentials``, over
+    TLS as ``tls`` says)."""
     return _shared(
-        ("admin", name_server, credentials),
+        ("admin", name_server, credentials, tls),
         lambda: BlockingAdminClient(
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server) + "-admin",
-            session_credentials=credentials,
+            **security(credentials, tls),
         ),
     )
 
@@ -121,18 +149,20 @@ def shared_producer(
     send_timeout_ms: int,
     credentials: SessionCredentials | None = None,
     namespace: str | None = None,
+    tls: TlsConfig = _PLAIN,
 ) -> BlockingProducer:
-    """The process's started producer of ``group`` for ``name_server`` (signing with ``credentials``;
-    in ``namespace``: the client wraps its group and topics, and unwraps what it hands back)."""
+    """The process's started producer of ``group`` for ``name_server`` (signing with ``credentials``,
+    over TLS as ``tls`` says; in ``namespace``: the client wraps its group and topics, and unwraps
+    what it hands back)."""
     return _shared(
-        ("producer", name_server, group, str(send_timeout_ms), credentials, namespace),
+        ("producer", name_server, group, str(send_timeout_ms), credentials, tls, namespace),
         lambda: BlockingProducer(
             group,
             namesrv_addr=name_server,
             instance_name=_instance_name(name_server) + f"-{send_timeout_ms}",
             send_msg_timeout=send_timeout_ms,
-            session_credentials=credentials,
             namespace=namespace,
+            **security(credentials, tls),
         ),
     )
 

@@ -120,7 +120,9 @@ class Planner:
 
     @property
     def consumer(self) -> BlockingPullConsumer:
-        return shared_pull_consumer(self.opts.name_server, self.opts.credentials, self.opts.namespace)
+        return shared_pull_consumer(
+            self.opts.name_server, self.opts.credentials, self.opts.namespace, self.opts.tls
+        )
 
     def _on_broker(self, mq: MessageQueue) -> MessageQueue:
         return self._names.queue_with_namespace(mq)
@@ -237,7 +239,7 @@ def read_partition(partition: QueuePartition, opts: ReadOptions) -> Iterator[pa.
         DataLossError: offsets of the range are gone and ``failOnDataLoss`` is true.
         MQClientError: the broker cannot be reached or answers with an error.
     """
-    consumer = shared_pull_consumer(opts.name_server, opts.credentials, opts.namespace)
+    consumer = shared_pull_consumer(opts.name_server, opts.credentials, opts.namespace, opts.tls)
     portal = Portal.default()
     key = partition.key
     mq = namespaced(opts.namespace).queue_with_namespace(MessageQueue(*key))  # as the broker knows it

@@ -50,7 +50,7 @@ from finchmq.client import (
     TransactionProducer,
 )
 
-from ._clients import shared_admin, shared_client
+from ._clients import security, shared_admin, shared_client
 from ._write import TXN_PROPERTY, HalvesSent, TxnTag, end_all
 from .options import WriteOptions, namespaced
 
@@ -103,7 +103,7 @@ def ensure_commit_topic(opts: WriteOptions) -> None:
     Raises:
         MQClientError: it could not be created (ACL: create it beforehand).
     """
-    admin = shared_admin(opts.name_server, opts.credentials)
+    admin = shared_admin(opts.name_server, opts.credentials, opts.tls)
     topic = namespaced(opts.namespace).with_namespace(opts.commit_topic)  # the admin API takes no namespace
     try:
         admin.topic_route(topic)
@@ -118,7 +118,7 @@ def find_record(opts: WriteOptions, commit_topic: str, query: str, batch: int) -
     Raises:
         MQClientError: the brokers could not be asked (nothing is known then).
     """
-    admin = shared_admin(opts.name_server, opts.credentials)
+    admin = shared_admin(opts.name_server, opts.credentials, opts.tls)
     key = CommitRecord.key(query, batch)
     found = admin.query_message(namespaced(opts.namespace).with_namespace(commit_topic), key, 32)
     for msg in found:  # oldest first: were two ever written, every reader picks the same one
@@ -166,7 +166,7 @@ def _immunity_ms(msg: MessageExt) -> int:
 
 def shared_transaction_producer(opts: WriteOptions) -> BlockingTransactionProducer:
     """The process's started transactional producer of ``opts.producer_group``, answering checks."""
-    key = (opts.producer_group, str(opts.send_timeout_ms), opts.credentials, opts.namespace)
+    key = (opts.producer_group, str(opts.send_timeout_ms), opts.credentials, opts.tls, opts.namespace)
     return shared_client(
         ("txn-producer", opts.name_server, *key),
         lambda instance: BlockingTransactionProducer(
@@ -175,8 +175,8 @@ def shared_transaction_producer(opts: WriteOptions) -> BlockingTransactionProduc
             namesrv_addr=opts.name_server,
             instance_name=f"{instance}-txn-{opts.send_timeout_ms}",
             send_msg_timeout=opts.send_timeout_ms,
-            session_credentials=opts.credentials,
             namespace=opts.namespace,
+            **security(opts.credentials, opts.tls),
         ),
     )
 

@@ -193,7 +193,7 @@ class _Sender:
         """The client's error as the sink's user should read it (naming the option or topic)."""
         if isinstance(exc, NoRouteError):
             try:  # the producer reports an unreachable name server as "no route" too
-                shared_admin(self.opts.name_server, self.opts.credentials).cluster_info()
+                shared_admin(self.opts.name_server, self.opts.credentials, self.opts.tls).cluster_info()
             except (MQNetworkError, MQTimeoutError) as probe:
                 return OptionError(
                     "nameServer", self.opts.name_server, f"cannot reach the name server or broker: {probe}"
@@ -473,7 +473,12 @@ def write_batches(batches: Iterator[pa.RecordBatch], opts: WriteOptions, ids: Wr
         MQClientError: a send failed (the task fails; Spark retries it).
     """
     producer = shared_producer(
-        opts.name_server, opts.producer_group, opts.send_timeout_ms, opts.credentials, opts.namespace
+        opts.name_server,
+        opts.producer_group,
+        opts.send_timeout_ms,
+        opts.credentials,
+        opts.namespace,
+        opts.tls,
     )
     sender = _BatchSender(producer, opts)
     try:

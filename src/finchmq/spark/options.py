@@ -1,16 +1,17 @@
 """Options of the ``rocketmq`` data source: parsed once, validated, and named in every error.
 
 Owns: ``ReadOptions`` and ``WriteOptions`` (frozen, picklable: they travel to Spark's Python
-workers inside the reader and writer objects), ``OptionError``, and the starting/ending offset
-specifications (``OffsetSpec``). Imports: the standard library and ``finchmq.client``; no pyspark,
-so the parsing is unit-tested without a JVM.
+workers inside the reader and writer objects, TLS settings included), ``OptionError``, and the
+starting/ending offset specifications (``OffsetSpec``). Imports: the standard library and
+``finchmq.client``; no pyspark, so the parsing is unit-tested without a JVM.
 
 Strategy: Spark hands a data source its options as a case-insensitive ``str -> str`` mapping.
 ``ReadOptions.parse`` and ``WriteOptions.parse`` turn it into typed values, and every problem
 raises ``OptionError("rocketmq option startingOffsets='...': <what is wrong>")``: the option, the
 value as given, and what would be accepted. Option names follow Spark's Kafka source (camelCase,
 ``startingOffsets``/``endingOffsets`` with -2 = earliest and -1 = latest) and the old RocketMQ
-connector (``nameServer``, ``subExpression``, ``pullBatchSize``). Unknown options are ignored,
+connector (``nameServer``, ``subExpression``, ``pullBatchSize``); TLS settings keep Java's names
+(``tls.enable``, ``tls.client.*``, as everywhere in finchmq). Unknown options are ignored,
 as Spark passes its own (``path``, ``checkpointLocation``) through the same mapping.
 """
 
@@ -20,10 +21,10 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from finchmq.client import ClientConfig, MessageSelector, SessionCredentials
+from finchmq.client import TLS_CLIENT_KEYS, ClientConfig, MessageSelector, SessionCredentials, TlsConfig
 from finchmq.client.config import check_group
 
 __all__ = [
@@ -158,6 +159,51 @@ def _credentials(options: Mapping[str, str]) -> SessionCredentials | None:
             "secretKey", "***" if secret_key else "", "required with accessKey (the ACL account)"
         )
     return SessionCredentials(access_key.strip(), secret_key.strip())
+
+
+_TLS_KEYS: Final = {key.lower(): key for key in TLS_CLIENT_KEYS}
+_TLS_FLAGS: Final = ("tls.enable", "tls.test.mode.enable", "tls.client.authServer")
+
+
+def _tls(options: Mapping[str, str]) -> TlsConfig:
+    """``tls.enable`` and the client's other ``tls.*`` settings, under Java's names
+    (``TlsConfig.from_properties``: ``tls.config.file``'s values win, as in Java). With
+    ``tls.enable=true`` the certificate, key and trust files are loaded here, on the driver, so a
+    wrong path fails the query before any task runs."""
+    given: dict[str, str] = {}
+    for key, value in options.items():
+        lowered = key.lower()
+        if not lowered.startswith("tls."):
+            continue
+        name = _TLS_KEYS.get(lowered)
+        if name is None:
+            shown = "***" if "password" in lowered else value
+            problem = (
+                "a server setting; the data source connects as a client"
+                if lowered.startswith("tls.server.")
+                else "not a TLS client setting"
+            )
+            raise OptionError(key, shown, f"{problem}: expected {', '.join(sorted(TLS_CLIENT_KEYS))}")
+        given[name] = str(value)
+    for flag in _TLS_FLAGS:
+        if flag in given:
+            _bool(given, flag, False)  # strict true/false, as every other option
+    enabled = _bool(given, "tls.enable", False)
+    if not enabled and set(given) - {"tls.enable"}:
+        others = ", ".join(sorted(set(given) - {"tls.enable"}))
+        raise OptionError(
+            "tls.enable", given.get("tls.enable", ""), f"{others} given but TLS is off: set tls.enable=true"
+        )
+    try:
+        config = TlsConfig.from_properties(given)
+        if enabled:
+            config.client_context()  # loads the files: a bad path fails here, naming its key
+    except ValueError as exc:  # TlsConfigError: the message names the key and the file
+        text = str(exc)
+        option = next((k for k in sorted(given, key=len, reverse=True) if k in text), "tls.config.file")
+        shown = "***" if "Password" in option else given.get(option, "")
+        raise OptionError(option, shown, text) from None
+    return config
 
 
 @functools.lru_cache(maxsize=16)
@@ -306,6 +352,7 @@ class ReadOptions:
     streaming: bool = False
     credentials: SessionCredentials | None = None  # accessKey/secretKey: the broker's ACL
     namespace: str | None = None  # topics and consumerGroup are namespace%name on the broker
+    tls: TlsConfig = field(default_factory=TlsConfig)  # tls.enable, tls.client.*: every client
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -392,6 +439,7 @@ class ReadOptions:
             streaming=streaming,
             credentials=_credentials(options),
             namespace=namespace,
+            tls=_tls(options),
         )
 
 
@@ -416,6 +464,7 @@ class WriteOptions:
     commit_topic: str = _DEFAULT_COMMIT_TOPIC
     transaction_timeout_ms: int = 120_000
     namespace: str | None = None  # topics, producerGroup and commitTopic are namespace%name on the broker
+    tls: TlsConfig = field(default_factory=TlsConfig)  # tls.enable, tls.client.*: every client
 
     @property
     def exactly_once(self) -> bool:
@@ -461,4 +510,5 @@ class WriteOptions:
             commit_topic=commit_topic,
             transaction_timeout_ms=timeout_ms,
             namespace=_namespace(options),
+            tls=_tls(options),
         )

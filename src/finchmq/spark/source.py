@@ -244,7 +244,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         names = namespaced(self.opts.namespace)  # the admin API takes the broker's names
         try:
-            shared_admin(self.opts.name_server, self.opts.credentials).update_consume_offsets(
+            shared_admin(self.opts.name_server, self.opts.credentials, self.opts.tls).update_consume_offsets(
                 names.with_namespace(group),
                 {names.queue_with_namespace(MessageQueue(*key)): offset for key, offset in offsets.items()},
             )

@@ -16,9 +16,9 @@ import json
 import os
 import sys
 
-from finchmq.cli.credentials import tools_yml_credentials
+from finchmq.cli.credentials import add_credential_options, session_credentials
 from finchmq.cli.tls import add_tls_options, tls_client_options
-from finchmq.client import MQClientError, SessionCredentials
+from finchmq.client import MQClientError
 from finchmq.client.sync import Portal
 
 from .acl import commands as acl
@@ -58,20 +58,11 @@ COMMANDS: tuple[Command, ...] = (
 """Every command, in the order ``finchmq admin --help`` lists them (by mqadmin's families)."""
 
 
-def _session_credentials(args: argparse.Namespace) -> SessionCredentials | None:
-    """--access-key/--secret-key, else mqadmin's $ROCKETMQ_HOME/conf/tools.yml (accessKey, secretKey)."""
-    if args.access_key or args.secret_key:
-        if not (args.access_key and args.secret_key):
-            raise ValueError("--access-key and --secret-key go together (the broker's ACL account)")
-        return SessionCredentials(args.access_key, args.secret_key)
-    return tools_yml_credentials()
-
-
 def _run(command: Command, args: argparse.Namespace) -> int:
     name = command.name
     portal = Portal.default()
     try:
-        args.credentials = _session_credentials(args)
+        args.credentials = session_credentials(args)
         args.client_options = {"session_credentials": args.credentials, **tls_client_options(args)}
         data, text = command.run(args, portal)
     except (MQClientError, TimeoutError) as exc:
@@ -105,17 +96,7 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="name server address(es), host:port;host:port (default $NAMESRV_ADDR or 127.0.0.1:9876)",
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    common.add_argument(
-        "--access-key",
-        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
-        help="ACL accessKey to sign requests with (default $ROCKETMQ_ACCESS_KEY, else accessKey of "
-        "$ROCKETMQ_HOME/conf/tools.yml as mqadmin reads it)",
-    )
-    common.add_argument(
-        "--secret-key",
-        default=os.environ.get("ROCKETMQ_SECRET_KEY"),
-        help="ACL secretKey (default $ROCKETMQ_SECRET_KEY, else secretKey of $ROCKETMQ_HOME/conf/tools.yml)",
-    )
+    add_credential_options(common)
     add_tls_options(common)
     sub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
     for command in COMMANDS:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
+from . import _compiled
 from ._json import dumps as _dumps
 from ._json import loads_raw as _loads
 from .codes import LanguageCode, ResponseCode, SerializeType
@@ -139,7 +141,7 @@ _ROCKETMQ = SerializeType.ROCKETMQ
 _OTHER = LanguageCode.OTHER
 
 
-def _command_from_json(header: bytes | bytearray, body: bytes) -> RemotingCommand:
+def _command_from_json_py(header: bytes | bytearray, body: bytes) -> RemotingCommand:
     try:
         obj = _loads(header)
     except (ValueError, RecursionError) as exc:
@@ -253,6 +255,37 @@ def _encode_rocketmq_header(cmd: RemotingCommand, opaque: int) -> bytes:
     return fixed + remark + _INT32.pack(len(ext)) + ext
 
 
+def _json_header_py(cmd: RemotingCommand, opaque: int) -> bytes:
+    """The JSON header of ``cmd`` with ``opaque``: alphabetical keys and no null fields, as
+    fastjson writes RemotingCommand. Raises ``LocalProtocolError`` if it cannot be encoded."""
+    fields: dict[str, object] = {
+        "code": cmd.code,
+        "extFields": cmd.ext_fields,
+        "flag": cmd.flag,
+        "language": cmd.language._name_,
+        "opaque": opaque,
+    }
+    if cmd.remark is not None:
+        fields["remark"] = cmd.remark
+    fields["serializeTypeCurrentRPC"] = "JSON"
+    fields["version"] = cmd.version
+    try:
+        return _dumps(fields)
+    except (TypeError, ValueError) as exc:
+        raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
+
+
+# The compiled twins (_codec_c.pyx), chosen here and nowhere else; they hand whatever they do not
+# handle back to the pure functions above, which stay the reference.
+_command_from_json: Callable[[bytes | bytearray, bytes], RemotingCommand] = _command_from_json_py
+_json_header: Callable[[RemotingCommand, int], bytes] = _json_header_py
+_codec_c = _compiled.load("finchmq.protocol._codec_c")
+if _codec_c is not None:
+    _codec_c.bind(_command_from_json_py, _json_header_py)
+    _command_from_json = _codec_c.command_from_json
+    _json_header = _codec_c.json_header
+
+
 def encode_command(
     cmd: RemotingCommand, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, opaque: int | None = None
 ) -> bytes:
@@ -271,22 +304,7 @@ def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None =
         opaque = cmd.opaque
     serialize_type = cmd.serialize_type
     if serialize_type is _JSON:
-        # Alphabetical keys and no null fields, as fastjson writes RemotingCommand.
-        fields: dict[str, object] = {
-            "code": cmd.code,
-            "extFields": ext_fields,
-            "flag": cmd.flag,
-            "language": cmd.language._name_,
-            "opaque": opaque,
-        }
-        if cmd.remark is not None:
-            fields["remark"] = cmd.remark
-        fields["serializeTypeCurrentRPC"] = "JSON"
-        fields["version"] = cmd.version
-        try:
-            header = _dumps(fields)
-        except (TypeError, ValueError) as exc:
-            raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
+        header = _json_header(cmd, opaque)
         word = 0
     elif serialize_type is _ROCKETMQ:
         header = _encode_rocketmq_header(cmd, opaque)

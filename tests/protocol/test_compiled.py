@@ -1,0 +1,183 @@
+"""Differential tests: the compiled twins (``_codec_c.pyx``) against the pure functions they replace.
+
+Same input, same outcome: equal commands (field by field, extFields in the same order) or equal
+bytes, or the same exception type with the same message. Skips, saying why, where the extensions
+are not built (``pip install -e .`` builds them when a C compiler is present).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from finchmq.protocol import codec
+from finchmq.protocol.codes import LanguageCode, SerializeType
+from finchmq.protocol.command import RemotingCommand
+
+_codec_c = pytest.importorskip(
+    "finchmq.protocol._codec_c", reason="the compiled twins are not built (pip install -e . builds them)"
+)
+_codec_c.bind(codec._command_from_json_py, codec._json_header_py)
+
+int32 = st.integers(-(2**31), 2**31 - 1)
+texts = st.text(max_size=24)
+
+
+def _fields(cmd: RemotingCommand) -> tuple[Any, ...]:
+    return (
+        cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark,
+        list(cmd.ext_fields.items()), cmd.body, cmd.serialize_type,
+    )  # fmt: skip
+
+
+def _outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
+    try:
+        result = fn(*args)
+    except Exception as exc:
+        return ("raised", type(exc), str(exc))
+    return ("returned", _fields(result) if isinstance(result, RemotingCommand) else result)
+
+
+def _same_decode(header: bytes | bytearray) -> None:
+    pure = _outcome(codec._command_from_json_py, header, b"body")
+    compiled = _outcome(_codec_c.command_from_json, header, b"body")
+    assert compiled == pure, header
+
+
+@st.composite
+def commands(draw: st.DrawFn) -> RemotingCommand:
+    return RemotingCommand(
+        draw(int32),
+        draw(st.sampled_from(LanguageCode)),
+        draw(int32),
+        draw(int32),
+        draw(int32),
+        draw(st.none() | texts),
+        draw(st.dictionaries(texts, texts, max_size=8)),
+        b"",
+        SerializeType.JSON,
+    )
+
+
+@given(commands())
+def test_what_finchmq_writes_decodes_the_same(cmd: RemotingCommand) -> None:
+    _same_decode(codec._json_header_py(cmd, cmd.opaque))
+
+
+@given(commands())
+def test_the_header_encodes_to_the_same_bytes(cmd: RemotingCommand) -> None:
+    assert _outcome(_codec_c.json_header, cmd, cmd.opaque) == _outcome(codec._json_header_py, cmd, cmd.opaque)
+
+
+# Values a peer may put under any key: what the pure decoder coerces, refuses or ignores.
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts
+    | st.sampled_from(["310", " 7 ", "1.0", "JAVA", "CPP", "x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+header_keys = (
+    st.sampled_from(
+        ["code", "language", "version", "opaque", "flag", "remark", "extFields", "serializeTypeCurrentRPC"]
+    )
+    | texts
+)
+
+
+@st.composite
+def odd_headers(draw: st.DrawFn) -> bytes:
+    obj: dict[str, Any] = {}
+    if draw(st.booleans()):
+        obj["code"] = draw(int32)
+    for key, value in draw(st.lists(st.tuples(header_keys, json_values), max_size=8)):
+        obj[key] = value
+    if draw(st.booleans()):
+        obj["extFields"] = draw(st.dictionaries(texts, texts | json_values, max_size=4))
+    spaced = draw(st.booleans())
+    text = json.dumps(
+        obj, ensure_ascii=draw(st.booleans()), separators=(", ", ": ") if spaced else (",", ":")
+    )
+    data = text.encode("utf-8", "surrogatepass")
+    # Byte-level damage: truncation, an inserted byte, a flipped byte.
+    damage = draw(st.sampled_from(["none", "none", "truncate", "insert", "flip"]))
+    if damage != "none" and data:
+        at = draw(st.integers(0, len(data) - 1))
+        if damage == "truncate":
+            data = data[:at]
+        elif damage == "insert":
+            data = data[:at] + bytes([draw(st.integers(0, 255))]) + data[at:]
+        else:
+            data = data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1 :]
+    return data
+
+
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_headers())
+def test_odd_and_broken_headers_give_the_same_command_or_the_same_error(header: bytes) -> None:
+    _same_decode(header)
+    _same_decode(bytearray(header))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"code":310,"code":"12"}',  # the last duplicate wins, as orjson and fastjson
+        b'{"code":2147483648}',
+        b'{"code":-2147483648,"opaque":01}',
+        b'{"code":1,"language":7,"extFields":{"a":"\\u0001\\u00e9\\u20ac","a":"b"}}',
+        b'{"code":1,"extFields":{"k":"\\ud83d\\ude00"}}',  # a surrogate pair
+        b'{"code":1,"extFields":{"k":"\\ud83d"}}',  # a lone surrogate
+        b'{"code":1,"remark":null}',
+        b'{"c\\u006fde":5}',  # an escaped key
+        b'{"code":1} x',
+        b' {"code" : 1 , "extFields" : { } } ',
+        b'{"code":1,"extFields":{"k":"\xff"}}',  # not UTF-8
+        b'{"code":1,"x":123456789012345678901234567890}',
+        b'{"code":1.0}',
+        b"[]",
+        b"",
+    ],
+)
+def test_edge_headers(header: bytes) -> None:
+    _same_decode(header)
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        RemotingCommand(1, ext_fields={"k": "\ud800"}),  # a lone surrogate: orjson refuses it
+        RemotingCommand(2**63),  # past int64: the stdlib path writes it
+        RemotingCommand(True),  # type: ignore[arg-type]
+        RemotingCommand(1, ext_fields={1: "x"}),  # type: ignore[dict-item]
+        RemotingCommand(1, remark='\x00\x1f\x7f"\\/é€😀', ext_fields={"\x01": "\x02\b\f\n\r\t"}),
+    ],
+)
+def test_edge_commands_encode_the_same(cmd: RemotingCommand) -> None:
+    assert _outcome(_codec_c.json_header, cmd, 7) == _outcome(codec._json_header_py, cmd, 7)
+
+
+def test_the_encoder_matches_orjson_on_every_control_character() -> None:
+    text = "".join(map(chr, range(0x80)))
+    cmd = RemotingCommand(1, remark=text, ext_fields={text: text})
+    assert _codec_c.json_header(cmd, 1) == codec._json_header_py(cmd, 1)
+    assert orjson.loads(_codec_c.json_header(cmd, 1))["remark"] == text
+
+
+@pytest.mark.parametrize("no_extensions", ["1", ""])
+def test_the_environment_variable_selects_the_pure_functions(no_extensions: str) -> None:
+    probe = (
+        "from finchmq.protocol import _compiled, codec;"
+        "print(codec._command_from_json is codec._command_from_json_py, _compiled.loaded())"
+    )
+    env = {**os.environ, "FINCHMQ_NO_EXTENSIONS": no_extensions}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    expected = "True []" if no_extensions else "False ['finchmq.protocol._codec_c']"
+    assert out.stdout.strip() == expected

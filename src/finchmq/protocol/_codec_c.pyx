@@ -499,3 +499,155 @@ def json_header(cmd, opaque):
         return PyBytes_FromStringAndSize(<const char*>w.data, w.size)
     finally:
         PyMem_Free(w.data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames: the split of a received buffer, and the head (length prefix + header) of a frame
+
+
+cdef object _encode_parts_fallback = None
+cdef object _next_command_fallback = None
+cdef object _Signal_NEED_DATA = None
+cdef object _PURE_JSON = _JSON
+
+
+def bind_frames(encode_parts_fallback, next_command_fallback, need_data):
+    """The pure ``encode_parts`` and ``RemotingCodec.next_command`` this module hands the unusual
+    to, and the codec's ``NEED_DATA`` signal."""
+    global _encode_parts_fallback, _next_command_fallback, _Signal_NEED_DATA
+    _encode_parts_fallback = encode_parts_fallback
+    _next_command_fallback = next_command_fallback
+    _Signal_NEED_DATA = need_data
+
+
+cdef inline long _be32(const unsigned char* p) noexcept nogil:
+    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16) | (<unsigned int>p[2] << 8) | p[3])
+
+
+def next_command(codec):
+    """``RemotingCodec.next_command`` for the usual frame: a complete JSON frame whose prefix is
+    valid, sliced out of the buffer and decoded in one call. Anything else (an error already
+    recorded, a short buffer at end of input, a bad or non-JSON prefix, a header the decoder
+    hands back) goes to the pure method, which answers or raises exactly as without this module."""
+    cdef object buf = codec._buf
+    cdef Py_ssize_t pos = codec._pos
+    cdef Py_ssize_t size
+    cdef const unsigned char* data
+    cdef long length, word, header_len
+    cdef Py_ssize_t start, body_start, end
+    cdef object body, command
+    cdef bint is_bytes = type(buf) is bytes
+    if codec._error is not None:
+        return _next_command_fallback(codec)
+    if is_bytes:
+        data = <const unsigned char*>PyBytes_AS_STRING(buf)
+        size = PyBytes_GET_SIZE(buf)
+    elif type(buf) is bytearray:
+        data = <const unsigned char*>PyByteArray_AS_STRING(buf)
+        size = PyByteArray_GET_SIZE(buf)
+    else:
+        return _next_command_fallback(codec)
+    if size - pos < 8:
+        if codec._eof:
+            return _next_command_fallback(codec)
+        return _Signal_NEED_DATA
+    length = _be32(data + pos)
+    word = _be32(data + pos + 4)
+    header_len = word & 0xFFFFFF
+    if not (0 <= word < 0x1000000 and 2 <= header_len <= length - 4 and length + 4 <= codec.max_frame_size):
+        return _next_command_fallback(codec)  # the pure method says what is wrong (or decodes ROCKETMQ)
+    if size - pos < length + 4:
+        if codec._eof:
+            return _next_command_fallback(codec)
+        return _Signal_NEED_DATA
+    start = pos + 8
+    body_start = start + header_len
+    end = pos + 4 + length
+    if end > body_start:
+        body = PyBytes_FromStringAndSize(<const char*>data + body_start, end - body_start)
+    else:
+        body = b""
+    command = _decode(data + start, header_len, body)
+    if command is None:
+        return _next_command_fallback(codec)  # the pure decoder decodes it or raises; _pos untouched
+    codec._pos = end
+    return command
+
+
+def encode_parts(cmd, Py_ssize_t max_frame_size, opaque=None):
+    """``codec.encode_parts`` for a JSON command: the length prefix and the header written into
+    one bytes object, and the body. Anything else goes to the pure function."""
+    cdef Writer w
+    cdef object ext = cmd.ext_fields
+    cdef object code = cmd.code
+    cdef object flag = cmd.flag
+    cdef object version = cmd.version
+    cdef object remark = cmd.remark
+    cdef object body = cmd.body
+    cdef object language
+    cdef bint first = True
+    cdef Py_ssize_t header_len, frame_size
+    cdef object head
+    cdef unsigned char* out
+    if opaque is None:
+        opaque = cmd.opaque
+    if not (
+        cmd.serialize_type is _PURE_JSON and _small(code) and _small(flag) and _small(version)
+        and _small(opaque) and type(ext) is dict and (remark is None or type(remark) is str)
+        and (type(body) is bytes or type(body) is bytearray)
+    ):
+        return _encode_parts_fallback(cmd, max_frame_size, opaque)
+    language = cmd.language._name_
+    if type(language) is not str:
+        return _encode_parts_fallback(cmd, max_frame_size, opaque)
+    for key, value in (<dict>ext).items():
+        if type(key) is not str or type(value) is not str:
+            return _encode_parts_fallback(cmd, max_frame_size, opaque)
+    w.data = <unsigned char*>PyMem_Malloc(512)
+    if w.data == NULL:
+        raise MemoryError()
+    w.size = 8  # the prefix, written last
+    w.room = 512
+    try:
+        try:
+            _put(&w, b'{"code":', 8)
+            _put_int(&w, code)
+            _put(&w, b',"extFields":{', 14)
+            for key, value in (<dict>ext).items():
+                if not first:
+                    _put(&w, b",", 1)
+                first = False
+                _put_str(&w, key)
+                _put(&w, b":", 1)
+                _put_str(&w, value)
+            _put(&w, b'},"flag":', 9)
+            _put_int(&w, flag)
+            _put(&w, b',"language":', 12)
+            _put_str(&w, language)
+            _put(&w, b',"opaque":', 10)
+            _put_int(&w, opaque)
+            if remark is not None:
+                _put(&w, b',"remark":', 10)
+                _put_str(&w, remark)
+            _put(&w, b',"serializeTypeCurrentRPC":"JSON","version":', 44)
+            _put_int(&w, version)
+            _put(&w, b"}", 1)
+        except UnicodeEncodeError:
+            return _encode_parts_fallback(cmd, max_frame_size, opaque)  # the pure way raises
+        header_len = w.size - 8
+        frame_size = w.size + len(body)
+        if frame_size > max_frame_size or header_len > 0xFFFFFF:
+            return _encode_parts_fallback(cmd, max_frame_size, opaque)  # the pure way raises
+        out = w.data
+        out[0] = <unsigned char>((frame_size - 4) >> 24)
+        out[1] = <unsigned char>((frame_size - 4) >> 16)
+        out[2] = <unsigned char>((frame_size - 4) >> 8)
+        out[3] = <unsigned char>(frame_size - 4)
+        out[4] = 0
+        out[5] = <unsigned char>(header_len >> 16)
+        out[6] = <unsigned char>(header_len >> 8)
+        out[7] = <unsigned char>header_len
+        head = PyBytes_FromStringAndSize(<const char*>w.data, w.size)
+        return head, body
+    finally:
+        PyMem_Free(w.data)

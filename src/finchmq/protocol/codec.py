@@ -294,8 +294,14 @@ def encode_command(
     return head + body if body else head
 
 
-def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None = None) -> tuple[bytes, Body]:
-    """Length prefix + header, and the body, for ``transport.writelines`` without a copy."""
+def _encode_parts_py(
+    cmd: RemotingCommand, max_frame_size: int, opaque: int | None = None
+) -> tuple[bytes, Body]:
+    """Length prefix + header, and the body, for ``transport.writelines`` without a copy.
+
+    Raises:
+        LocalProtocolError: the command cannot be encoded (bad extFields, too large).
+    """
     ext_fields = cmd.ext_fields
     for value in ext_fields.values():
         if type(value) is not str:
@@ -321,6 +327,11 @@ def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None =
     if header_len > 0xFFFFFF:
         raise LocalProtocolError(f"header of {header_len} bytes exceeds the 24-bit header length")
     return _PREFIX.pack(frame_size - 4, word | header_len) + header, body
+
+
+# ``encode_parts(cmd, max_frame_size, opaque=None)``: ``_encode_parts_py`` or its compiled twin
+# (bound at the end of this module).
+encode_parts: Callable[[RemotingCommand, int, int | None], tuple[bytes, Body]] = _encode_parts_py
 
 
 def decode_frame(frame: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> RemotingCommand:
@@ -477,3 +488,11 @@ class RemotingCodec:
             LocalProtocolError: the command cannot be encoded (bad extFields, too large).
         """
         return encode_command(cmd, self.max_frame_size, opaque=opaque)
+
+
+# The compiled frame split and frame head (_codec_c.pyx): the usual JSON frame in one C call each,
+# the rest handed back to the pure method and function above.
+if _codec_c is not None:
+    _codec_c.bind_frames(_encode_parts_py, RemotingCodec.next_command, NEED_DATA)
+    RemotingCodec.next_command = _codec_c.next_command  # type: ignore[method-assign]
+    encode_parts = _codec_c.encode_parts

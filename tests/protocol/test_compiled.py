@@ -7,8 +7,10 @@ are not built (``pip install -e .`` builds them when a C compiler is present).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import struct
 import subprocess
 import sys
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol import codec
+from finchmq.protocol import codec, message
 from finchmq.protocol.codes import LanguageCode, SerializeType
 from finchmq.protocol.command import RemotingCommand
 
@@ -174,10 +176,158 @@ def test_the_encoder_matches_orjson_on_every_control_character() -> None:
 @pytest.mark.parametrize("no_extensions", ["1", ""])
 def test_the_environment_variable_selects_the_pure_functions(no_extensions: str) -> None:
     probe = (
-        "from finchmq.protocol import _compiled, codec;"
+        "from finchmq.protocol import _compiled, codec, message;"
         "print(codec._command_from_json is codec._command_from_json_py, _compiled.loaded())"
     )
     env = {**os.environ, "FINCHMQ_NO_EXTENSIONS": no_extensions}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    expected = "True []" if no_extensions else "False ['finchmq.protocol._codec_c']"
+    expected = (
+        "True []" if no_extensions else "False ['finchmq.protocol._codec_c', 'finchmq.protocol._message_c']"
+    )
     assert out.stdout.strip() == expected
+
+
+# -- the frame split and the frame head -----------------------------------------------------------
+
+_codec_c.bind_frames(codec._encode_parts_py, codec._next_command_py, codec.NEED_DATA)
+
+
+def _frame(header: bytes, body: bytes, *, word: int | None = None, length: int | None = None) -> bytes:
+    declared = 4 + len(header) + len(body) if length is None else length
+    return struct.pack(">ii", declared, len(header) if word is None else word) + header + body
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> tuple[bytes, list[int], bool]:
+    """Frames one after another (mostly good; some odd headers, ROCKETMQ headers, bad prefixes),
+    cut into chunks at drawn points, and whether the peer closes after them."""
+    frames: list[bytes] = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["json", "json", "json", "odd", "rocketmq", "bad"]))
+        body = draw(st.binary(max_size=40))
+        if kind == "json":
+            cmd = draw(commands())
+            frames.append(_frame(codec._json_header_py(cmd, cmd.opaque), body))
+        elif kind == "odd":
+            frames.append(_frame(draw(odd_headers()), body))
+        elif kind == "rocketmq":
+            cmd = draw(commands())
+            cmd.code &= 0x7FFF  # the ROCKETMQ header's code and version are int16
+            cmd.version &= 0x7FFF
+            header = codec._encode_rocketmq_header(cmd, cmd.opaque)
+            frames.append(_frame(header, body, word=0x1000000 | len(header)))
+        else:
+            header = b'{"code":1}'
+            frames.append(
+                _frame(
+                    header,
+                    body,
+                    word=draw(st.sampled_from([0x2000000 | len(header), 1, 0xFFFFFF, len(header)])),
+                    length=draw(st.sampled_from([None, 3, -1, 1 << 30, len(header) + 2])),
+                )
+            )
+    data = b"".join(frames)
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=6)))
+    return data, cuts, draw(st.booleans())
+
+
+def _split(next_command: Any, data: bytes, cuts: list[int], eof: bool, *, as_bytearray: bool) -> list[Any]:
+    """Everything ``next_command`` answers while ``data`` arrives in the chunks ``cuts`` make."""
+    rc = codec.RemotingCodec(max_frame_size=4096)
+    seen: list[Any] = []
+    bounds = [0, *cuts, len(data)]
+    chunks = [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    if eof:
+        chunks.append(b"")
+    for chunk in chunks:
+        rc.receive_data(bytearray(chunk) if as_bytearray and chunk else chunk)
+        for _ in range(10):
+            outcome = _outcome(next_command, rc)
+            seen.append(outcome)
+            if outcome[0] == "raised" or not isinstance(outcome[1], tuple):
+                break  # a signal (NEED_DATA, CLOSED) or an error
+        if seen and seen[-1][0] == "raised":
+            seen.append(_outcome(next_command, rc))  # a failed codec keeps raising the same error
+            break
+    seen.append((rc.state, rc.buffered))
+    return seen
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(), st.booleans())
+def test_frames_split_the_same_in_any_chunking(
+    stream: tuple[bytes, list[int], bool], as_bytearray: bool
+) -> None:
+    data, cuts, eof = stream
+    pure = _split(codec._next_command_py, data, cuts, eof, as_bytearray=as_bytearray)
+    compiled = _split(_codec_c.next_command, data, cuts, eof, as_bytearray=as_bytearray)
+    assert compiled == pure
+
+
+@settings(max_examples=400)
+@given(commands(), st.binary(max_size=64), st.none() | int32, st.sampled_from([64, 160, 4096]))
+def test_the_frame_head_encodes_to_the_same_bytes(
+    cmd: RemotingCommand, body: bytes, opaque: int | None, max_frame_size: int
+) -> None:
+    cmd = RemotingCommand(
+        cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields, body
+    )
+    pure = _outcome(codec._encode_parts_py, cmd, max_frame_size, opaque)
+    compiled = _outcome(_codec_c.encode_parts, cmd, max_frame_size, opaque)
+    assert compiled == pure
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        RemotingCommand(1, ext_fields={"k": "\ud800"}),
+        RemotingCommand(1, ext_fields={"k": 5}),  # type: ignore[dict-item]
+        RemotingCommand(2**40),
+        RemotingCommand(1, body=memoryview(b"abc")),
+        RemotingCommand(1, serialize_type=SerializeType.ROCKETMQ, ext_fields={"a": "b"}),
+        RemotingCommand(1, body=b"x" * 5000),  # over max_frame_size
+    ],
+)
+def test_edge_frame_heads(cmd: RemotingCommand) -> None:
+    assert _outcome(_codec_c.encode_parts, cmd, 4096, 9) == _outcome(codec._encode_parts_py, cmd, 4096, 9)
+
+
+def test_the_compiled_split_and_head_are_what_the_codec_uses() -> None:
+    assert codec.RemotingCodec.next_command is _codec_c.next_command
+    assert codec.encode_parts is _codec_c.encode_parts
+
+
+# -- the property string ----------------------------------------------------------------------------
+
+_message_c = pytest.importorskip("finchmq.protocol._message_c")
+_message_c.bind(message._string_to_properties_py)
+
+# Texts made mostly of the separators, so that empty names, empty values, runs of separators and a
+# trailing separator all come up; plus any other character (non-ASCII, surrogates).
+property_texts = st.text(
+    alphabet=st.sampled_from("\x01\x02\x01\x02ab=é😀\x00") | st.characters(), max_size=40
+)
+
+
+@settings(max_examples=1500)
+@given(property_texts)
+def test_property_strings_parse_the_same(text: str) -> None:
+    assert _outcome(_message_c.string_to_properties, text) == _outcome(message._string_to_properties_py, text)
+
+
+@given(st.dictionaries(st.text(min_size=1).filter(lambda k: "\x01" not in k and "\x02" not in k),
+                       st.text(min_size=1).filter(lambda v: "\x02" not in v), max_size=6))  # fmt: skip
+def test_written_properties_read_back(properties: dict[str, str]) -> None:
+    text = message.properties_to_string(properties)
+    assert _message_c.string_to_properties(text) == properties
+
+
+@pytest.mark.parametrize(
+    "text", ["", "\x02", "\x01", "a\x01", "\x01b", "a\x01b\x02", "k\ud800\x01v", None, 5]
+)
+def test_edge_property_strings(text: Any) -> None:
+    assert _outcome(_message_c.string_to_properties, text) == _outcome(message._string_to_properties_py, text)
+
+
+def test_the_compiled_property_parse_is_what_the_broker_uses() -> None:
+    assert message.string_to_properties is _message_c.string_to_properties

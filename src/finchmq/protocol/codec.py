@@ -492,7 +492,8 @@ class RemotingCodec:
 
 # The compiled frame split and frame head (_codec_c.pyx): the usual JSON frame in one C call each,
 # the rest handed back to the pure method and function above.
+_next_command_py = RemotingCodec.next_command
 if _codec_c is not None:
-    _codec_c.bind_frames(_encode_parts_py, RemotingCodec.next_command, NEED_DATA)
+    _codec_c.bind_frames(_encode_parts_py, _next_command_py, NEED_DATA)
     RemotingCodec.next_command = _codec_c.next_command  # type: ignore[method-assign]
     encode_parts = _codec_c.encode_parts

@@ -81,7 +81,7 @@ def main() -> None:
     pairs += [
         ("frame split + decode (SEND_MESSAGE_V2)", split_pure, split_compiled),
         ("frame head encode (SEND_OK response)",
-         lambda: codec._encode_parts_py(RESPONSE, size, 12345), lambda: c.encode_parts(RESPONSE, size, 12345)),
+         lambda: codec._encode_parts_py(RESPONSE, size, 1), lambda: c.encode_parts(RESPONSE, size, 1)),
     ]  # fmt: skip
     print(f"{'function':<40} {'pure us':>8} {'compiled us':>12} {'ratio':>6}")
     for name, pure, compiled in pairs:

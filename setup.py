@@ -33,6 +33,7 @@ PROTO_DIR = SRC / "finchmq" / "grpc" / "_pb"
 EXTENSIONS = {
     "finchmq.protocol._codec_c": "src/finchmq/protocol/_codec_c.pyx",
     "finchmq.protocol._message_c": "src/finchmq/protocol/_message_c.pyx",
+    "finchmq.protocol._stored_c": "src/finchmq/protocol/_stored_c.pyx",
 }
 
 

@@ -11,12 +11,15 @@ SEND_MESSAGE_V2 frame as the Java client writes it (keys ``a``..``n``, propertie
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import timeit
 from collections.abc import Callable
 
-from finchmq.protocol import _compiled, codec, message
+from finchmq.protocol import _compiled, codec, message, stored
 from finchmq.protocol.codec import RemotingCodec
 from finchmq.protocol.command import RemotingCommand
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import MessageExt
 
 EXT = {
     "a": "SendPathGroup", "b": "SendPath_single128B", "c": "TBW102", "d": "4", "e": "3", "f": "0",
@@ -34,6 +37,10 @@ RESPONSE = REQUEST.make_response(
 
 
 def _comparable(value: object) -> object:
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    if isinstance(value, MessageExt):
+        return dataclasses.astuple(value)
     if isinstance(value, RemotingCommand):
         return (value.code, value.opaque, value.flag, value.version, value.ext_fields, bytes(value.body))
     return value
@@ -83,6 +90,21 @@ def main() -> None:
         ("frame head encode (SEND_OK response)",
          lambda: codec._encode_parts_py(RESPONSE, size, 1), lambda: c.encode_parts(RESPONSE, size, 1)),
     ]  # fmt: skip
+    sc = _compiled.load("finchmq.protocol._stored_c")
+    if sc is not None:
+        record = bytes(
+            stored.encode_stored(
+                topic=b"SendPath_single128B", body=b"x" * 128, properties=EXT["i"].encode(),
+                born_host=pack_host("10.0.0.7", 53412), store_host=pack_host("10.0.0.1", 10911),
+                queue_id=3, queue_offset=12345, commit_log_offset=987654321, born_timestamp=1732790000123,
+                store_timestamp=1732790000125,
+            )
+        )  # fmt: skip
+        pull_body = record * 32
+        pairs.append(
+            ("pull body decode (32 x 128 B records)",
+             lambda: stored._decode_stored_all_py(pull_body), lambda: sc.decode_stored_all(pull_body))
+        )  # fmt: skip
     print(f"{'function':<40} {'pure us':>8} {'compiled us':>12} {'ratio':>6}")
     for name, pure, compiled in pairs:
         assert _comparable(pure()) == _comparable(compiled())

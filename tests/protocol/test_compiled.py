@@ -7,12 +7,14 @@ are not built (``pip install -e .`` builds them when a C compiler is present).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
 import struct
 import subprocess
 import sys
+import zlib
 from typing import Any
 
 import orjson
@@ -20,9 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol import _compiled, codec, message
+from finchmq.protocol import _compiled, codec, message, stored
 from finchmq.protocol.codes import LanguageCode, SerializeType
 from finchmq.protocol.command import RemotingCommand
+from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.stored import encode_stored
 
 _codec_c = pytest.importorskip(
     "finchmq.protocol._codec_c", reason="the compiled twins are not built (pip install -e . builds them)"
@@ -121,7 +125,7 @@ def odd_headers(draw: st.DrawFn) -> bytes:
     return data
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_headers())
 def test_odd_and_broken_headers_give_the_same_command_or_the_same_error(header: bytes) -> None:
     _same_decode(header)
@@ -176,14 +180,13 @@ def test_the_encoder_matches_orjson_on_every_control_character() -> None:
 @pytest.mark.parametrize("no_extensions", ["1", ""])
 def test_the_environment_variable_selects_the_pure_functions(no_extensions: str) -> None:
     probe = (
-        "from finchmq.protocol import _compiled, codec, message;"
+        "from finchmq.protocol import _compiled, codec, message, stored;"
         "print(codec._command_from_json is codec._command_from_json_py, _compiled.loaded())"
     )
     env = {**os.environ, "FINCHMQ_NO_EXTENSIONS": no_extensions}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    expected = (
-        "True []" if no_extensions else "False ['finchmq.protocol._codec_c', 'finchmq.protocol._message_c']"
-    )
+    built = "['finchmq.protocol._codec_c', 'finchmq.protocol._message_c', 'finchmq.protocol._stored_c']"
+    expected = "True []" if no_extensions else f"False {built}"
     assert out.stdout.strip() == expected
 
 
@@ -253,7 +256,7 @@ def _split(next_command: Any, data: bytes, cuts: list[int], eof: bool, *, as_byt
     return seen
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(streams(), st.booleans())
 def test_frames_split_the_same_in_any_chunking(
     stream: tuple[bytes, list[int], bool], as_bytearray: bool
@@ -264,7 +267,7 @@ def test_frames_split_the_same_in_any_chunking(
     assert compiled == pure
 
 
-@settings(max_examples=400)
+@settings(max_examples=200)
 @given(commands(), st.binary(max_size=64), st.none() | int32, st.sampled_from([64, 160, 4096]))
 def test_the_frame_head_encodes_to_the_same_bytes(
     cmd: RemotingCommand, body: bytes, opaque: int | None, max_frame_size: int
@@ -310,7 +313,7 @@ property_texts = st.text(
 )
 
 
-@settings(max_examples=1500)
+@settings(max_examples=500)
 @given(property_texts)
 def test_property_strings_parse_the_same(text: str) -> None:
     assert _outcome(_message_c.string_to_properties, text) == _outcome(message._string_to_properties_py, text)
@@ -332,3 +335,87 @@ def test_edge_property_strings(text: Any) -> None:
 
 def test_the_compiled_property_parse_is_what_the_broker_uses() -> None:
     assert (message.string_to_properties is _message_c.string_to_properties) is not _compiled.NO_EXTENSIONS
+
+
+# -- the stored record ------------------------------------------------------------------------------
+
+_stored_c = pytest.importorskip("finchmq.protocol._stored_c")
+int64 = st.integers(-(2**63), 2**63 - 1)
+hosts = st.sampled_from(
+    [
+        pack_host("127.0.0.1", 10911),
+        pack_host("10.1.2.3", 0),
+        pack_host("::1", 65535),
+        pack_host("fe80::1", 9876),
+    ]
+)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> bytes:
+    """One stored record (IPv4/IPv6 hosts, compressed or not, any numbers), maybe damaged."""
+    body = draw(st.binary(max_size=48))
+    sys_flag = draw(st.sampled_from([0, 0, 1, 4, 0x80])) | draw(int32) & 0x7FFFFF00
+    if sys_flag & 1 and draw(st.booleans()):
+        body = zlib.compress(body)
+    record = encode_stored(
+        topic=draw(st.text(max_size=12)).encode("utf-8")[:127],
+        body=body,
+        properties=message.properties_to_string(
+            draw(st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "é", "a"]), st.text("xyé😀", min_size=1)))
+        ).encode("utf-8"),
+        born_host=draw(hosts), store_host=draw(hosts),
+        queue_id=draw(int32), flag=draw(int32), queue_offset=draw(int64), commit_log_offset=draw(int64),
+        sys_flag=sys_flag, born_timestamp=draw(int64), store_timestamp=draw(int64),
+        reconsume_times=draw(int32), prepared_transaction_offset=draw(int64),
+    )  # fmt: skip
+    damage = draw(st.sampled_from(["none", "none", "none", "truncate", "flip", "extend"]))
+    if damage == "truncate":
+        del record[draw(st.integers(0, len(record) - 1)) :]
+    elif damage == "flip":
+        at = draw(st.integers(0, len(record) - 1))
+        record[at] ^= draw(st.integers(1, 255))
+    elif damage == "extend":
+        record += draw(st.binary(min_size=1, max_size=8))
+    return bytes(record)
+
+
+def _messages(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:
+        return ("raised", type(exc), str(exc))
+    return (
+        "returned",
+        [dataclasses.astuple(m) for m in result] if isinstance(result, list) else dataclasses.astuple(result),
+    )
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(records(), min_size=1, max_size=4),
+    st.sampled_from([bytes, bytearray, memoryview]),
+    st.booleans(),
+    st.sampled_from([None, 4096]),
+    st.integers(-2, 120),
+)
+def test_stored_records_decode_the_same(
+    parts: list[bytes], kind: Any, verify_crc: bool, decompress_max_size: int | None, offset: int
+) -> None:
+    data = kind(b"".join(parts))
+    options = {"verify_crc": verify_crc, "decompress_max_size": decompress_max_size}
+    assert _messages(_stored_c.decode_stored_all, data, **options) == _messages(
+        stored._decode_stored_all_py, data, **options
+    )
+    assert _messages(_stored_c.decode_stored, data, **options) == _messages(
+        stored._decode_stored_py, data, **options
+    )
+    assert _messages(_stored_c.decode_stored, data, offset, **options) == _messages(
+        stored._decode_stored_py, data, offset, **options
+    )
+
+
+def test_the_compiled_record_decoder_is_what_clients_and_the_broker_use() -> None:
+    compiled = not _compiled.NO_EXTENSIONS
+    assert (stored.decode_stored is _stored_c.decode_stored) is compiled
+    assert (stored.decode_stored_all is _stored_c.decode_stored_all) is compiled

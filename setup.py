@@ -32,6 +32,7 @@ PROTO_DIR = SRC / "finchmq" / "grpc" / "_pb"
 # One entry per compiled twin: module name -> its .pyx, beside the pure module it accelerates.
 EXTENSIONS = {
     "finchmq.protocol._codec_c": "src/finchmq/protocol/_codec_c.pyx",
+    "finchmq.protocol._headers_c": "src/finchmq/protocol/_headers_c.pyx",
     "finchmq.protocol._message_c": "src/finchmq/protocol/_message_c.pyx",
     "finchmq.protocol._stored_c": "src/finchmq/protocol/_stored_c.pyx",
 }

@@ -15,7 +15,7 @@ import dataclasses
 import timeit
 from collections.abc import Callable
 
-from finchmq.protocol import _compiled, codec, message, stored
+from finchmq.protocol import _compiled, codec, headers, message, stored
 from finchmq.protocol.codec import RemotingCodec
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.hosts import pack_host
@@ -90,6 +90,13 @@ def main() -> None:
         ("frame head encode (SEND_OK response)",
          lambda: codec._encode_parts_py(RESPONSE, size, 1), lambda: c.encode_parts(RESPONSE, size, 1)),
     ]  # fmt: skip
+    hc = _compiled.load("finchmq.protocol._headers_c")
+    if hc is not None:
+        pairs.append(
+            ("send header fields (SEND_MESSAGE_V2)",
+             lambda: headers._decode_send_fields_py(EXT, short_keys=True),
+             lambda: hc.decode_send_fields(EXT, short_keys=True))
+        )  # fmt: skip
     sc = _compiled.load("finchmq.protocol._stored_c")
     if sc is not None:
         record = bytes(

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol import _compiled, codec, message, stored
+from finchmq.protocol import _compiled, codec, headers, message, stored
 from finchmq.protocol.codes import LanguageCode, SerializeType
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.hosts import pack_host
@@ -44,9 +44,9 @@ def _fields(cmd: RemotingCommand) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _outcome(fn: Any, *args: Any) -> tuple[Any, ...]:
+def _outcome(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     try:
-        result = fn(*args)
+        result = fn(*args, **kwargs)
     except Exception as exc:
         return ("raised", type(exc), str(exc))
     return ("returned", _fields(result) if isinstance(result, RemotingCommand) else result)
@@ -180,12 +180,12 @@ def test_the_encoder_matches_orjson_on_every_control_character() -> None:
 @pytest.mark.parametrize("no_extensions", ["1", ""])
 def test_the_environment_variable_selects_the_pure_functions(no_extensions: str) -> None:
     probe = (
-        "from finchmq.protocol import _compiled, codec, message, stored;"
+        "from finchmq.protocol import _compiled, codec, headers, message, stored;"
         "print(codec._command_from_json is codec._command_from_json_py, _compiled.loaded())"
     )
     env = {**os.environ, "FINCHMQ_NO_EXTENSIONS": no_extensions}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    built = "['finchmq.protocol._codec_c', 'finchmq.protocol._message_c', 'finchmq.protocol._stored_c']"
+    built = str([f"finchmq.protocol._{name}_c" for name in ("codec", "headers", "message", "stored")])
     expected = "True []" if no_extensions else f"False {built}"
     assert out.stdout.strip() == expected
 
@@ -419,3 +419,56 @@ def test_the_compiled_record_decoder_is_what_clients_and_the_broker_use() -> Non
     compiled = not _compiled.NO_EXTENSIONS
     assert (stored.decode_stored is _stored_c.decode_stored) is compiled
     assert (stored.decode_stored_all is _stored_c.decode_stored_all) is compiled
+
+
+# -- the send header ---------------------------------------------------------------------------------
+
+_headers_c = pytest.importorskip("finchmq.protocol._headers_c")
+_headers_c.bind(headers._SEND_V2_VALUES, headers._SEND_V1_VALUES, headers.SendMessageFields)
+
+# What a peer may write for a number or a flag: plain decimals, and what int() reads differently.
+header_values = st.sampled_from(
+    ["0", "3", "-1", "007", "-0", "2147483647", "2147483648", "-2147483649", "9223372036854775807",
+     "9223372036854775808", "1732790000123", " 5", "+5", "1_0", "١٢", "", "-", "x", "true", "TRUE",
+     "1", "false", "yes", "é"]
+) | st.integers(-(2**64), 2**64).map(str)  # fmt: skip
+send_keys = st.sampled_from("abcdefghijklmn") | st.sampled_from(
+    ["producerGroup", "topic", "queueId", "batch", "x"]
+)
+
+
+@settings(max_examples=500)
+@given(
+    st.fixed_dictionaries(
+        {
+            "a": st.text(max_size=4),
+            "b": st.text(max_size=4),
+            "c": st.just("TBW102"),
+            "d": header_values,
+            "e": header_values,
+            "f": header_values,
+            "g": header_values,
+            "h": header_values,
+        },
+        optional={
+            "i": st.text(max_size=6),
+            "j": header_values,
+            "k": header_values,
+            "l": header_values,
+            "m": header_values,
+            "n": st.text(max_size=4),
+        },
+    ),
+    st.lists(send_keys, max_size=3),
+    st.booleans(),
+)
+def test_send_headers_decode_the_same(fields: dict[str, str], dropped: list[str], short_keys: bool) -> None:
+    for key in dropped:
+        fields.pop(key, None)
+    assert _outcome(_headers_c.decode_send_fields, fields, short_keys=short_keys) == _outcome(
+        headers._decode_send_fields_py, fields, short_keys=short_keys
+    )
+
+
+def test_the_compiled_send_header_decode_is_what_the_broker_uses() -> None:
+    assert (headers.decode_send_fields is _headers_c.decode_send_fields) is not _compiled.NO_EXTENSIONS

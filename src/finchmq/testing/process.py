@@ -177,6 +177,13 @@ class ServerProcess(ChildServer):
     def console_url(self) -> str:
         return f"http://127.0.0.1:{self.console_port}/"
 
+    def _knows(self, option: str) -> bool:
+        """Whether the finchmq that runs (``source``'s, if given) has the command-line ``option``."""
+        if self.source is None:
+            return True
+        cli = self.source / "finchmq" / "cli"
+        return any(f'"{option}"' in path.read_text() for path in cli.glob("*.py"))
+
     @property
     def broker_ports(self) -> list[int]:
         """Every broker's port: ``--brokers N`` puts the i-th at ``broker_port + 10 * i``."""
@@ -196,8 +203,10 @@ class ServerProcess(ChildServer):
             sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
             "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
             "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", "--metrics-port", str(self.metrics_port),
-            "--console-port", str(self.console_port), "--grpc-port", str(self.grpc_port),
+            "--console-port", str(self.console_port),
         ]  # fmt: skip
+        if self.grpc_port or self._knows("--grpc-port"):  # off, unless the revision predates it
+            args += ["--grpc-port", str(self.grpc_port)]
         if self.brokers > 1:
             args += ["--brokers", str(self.brokers)]
         if self.conf:

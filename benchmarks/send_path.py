@@ -295,10 +295,16 @@ def main() -> None:
                 for target in targets:
                     emit(_median_row(case, target.label, runs[(case.name, target.label)]))
         ours = [t.label for t in targets if t.label.startswith("finchmq") or t.label == "before"]
-        for other, what in (("floor", "CPU per message"), (JAVA, "CPU per message"), (JAVA, "sends/s")):
+        comparisons = (
+            ("floor", "CPU per message"),
+            (JAVA, "CPU per message"),
+            (JAVA, "sends/s"),
+            ("before", "CPU per message"),
+        )
+        for other, what in comparisons:
             if not any(t.label == other for t in targets):
                 continue
-            for label in ours:
+            for label in (label for label in ours if label != other):
                 ratios = []
                 for case in cases:
                     mine, theirs = runs[(case.name, label)], runs[(case.name, other)]

@@ -42,6 +42,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_broker_ports(brokers: int = 1) -> int:
+    """A loopback port ``p`` for ``brokers`` brokers at ``p``, ``p + 10``, ... (``finchmq server
+    --brokers N``), each with its VIP channel (``listenPort - 2``) and HA port (``listenPort + 1``)
+    free too, so that a broker does not lose a race for one of its ports to another test."""
+    for _ in range(500):
+        port = free_port()
+        if not 1026 <= port <= 65534 - 10 * brokers:
+            continue
+        if all(_free(port + 10 * i + d) for i in range(brokers) for d in (-2, -1, 0, 1)):
+            return port
+    raise RuntimeError(f"no free loopback ports for {brokers} broker(s)")
+
+
+def _free(port: int) -> bool:
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
+
+
 class ChildServer:
     """A server subprocess in its own data directory (a temporary one unless given), its output
     in a log file (``server.log`` in the data directory unless given).
@@ -160,7 +182,7 @@ class ServerProcess(ChildServer):
         self.grpc_port = free_port() if grpc else 0  # the 5.x endpoint, off unless asked for
         self.source = source
         self.namesrv_port = free_port()
-        self.broker_port = free_port()
+        self.broker_port = free_broker_ports(brokers)
         self.metrics_port = free_port() if metrics else 0
         self.console_port = console_port
         self.conf = conf or {}

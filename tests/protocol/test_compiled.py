@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from finchmq.protocol import _compiled, codec, headers, message, stored
-from finchmq.protocol.codes import LanguageCode, SerializeType
+from finchmq.protocol.codes import LanguageCode, ResponseCode, SerializeType
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.hosts import pack_host
 from finchmq.protocol.stored import encode_stored
@@ -289,6 +289,8 @@ def test_the_frame_head_encodes_to_the_same_bytes(
         RemotingCommand(1, body=memoryview(b"abc")),
         RemotingCommand(1, serialize_type=SerializeType.ROCKETMQ, ext_fields={"a": "b"}),
         RemotingCommand(1, body=b"x" * 5000),  # over max_frame_size
+        RemotingCommand(ResponseCode.SUCCESS, ext_fields={"msgId": "x"}),  # what the broker answers
+        RemotingCommand(True),  # type: ignore[arg-type]  # a bool: orjson writes true
     ],
 )
 def test_edge_frame_heads(cmd: RemotingCommand) -> None:
@@ -472,3 +474,46 @@ def test_send_headers_decode_the_same(fields: dict[str, str], dropped: list[str]
 
 def test_the_compiled_send_header_decode_is_what_the_broker_uses() -> None:
     assert (headers.decode_send_fields is _headers_c.decode_send_fields) is not _compiled.NO_EXTENSIONS
+
+
+# -- the usual inputs stay in C ----------------------------------------------------------------------
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError(f"handed to the pure fallback: {args!r} {kwargs!r}")
+
+
+def test_what_the_send_path_sees_never_reaches_the_pure_fallbacks() -> None:
+    """A twin that quietly hands the usual case back is correct and slow: the differential tests
+    cannot see it, this one can (the broker's SEND_OK answers once did, for their enum code)."""
+    ext = {"a": "G", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1732790000123",
+           "h": "0", "i": "UNIQ_KEY\x01AB\x02WAIT\x01true\x02TAGS\x01TagA", "j": "0", "k": "false",
+           "m": "false", "n": "broker-a"}  # fmt: skip
+    request = RemotingCommand(310, LanguageCode.JAVA, 399, 17, 0, None, ext, b"x" * 128)
+    response = request.make_response(
+        ResponseCode.SUCCESS, None, {"msgId": "7F00", "queueId": "3", "queueOffset": "1", "TRACE_ON": "true"}
+    )
+    record = bytes(
+        encode_stored(topic=b"T", body=b"x" * 128, properties=ext["i"].encode(), born_host=pack_host("10.0.0.7", 1),
+                      store_host=pack_host("10.0.0.1", 10911))
+    )  # fmt: skip
+    try:
+        _codec_c.bind(_refuse, _refuse)
+        _codec_c.bind_frames(_refuse, _refuse, codec.NEED_DATA)
+        _message_c.bind(_refuse)
+        _headers_c.bind(_refuse, _refuse, headers.SendMessageFields)
+        stored._bind_stored_c(_stored_c, _refuse)
+        head, body = _codec_c.encode_parts(request, 1 << 24, None)
+        rc = codec.RemotingCodec()
+        rc.receive_data(head + body)
+        assert _codec_c.next_command(rc).ext_fields == ext
+        _codec_c.encode_parts(response, 1 << 24, 17)
+        assert _message_c.string_to_properties(ext["i"])["TAGS"] == "TagA"
+        assert _headers_c.decode_send_fields(ext, short_keys=True).queue_id == 3
+        assert _stored_c.decode_stored_all(record * 2)[1].body == b"x" * 128
+    finally:
+        _codec_c.bind(codec._command_from_json_py, codec._json_header_py)
+        _codec_c.bind_frames(codec._encode_parts_py, codec._next_command_py, codec.NEED_DATA)
+        _message_c.bind(message._string_to_properties_py)
+        _headers_c.bind(headers._SEND_V2_VALUES, headers._SEND_V1_VALUES, headers.SendMessageFields)
+        stored._bind_stored_c(_stored_c, stored._decode_stored_py)

@@ -443,8 +443,12 @@ cdef extern from "Python.h":
 
 
 cdef inline bint _small(object value):
-    """An exact int orjson writes as is and a C long long holds."""
-    return type(value) is int and -9223372036854775807 <= value <= 9223372036854775807
+    """An int (or an int enum such as ``ResponseCode``; not a bool, which orjson writes as
+    ``true``) that orjson writes as its number and a C long long holds."""
+    return (
+        isinstance(value, int) and type(value) is not bool
+        and -9223372036854775807 <= value <= 9223372036854775807
+    )
 
 
 def json_header(cmd, opaque):

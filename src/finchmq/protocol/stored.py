@@ -28,6 +28,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import fields
+from types import ModuleType
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from . import _compiled
@@ -727,13 +728,20 @@ def _decode_stored_all_py(
 # (_stored_c.pyx) where they are built; the pure ones stay the reference.
 decode_stored: Callable[..., MessageExt] = _decode_stored_py
 decode_stored_all: Callable[..., list[MessageExt]] = _decode_stored_all_py
-_stored_c = _compiled.load("finchmq.protocol._stored_c")
-if _stored_c is not None:
-    _stored_c.bind(
-        _decode_stored_py, string_to_properties, unpack_host, functools.partial(_new_object, MessageExt),
+
+
+def _bind_stored_c(module: ModuleType, fallback: Callable[..., MessageExt]) -> None:
+    """Give the compiled decoder what it calls: ``fallback`` for the unusual, and the helpers."""
+    module.bind(
+        fallback, string_to_properties, unpack_host, functools.partial(_new_object, MessageExt),
         (_set_topic, _set_body, _set_flag, _set_properties, _set_queue_id, _set_store_size, _set_queue_offset,
          _set_sys_flag, _set_born_timestamp, _set_born_host, _set_store_timestamp, _set_store_host,
          _set_commit_log_offset, _set_body_crc, _set_reconsume_times, _set_prepared_transaction_offset),
     )  # fmt: skip
+
+
+_stored_c = _compiled.load("finchmq.protocol._stored_c")
+if _stored_c is not None:
+    _bind_stored_c(_stored_c, _decode_stored_py)
     decode_stored = _stored_c.decode_stored
     decode_stored_all = _stored_c.decode_stored_all

@@ -28,7 +28,7 @@ JAVA_ROCKETMQ ?= $(or $(FINCHMQ_JAVA_ROCKETMQ),$(abspath ../shared/java-rocketmq
 
 .PHONY: demo test test-stress lint typecheck imports pytest bench clean java java-rocketmq chromium
 
-$(STAMP): pyproject.toml setup.py $(wildcard src/finchmq/grpc/_pb/*.proto)
+$(STAMP): pyproject.toml setup.py $(wildcard src/finchmq/grpc/_pb/*.proto) $(wildcard src/finchmq/*/*.pyx)
 	@if [ -z "$(PYTHON)" ]; then echo "finchmq needs Python >= 3.11 on PATH" >&2; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
@@ -99,8 +99,19 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
+# The suite runs on the build pip made: the compiled (Cython) twins where a C compiler was there.
+# Beside it, the tests of the code that has compiled twins run again on the pure-Python package
+# (FINCHMQ_NO_EXTENSIONS=1), which is what installs where no compiler is; its log is printed after.
+PURE_TESTS ?= tests/protocol tests/store tests/remoting tests/broker/test_processors.py tests/broker/test_send_pull.py
 pytest: $(STAMP) $(CPP_STAMP) $(V5_STAMP) java java-rocketmq chromium
-	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS)
+	@$(BIN)/python -c "from finchmq.protocol import _compiled, codec, message; \
+		print('finchmq build under test:', ', '.join(_compiled.loaded()) or 'pure Python (no compiled twins built)')"
+	@FINCHMQ_NO_EXTENSIONS=1 $(BIN)/pytest -q -p no:cacheprovider $(PURE_TESTS) > .pytest-pure.log 2>&1 & pure=$$!; \
+	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
+	wait $$pure; pure_status=$$?; \
+	echo "== the same tests on the pure-Python build (FINCHMQ_NO_EXTENSIONS=1): $(PURE_TESTS)"; \
+	if [ $$pure_status -eq 0 ]; then tail -n 1 .pytest-pure.log; else cat .pytest-pure.log; fi; \
+	[ $$status -eq 0 ] && [ $$pure_status -eq 0 ]
 
 test: lint typecheck imports pytest
 
@@ -119,4 +130,5 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.remoting_rtt
 
 clean:
-	rm -rf $(VENV) $(CPP_VENV) $(V5_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(CPP_VENV) $(V5_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist src/*.egg-info \
+		src/finchmq/*/*.so src/finchmq/*/_*_c.c .pytest-pure.log

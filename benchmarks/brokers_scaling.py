@@ -14,52 +14,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from benchmarks._cpp import build_loadgen, run_loadgen
-from benchmarks._server import ROOT, cpu_seconds, free_port
+from benchmarks._server import ServerProcess
 from finchmq.client import AdminClient
-from finchmq.testing.cluster import free_port_pair
 
 RESULTS = Path(__file__).parent / "results" / "brokers_scaling.txt"
 
 
 def run(n: int, loadgen: Path, seconds: float, threads: int, size: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="finchmq-scale-") as data:
-        ns_port, port = free_port(), free_port_pair()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "finchmq.cli", "server", "--data-dir", data, "--bind", "127.0.0.1",
-             "--broker-ip", "127.0.0.1", "--namesrv-port", str(ns_port), "--broker-port", str(port),
-             "--brokers", str(n), "--metrics-port", "0", "--console-port", "0"],
-            stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        )  # fmt: skip
-        assert proc.stdout is not None
-        pids = [proc.pid]
-        for line in proc.stdout:
-            pids += [int(p) for p in re.findall(r"pid (\d+)", line)]
-            if "ready in" in line:
-                break
-        namesrv = f"127.0.0.1:{ns_port}"
+    with ServerProcess(metrics=False, brokers=n) as server:
         topic = f"Scale{n}"
 
         async def create() -> None:
-            async with AdminClient(namesrv_addr=namesrv) as admin:
+            async with AdminClient(namesrv_addr=server.namesrv_addr) as admin:
                 await admin.create_topic(
                     topic, cluster="DefaultCluster", read_queue_nums=8, write_queue_nums=8
                 )
 
         asyncio.run(create())
         time.sleep(1)
-        before = sum(cpu_seconds(p) for p in pids)
-        result = run_loadgen(loadgen, namesrv, topic, threads=threads, seconds=seconds, size=size)
-        brokers_cpu = sum(cpu_seconds(p) for p in pids) - before
-        proc.terminate()
-        proc.communicate(timeout=60)
+        before = server.cpu_seconds()
+        result = run_loadgen(loadgen, server.namesrv_addr, topic, threads=threads, seconds=seconds, size=size)
+        brokers_cpu = server.cpu_seconds() - before
     # the generator measures (and we count CPU over) its whole run, warm-up included
     sent = result["messages"] * result["wall"] / result["elapsed"]
     return {

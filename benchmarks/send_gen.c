@@ -2,13 +2,15 @@
  * A closed-loop load generator of raw RocketMQ send frames, so a broker's send path is measured
  * with no client library in the way. benchmarks/send_path.py compiles it on demand with gcc.
  *
- *   send_gen HOST PORT CONNS WARMUP_S SECONDS BODY BATCH TOPIC KEYS
+ *   send_gen HOST PORT[,PORT...] CONNS WARMUP_S SECONDS BODY BATCH TOPIC KEYS
  *
- * One thread per connection, one request in flight on each. BATCH 0 sends SEND_MESSAGE_V2 (code
+ * One thread per connection, one request in flight on each; with several ports (the brokers of
+ * `finchmq server --brokers N`) connection i goes to the (i mod N)-th, so they share the load evenly. BATCH 0 sends SEND_MESSAGE_V2 (code
  * 310) frames of one BODY-byte message; BATCH n sends SEND_BATCH_MESSAGE (code 320, header m=true)
  * frames whose body is n messages in Java's MessageDecoder.encodeMessages layout (TOTALSIZE,
  * MAGICCODE 0, BODYCRC 0, FLAG, BODYLEN, BODY, short PROPERTIESLENGTH, PROPERTIES). The topic is
- * auto-created through TBW102; the queue id is the connection number mod 4. KEYS 1 gives every
+ * auto-created through TBW102 (the default topic Java's broker needs too); the queue id is the
+ * connection's number among its port's connections, mod 4. KEYS 1 gives every
  * message a UNIQ_KEY property, as the Java client does.
  *
  * Prints "measure" when the warm-up ends and the counting window starts, then, when it ends,
@@ -32,7 +34,8 @@
 #define MAX_RESPONSE (4 << 20)
 
 static const char *host, *topic;
-static int port, body_size, batch, keys;
+#define MAX_PORTS 64
+static int ports[MAX_PORTS], nports, body_size, batch, keys;
 static volatile int measuring, stopping;
 static long requests[MAX_CONNS], messages[MAX_CONNS], errors[MAX_CONNS];
 static char first_error[512];
@@ -110,7 +113,7 @@ static void *run(void *arg) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
+    addr.sin_port = htons(ports[conn % nports]);
     inet_pton(AF_INET, host, &addr.sin_addr);
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr)) {
         perror("connect");
@@ -150,7 +153,7 @@ static void *run(void *arg) {
             "\"e\":\"%ld\",\"f\":\"0\",\"g\":\"1700000000000\",\"h\":\"0\",\"i\":\"%s\",\"j\":\"0\","
             "\"k\":\"false\",\"m\":\"%s\"},\"flag\":0,\"language\":\"JAVA\",\"opaque\":%d,"
             "\"serializeTypeCurrentRPC\":\"JSON\",\"version\":395}",
-            code, topic, conn % 4, props, batch ? "true" : "false", opaque++);
+            code, topic, conn / nports % 4, props, batch ? "true" : "false", opaque++);
         /* length prefix + header right before the body, so the frame is one contiguous write */
         char *frame = body - hl - 8;
         put32(frame, 4 + hl + body_len);
@@ -184,18 +187,21 @@ static void *run(void *arg) {
 
 int main(int argc, char **argv) {
     if (argc != 10) {
-        fprintf(stderr, "usage: %s HOST PORT CONNS WARMUP_S SECONDS BODY BATCH TOPIC KEYS\n", argv[0]);
+        fprintf(stderr, "usage: %s HOST PORT[,PORT...] CONNS WARMUP_S SECONDS BODY BATCH TOPIC KEYS\n", argv[0]);
         return 2;
     }
     host = argv[1];
-    port = atoi(argv[2]);
+    for (char *p = argv[2]; *p && nports < MAX_PORTS; nports++) {
+        ports[nports] = (int)strtol(p, &p, 10);
+        if (*p == ',') p++;
+    }
     int conns = atoi(argv[3]);
     double warmup = atof(argv[4]), seconds = atof(argv[5]);
     body_size = atoi(argv[6]);
     batch = atoi(argv[7]);
     topic = argv[8];
     keys = atoi(argv[9]);
-    if (conns < 1 || conns > MAX_CONNS || body_size < 0 || batch < 0) {
+    if (nports < 1 || conns < 1 || conns > MAX_CONNS || body_size < 0 || batch < 0) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }

@@ -20,6 +20,7 @@ from finchmq.protocol.headers import PullMessageRequestHeader, SendMessageReques
 from finchmq.protocol.stored import decode_stored_all
 from finchmq.remoting import RemotingClient, RemotingClientConfig, RemotingError
 from finchmq.testing.cluster import free_port_pair
+from finchmq.testing.process import ServerProcess
 from tests.client.conftest import TEST_BROKER
 from tests.waiting import eventually, wait_until
 
@@ -236,6 +237,19 @@ def test_server_with_two_brokers_spreads_sends_over_both(tmp_path: Path) -> None
         ["pgrep", "-f", str(tmp_path / "broker-b")], check=False, capture_output=True, text=True
     )
     assert children.stdout.strip() == "", "broker-b outlived the server"
+
+
+def test_server_process_with_two_brokers_knows_both() -> None:
+    """``ServerProcess(brokers=2)`` (the benchmarks' way to run ``--brokers N``): both brokers'
+    ports take connections, ``pids`` has both processes, and stopping it stops both."""
+    server = ServerProcess(conf=TEST_BROKER, metrics=False, brokers=2)
+    with server:
+        assert len(set(server.pids)) == 2
+        for port in server.broker_ports:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        assert server.cpu_seconds() > 0
+    for pid in server.pids:
+        assert not Path(f"/proc/{pid}").exists(), f"pid {pid} outlived the server"
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX only")

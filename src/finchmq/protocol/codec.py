@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
+from . import _compiled
 from ._json import dumps as _dumps
 from ._json import loads_raw as _loads
 from .codes import LanguageCode, ResponseCode, SerializeType
@@ -139,7 +141,7 @@ _ROCKETMQ = SerializeType.ROCKETMQ
 _OTHER = LanguageCode.OTHER
 
 
-def _command_from_json(header: bytes | bytearray, body: bytes) -> RemotingCommand:
+def _command_from_json_py(header: bytes | bytearray, body: bytes) -> RemotingCommand:
     try:
         obj = _loads(header)
     except (ValueError, RecursionError) as exc:
@@ -253,6 +255,37 @@ def _encode_rocketmq_header(cmd: RemotingCommand, opaque: int) -> bytes:
     return fixed + remark + _INT32.pack(len(ext)) + ext
 
 
+def _json_header_py(cmd: RemotingCommand, opaque: int) -> bytes:
+    """The JSON header of ``cmd`` with ``opaque``: alphabetical keys and no null fields, as
+    fastjson writes RemotingCommand. Raises ``LocalProtocolError`` if it cannot be encoded."""
+    fields: dict[str, object] = {
+        "code": cmd.code,
+        "extFields": cmd.ext_fields,
+        "flag": cmd.flag,
+        "language": cmd.language._name_,
+        "opaque": opaque,
+    }
+    if cmd.remark is not None:
+        fields["remark"] = cmd.remark
+    fields["serializeTypeCurrentRPC"] = "JSON"
+    fields["version"] = cmd.version
+    try:
+        return _dumps(fields)
+    except (TypeError, ValueError) as exc:
+        raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
+
+
+# The compiled twins (_codec_c.pyx), chosen here and nowhere else; they hand whatever they do not
+# handle back to the pure functions above, which stay the reference.
+_command_from_json: Callable[[bytes | bytearray, bytes], RemotingCommand] = _command_from_json_py
+_json_header: Callable[[RemotingCommand, int], bytes] = _json_header_py
+_codec_c = _compiled.load("finchmq.protocol._codec_c")
+if _codec_c is not None:
+    _codec_c.bind(_command_from_json_py, _json_header_py)
+    _command_from_json = _codec_c.command_from_json
+    _json_header = _codec_c.json_header
+
+
 def encode_command(
     cmd: RemotingCommand, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, opaque: int | None = None
 ) -> bytes:
@@ -261,8 +294,14 @@ def encode_command(
     return head + body if body else head
 
 
-def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None = None) -> tuple[bytes, Body]:
-    """Length prefix + header, and the body, for ``transport.writelines`` without a copy."""
+def _encode_parts_py(
+    cmd: RemotingCommand, max_frame_size: int, opaque: int | None = None
+) -> tuple[bytes, Body]:
+    """Length prefix + header, and the body, for ``transport.writelines`` without a copy.
+
+    Raises:
+        LocalProtocolError: the command cannot be encoded (bad extFields, too large).
+    """
     ext_fields = cmd.ext_fields
     for value in ext_fields.values():
         if type(value) is not str:
@@ -271,22 +310,7 @@ def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None =
         opaque = cmd.opaque
     serialize_type = cmd.serialize_type
     if serialize_type is _JSON:
-        # Alphabetical keys and no null fields, as fastjson writes RemotingCommand.
-        fields: dict[str, object] = {
-            "code": cmd.code,
-            "extFields": ext_fields,
-            "flag": cmd.flag,
-            "language": cmd.language._name_,
-            "opaque": opaque,
-        }
-        if cmd.remark is not None:
-            fields["remark"] = cmd.remark
-        fields["serializeTypeCurrentRPC"] = "JSON"
-        fields["version"] = cmd.version
-        try:
-            header = _dumps(fields)
-        except (TypeError, ValueError) as exc:
-            raise LocalProtocolError(f"cannot encode {cmd!r}: {exc}") from exc
+        header = _json_header(cmd, opaque)
         word = 0
     elif serialize_type is _ROCKETMQ:
         header = _encode_rocketmq_header(cmd, opaque)
@@ -303,6 +327,11 @@ def encode_parts(cmd: RemotingCommand, max_frame_size: int, opaque: int | None =
     if header_len > 0xFFFFFF:
         raise LocalProtocolError(f"header of {header_len} bytes exceeds the 24-bit header length")
     return _PREFIX.pack(frame_size - 4, word | header_len) + header, body
+
+
+# ``encode_parts(cmd, max_frame_size, opaque=None)``: ``_encode_parts_py`` or its compiled twin
+# (bound at the end of this module).
+encode_parts: Callable[[RemotingCommand, int, int | None], tuple[bytes, Body]] = _encode_parts_py
 
 
 def decode_frame(frame: bytes, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> RemotingCommand:
@@ -459,3 +488,12 @@ class RemotingCodec:
             LocalProtocolError: the command cannot be encoded (bad extFields, too large).
         """
         return encode_command(cmd, self.max_frame_size, opaque=opaque)
+
+
+# The compiled frame split and frame head (_codec_c.pyx): the usual JSON frame in one C call each,
+# the rest handed back to the pure method and function above.
+_next_command_py = RemotingCodec.next_command
+if _codec_c is not None:
+    _codec_c.bind_frames(_encode_parts_py, _next_command_py, NEED_DATA)
+    RemotingCodec.next_command = _codec_c.next_command  # type: ignore[method-assign]
+    encode_parts = _codec_c.encode_parts

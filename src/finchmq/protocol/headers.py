@@ -48,6 +48,7 @@ from typing import (
     overload,
 )
 
+from . import _compiled
 from .codes import RequestCode
 from .errors import HeaderError
 
@@ -596,7 +597,7 @@ _SEND_V1_VALUES: Final = _values_decoder(SendMessageRequestHeader, SendMessageFi
 _SEND_V2_VALUES: Final = _values_decoder(SendMessageRequestHeaderV2, SendMessageFields)
 
 
-def decode_send_fields(fields: Mapping[str, str], *, short_keys: bool) -> SendMessageFields:
+def _decode_send_fields_py(fields: Mapping[str, str], *, short_keys: bool) -> SendMessageFields:
     """The send header in ``fields``: ``SendMessageRequestHeaderV2``'s keys ``a``..``n`` with
     ``short_keys``, else ``SendMessageRequestHeader``'s.
 
@@ -606,6 +607,15 @@ def decode_send_fields(fields: Mapping[str, str], *, short_keys: bool) -> SendMe
     """
     decoded: SendMessageFields = (_SEND_V2_VALUES if short_keys else _SEND_V1_VALUES)(fields)
     return decoded
+
+
+# ``decode_send_fields(fields, *, short_keys)``: the pure function above, or its compiled twin
+# (_headers_c.pyx) where it is built; the pure one stays the reference.
+decode_send_fields: Callable[..., SendMessageFields] = _decode_send_fields_py
+_headers_c = _compiled.load("finchmq.protocol._headers_c")
+if _headers_c is not None:
+    _headers_c.bind(_SEND_V2_VALUES, _SEND_V1_VALUES, SendMessageFields)
+    decode_send_fields = _headers_c.decode_send_fields
 
 
 @command_header

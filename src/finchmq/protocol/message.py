@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Final, Self
 
+from . import _compiled
 from .errors import MessageDecodeError, MessageEncodeError
 from .hosts import HostAddress
 from .message_const import KEY_SEPARATOR, RESERVED_PROPERTY_NAMES, MessageConst
@@ -103,7 +104,7 @@ def _check_properties(properties: Mapping[str, str]) -> None:
     raise MessageEncodeError(f"properties {properties!r} cannot be written")
 
 
-def string_to_properties(text: str) -> dict[str, str]:
+def _string_to_properties_py(text: str) -> dict[str, str]:
     """Parse a property string as Java 4.9 ``MessageDecoder.string2messageProperties`` does.
 
     Empty segments, segments without ``\\x01`` and segments with an empty name or value (so all
@@ -116,6 +117,15 @@ def string_to_properties(text: str) -> dict[str, str]:
         if key and value:
             result[key] = value
     return result
+
+
+# ``string_to_properties(text)``: the pure function above, or its compiled twin (_message_c.pyx)
+# where it is built; the pure one stays the reference.
+string_to_properties: Callable[[str], dict[str, str]] = _string_to_properties_py
+_message_c = _compiled.load("finchmq.protocol._message_c")
+if _message_c is not None:
+    _message_c.bind(_string_to_properties_py)
+    string_to_properties = _message_c.string_to_properties
 
 
 def tags_hash_code(tags: str | None) -> int:

@@ -28,8 +28,10 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import fields
+from types import ModuleType
 from typing import TYPE_CHECKING, Final, TypeAlias
 
+from . import _compiled
 from .compression import decompress_body
 from .errors import MessageDecodeError, MessageEncodeError
 from .hosts import HOST_V4_SIZE, HOST_V6_SIZE, unpack_host
@@ -572,7 +574,7 @@ def _bad(offset: int, field: str, what: str) -> MessageDecodeError:
     return MessageDecodeError(f"bad stored record at offset {offset}: {what}", offset=offset, field=field)
 
 
-def decode_stored(
+def _decode_stored_py(
     data: _ReadBuffer,
     offset: int = 0,
     *,
@@ -710,13 +712,36 @@ def iter_stored(
     pos = 0
     size = len(data)
     while pos < size:
-        msg = decode_stored(data, pos, verify_crc=verify_crc, decompress_max_size=decompress_max_size)
+        msg = _decode_stored_py(data, pos, verify_crc=verify_crc, decompress_max_size=decompress_max_size)
         pos += msg.store_size
         yield msg
 
 
-def decode_stored_all(
+def _decode_stored_all_py(
     data: _ReadBuffer, *, verify_crc: bool = False, decompress_max_size: int | None = None
 ) -> list[MessageExt]:
     """``list(iter_stored(...))``: all records of a pull body, or ``MessageDecodeError``."""
     return list(iter_stored(data, verify_crc=verify_crc, decompress_max_size=decompress_max_size))
+
+
+# ``decode_stored`` / ``decode_stored_all``: the pure functions above, or their compiled twins
+# (_stored_c.pyx) where they are built; the pure ones stay the reference.
+decode_stored: Callable[..., MessageExt] = _decode_stored_py
+decode_stored_all: Callable[..., list[MessageExt]] = _decode_stored_all_py
+
+
+def _bind_stored_c(module: ModuleType, fallback: Callable[..., MessageExt]) -> None:
+    """Give the compiled decoder what it calls: ``fallback`` for the unusual, and the helpers."""
+    module.bind(
+        fallback, string_to_properties, unpack_host, functools.partial(_new_object, MessageExt),
+        (_set_topic, _set_body, _set_flag, _set_properties, _set_queue_id, _set_store_size, _set_queue_offset,
+         _set_sys_flag, _set_born_timestamp, _set_born_host, _set_store_timestamp, _set_store_host,
+         _set_commit_log_offset, _set_body_crc, _set_reconsume_times, _set_prepared_transaction_offset),
+    )  # fmt: skip
+
+
+_stored_c = _compiled.load("finchmq.protocol._stored_c")
+if _stored_c is not None:
+    _bind_stored_c(_stored_c, _decode_stored_py)
+    decode_stored = _stored_c.decode_stored
+    decode_stored_all = _stored_c.decode_stored_all

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from .process import ChildServer, free_port
+from .process import ChildServer, free_broker_ports, free_port
 
 __all__ = ["BrokerProcess", "LocalCluster", "NamesrvProcess", "ProxyProcess", "free_port_pair"]
 
@@ -28,24 +27,7 @@ __all__ = ["BrokerProcess", "LocalCluster", "NamesrvProcess", "ProxyProcess", "f
 def free_port_pair() -> int:
     """A loopback port ``p`` with ``p - 2``, ``p - 1`` and ``p + 1`` also free: a broker, its VIP
     channel (``listenPort - 2``) and its HA port (``listenPort + 1``)."""
-    for _ in range(500):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if not 1026 <= port <= 65534:
-            continue
-        if all(_free(p) for p in (port - 2, port - 1, port, port + 1)):
-            return port
-    raise RuntimeError("no four consecutive free loopback ports")
-
-
-def _free(port: int) -> bool:
-    try:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", port))
-    except OSError:
-        return False
-    return True
+    return free_broker_ports(1)
 
 
 def _metrics_conf() -> dict[str, str]:

@@ -46,6 +46,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_broker_ports(brokers: int = 1) -> int:
+    """A loopback port ``p`` for ``brokers`` brokers at ``p``, ``p + 10``, ... (``finchmq server
+    --brokers N``), each with its VIP channel (``listenPort - 2``) and HA port (``listenPort + 1``)
+    free too, so that a broker does not lose a race for one of its ports to another test."""
+    for _ in range(500):
+        port = free_port()
+        if not 1026 <= port <= 65534 - 10 * brokers:
+            continue
+        if all(_free(port + 10 * i + d) for i in range(brokers) for d in (-2, -1, 0, 1)):
+            return port
+    raise RuntimeError(f"no free loopback ports for {brokers} broker(s)")
+
+
+def _free(port: int) -> bool:
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
+
+
 class ChildServer:
     """A server subprocess in its own data directory (a temporary one unless given), its output
     in a log file (``server.log`` in the data directory unless given).
@@ -139,7 +161,8 @@ class ServerProcess(ChildServer):
     ``metrics=False``; ``console_port`` is its web console's port (0, the default: no console);
     ``grpc=True`` serves RocketMQ 5.x clients on a free ``grpc_port`` (off by default).
     ``source`` runs finchmq from another source tree (its ``src``), e.g. an older revision that a
-    benchmark compares with this one in the same run."""
+    benchmark compares with this one in the same run. ``brokers`` > 1 runs ``--brokers N``: N broker
+    processes on ``broker_ports`` (``pids`` lists them all); ``env`` is added to its environment."""
 
     name = "finchmq server"
     stop_grace_seconds = 60.0
@@ -156,16 +179,21 @@ class ServerProcess(ChildServer):
         console_port: int = 0,
         source: Path | None = None,
         grpc: bool = False,
+        brokers: int = 1,
+        env: dict[str, str] | None = None,
     ) -> None:
         super().__init__(data_dir, "finchmq-server-", log_path)
         self.grpc_port = free_port() if grpc else 0  # the 5.x endpoint, off unless asked for
         self.source = source
         self.namesrv_port = free_port()
-        self.broker_port = free_port()
+        self.broker_port = free_broker_ports(brokers)
         self.metrics_port = free_port() if metrics else 0
         self.console_port = console_port
         self.conf = conf or {}
         self.cwd = cwd
+        self.brokers = brokers
+        self.env = env or {}
+        self.child_pids: list[int] = []
 
     @property
     def namesrv_addr(self) -> str:
@@ -175,19 +203,44 @@ class ServerProcess(ChildServer):
     def console_url(self) -> str:
         return f"http://127.0.0.1:{self.console_port}/"
 
+    def _knows(self, option: str) -> bool:
+        """Whether the finchmq that runs (``source``'s, if given) has the command-line ``option``."""
+        if self.source is None:
+            return True
+        cli = self.source / "finchmq" / "cli"
+        return any(f'"{option}"' in path.read_text() for path in cli.glob("*.py"))
+
+    @property
+    def broker_ports(self) -> list[int]:
+        """Every broker's port: ``--brokers N`` puts the i-th at ``broker_port + 10 * i``."""
+        return [self.broker_port + 10 * i for i in range(self.brokers)]
+
+    @property
+    def pids(self) -> list[int]:
+        """This process's and its child brokers' (``--brokers N``) process ids."""
+        return [self.pid, *self.child_pids]
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the server and its child brokers."""
+        return sum(cpu_seconds(pid) for pid in self.pids)
+
     def start(self) -> Self:
         args = [
             sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
             "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
             "--broker-ip", "127.0.0.1", "--bind", "127.0.0.1", "--metrics-port", str(self.metrics_port),
-            "--console-port", str(self.console_port), "--grpc-port", str(self.grpc_port),
+            "--console-port", str(self.console_port),
         ]  # fmt: skip
+        if self.grpc_port or self._knows("--grpc-port"):  # off, unless the revision predates it
+            args += ["--grpc-port", str(self.grpc_port)]
+        if self.brokers > 1:
+            args += ["--brokers", str(self.brokers)]
         if self.conf:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             conf_file = self.data_dir / "broker.conf"
             conf_file.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
             args += ["-c", str(conf_file)]
-        env = {"PYTHONPATH": str(self.source)} if self.source is not None else None
+        env = {**self.env, "PYTHONPATH": str(self.source)} if self.source is not None else self.env
         self._spawn(
             args,
             self.cwd,
@@ -195,4 +248,6 @@ class ServerProcess(ChildServer):
             "get ready",
             env,
         )
+        log = self.log_path.read_text(errors="replace")
+        self.child_pids = [int(pid) for pid in re.findall(r"\(store .*, pid (\d+)\)", log)]
         return self

@@ -1,0 +1,181 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled twin of ``stored.py``'s record decoder (issue 29): a pull body (or any buffer of
+commit-log records) read field by field from C, the ``MessageExt`` filled through the same slot
+setters the pure decoder uses.
+
+Only what a well-formed record needs is decoded here. Anything unusual (a short buffer, a bad
+magic or length, text that is not UTF-8, a bad host, ``verify_crc``, a compressed body to
+inflate, a buffer that is not contiguous) is handed to the pure ``decode_stored`` bound with
+``bind``, which decodes it or raises exactly as without this module; tests/protocol/test_compiled.py
+demands the same messages and errors from both.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+cdef object _decode_fallback = None
+cdef object _string_to_properties = None
+cdef object _unpack_host = None
+cdef object _new_message = None
+cdef tuple _setters = ()
+
+cdef int _MESSAGE_MAGIC = -626843481
+cdef int _MIN_STORED_SIZE = 91
+cdef int _V6_EXTRA = 12
+cdef int _COMPRESSED = 1
+
+
+def bind(decode_fallback, string_to_properties, unpack_host, new_message, setters):
+    """The pure ``decode_stored`` this module hands the unusual to, the property parse and host
+    unpacking it calls, ``MessageExt``'s constructor without ``__init__`` and its 16 slot setters
+    (topic, body, flag, properties, queue_id, store_size, queue_offset, sys_flag, born_timestamp,
+    born_host, store_timestamp, store_host, commit_log_offset, body_crc, reconsume_times,
+    prepared_transaction_offset)."""
+    global _decode_fallback, _string_to_properties, _unpack_host, _new_message, _setters
+    _decode_fallback = decode_fallback
+    _string_to_properties = string_to_properties
+    _unpack_host = unpack_host
+    _new_message = new_message
+    _setters = tuple(setters)
+    if len(_setters) != 16:
+        raise ValueError("decode_stored needs MessageExt's 16 slot setters")
+
+
+cdef inline int _i32(const unsigned char* p) noexcept nogil:
+    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16) | (<unsigned int>p[2] << 8) | p[3])
+
+
+cdef inline long long _i64(const unsigned char* p) noexcept nogil:
+    return <long long>((<unsigned long long><unsigned int>_i32(p) << 32) | <unsigned int>_i32(p + 4))
+
+
+cdef inline int _i16(const unsigned char* p) noexcept nogil:
+    return <short>((p[0] << 8) | p[1])
+
+
+cdef object _decode(const unsigned char* data, Py_ssize_t size, Py_ssize_t offset, bint decompress):
+    """The record at ``offset``, or None to hand back to the pure decoder."""
+    cdef Py_ssize_t available = size - offset
+    cdef const unsigned char* r
+    cdef int total, sys_flag, index, born, store, body_len, topic_len, props_len
+    cdef Py_ssize_t pos, end
+    cdef object body, topic, properties, born_host, store_host, msg
+    cdef tuple s
+    if offset < 0 or available < 8:
+        return None
+    r = data + offset
+    total = _i32(r)
+    if _i32(r + 4) != _MESSAGE_MAGIC or not (_MIN_STORED_SIZE <= total <= available):
+        return None
+    sys_flag = _i32(r + 36)
+    index = (sys_flag >> 4) & 3
+    born = 20 if index & 1 else 8
+    store = 20 if index & 2 else 8
+    if total < _MIN_STORED_SIZE + ((index & 1) + (index >> 1)) * _V6_EXTRA:
+        return None
+    if decompress and sys_flag & _COMPRESSED:
+        return None
+    end = total
+    pos = 72 + born + store
+    body_len = _i32(r + 68 + born + store)
+    if not (0 <= body_len <= end - pos - 3):
+        return None
+    body = PyBytes_FromStringAndSize(<const char*>r + pos, body_len)
+    pos += body_len
+    topic_len = r[pos]
+    pos += 1
+    if topic_len > 127 or pos + topic_len + 2 > end:
+        return None
+    try:
+        topic = PyUnicode_DecodeUTF8(<const char*>r + pos, topic_len, NULL)
+    except UnicodeDecodeError:
+        return None
+    pos += topic_len
+    props_len = _i16(r + pos)
+    pos += 2
+    if pos + props_len != end:
+        return None
+    if props_len:
+        try:
+            properties = _string_to_properties(PyUnicode_DecodeUTF8(<const char*>r + pos, props_len, NULL))
+        except UnicodeDecodeError:
+            return None
+    else:
+        properties = {}
+    try:
+        born_host = _unpack_host(PyBytes_FromStringAndSize(<const char*>r + 48, born))
+        store_host = _unpack_host(PyBytes_FromStringAndSize(<const char*>r + 56 + born, store))
+    except Exception:
+        return None  # the pure decoder names the field
+    s = _setters
+    msg = _new_message()
+    s[0](msg, topic)
+    s[1](msg, body)
+    s[2](msg, _i32(r + 16))  # FLAG
+    s[3](msg, properties)
+    s[4](msg, _i32(r + 12))  # QUEUEID
+    s[5](msg, total)
+    s[6](msg, _i64(r + 20))  # QUEUEOFFSET
+    s[7](msg, sys_flag)
+    s[8](msg, _i64(r + 40))  # BORNTIMESTAMP
+    s[9](msg, born_host)
+    s[10](msg, _i64(r + 48 + born))  # STORETIMESTAMP
+    s[11](msg, store_host)
+    s[12](msg, _i64(r + 28))  # PHYSICALOFFSET
+    s[13](msg, _i32(r + 8))  # BODYCRC
+    s[14](msg, _i32(r + 56 + born + store))  # RECONSUMETIMES
+    s[15](msg, _i64(r + 60 + born + store))  # PREPAREDTRANSACTIONOFFSET
+    return msg
+
+
+def decode_stored(data, Py_ssize_t offset=0, *, bint verify_crc=False, decompress_max_size=None):
+    """``stored.decode_stored``: the record at ``data[offset:]``."""
+    cdef Py_buffer view
+    cdef object msg = None
+    if not verify_crc:
+        if PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) == 0:
+            try:
+                msg = _decode(<const unsigned char*>view.buf, view.len, offset, decompress_max_size is not None)
+            finally:
+                PyBuffer_Release(&view)
+    if msg is None:
+        return _decode_fallback(
+            data, offset, verify_crc=verify_crc, decompress_max_size=decompress_max_size
+        )
+    return msg
+
+
+def decode_stored_all(data, *, bint verify_crc=False, decompress_max_size=None):
+    """``stored.decode_stored_all``: every record of a pull body, which must end exactly after the
+    last one."""
+    cdef Py_buffer view
+    cdef list out = []
+    cdef Py_ssize_t pos = 0
+    cdef object msg
+    cdef bint decompress = decompress_max_size is not None
+    if verify_crc or PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0:
+        return _all_fallback(data, 0, verify_crc, decompress_max_size, out)
+    try:
+        while pos < view.len:
+            msg = _decode(<const unsigned char*>view.buf, view.len, pos, decompress)
+            if msg is None:
+                break
+            out.append(msg)
+            pos += <int>msg.store_size
+        else:
+            return out
+    finally:
+        PyBuffer_Release(&view)
+    return _all_fallback(data, pos, verify_crc, decompress_max_size, out)
+
+
+cdef list _all_fallback(data, Py_ssize_t pos, bint verify_crc, decompress_max_size, list out):
+    """The rest of ``decode_stored_all`` from ``pos`` through the pure decoder."""
+    cdef Py_ssize_t size = len(data)
+    cdef object msg
+    while pos < size:
+        msg = _decode_fallback(data, pos, verify_crc=verify_crc, decompress_max_size=decompress_max_size)
+        out.append(msg)
+        pos += <int>msg.store_size
+    return out

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
-from . import _compiled
+from ._compiled import load as load_compiled
 from ._json import dumps as _dumps
 from ._json import loads_raw as _loads
 from .codes import LanguageCode, ResponseCode, SerializeType
@@ -279,7 +279,7 @@ def _json_header_py(cmd: RemotingCommand, opaque: int) -> bytes:
 # handle back to the pure functions above, which stay the reference.
 _command_from_json: Callable[[bytes | bytearray, bytes], RemotingCommand] = _command_from_json_py
 _json_header: Callable[[RemotingCommand, int], bytes] = _json_header_py
-_codec_c = _compiled.load("finchmq.protocol._codec_c")
+_codec_c = load_compiled("finchmq.protocol._codec_c")
 if _codec_c is not None:
     _codec_c.bind(_command_from_json_py, _json_header_py)
     _command_from_json = _codec_c.command_from_json

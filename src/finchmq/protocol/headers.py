@@ -48,7 +48,7 @@ from typing import (
     overload,
 )
 
-from . import _compiled
+from ._compiled import load as load_compiled
 from .codes import RequestCode
 from .errors import HeaderError
 
@@ -612,7 +612,7 @@ def _decode_send_fields_py(fields: Mapping[str, str], *, short_keys: bool) -> Se
 # ``decode_send_fields(fields, *, short_keys)``: the pure function above, or its compiled twin
 # (_headers_c.pyx) where it is built; the pure one stays the reference.
 decode_send_fields: Callable[..., SendMessageFields] = _decode_send_fields_py
-_headers_c = _compiled.load("finchmq.protocol._headers_c")
+_headers_c = load_compiled("finchmq.protocol._headers_c")
 if _headers_c is not None:
     _headers_c.bind(_SEND_V2_VALUES, _SEND_V1_VALUES, SendMessageFields)
     decode_send_fields = _headers_c.decode_send_fields

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Final, Self
 
-from . import _compiled
+from ._compiled import load as load_compiled
 from .errors import MessageDecodeError, MessageEncodeError
 from .hosts import HostAddress
 from .message_const import KEY_SEPARATOR, RESERVED_PROPERTY_NAMES, MessageConst
@@ -122,7 +122,7 @@ def _string_to_properties_py(text: str) -> dict[str, str]:
 # ``string_to_properties(text)``: the pure function above, or its compiled twin (_message_c.pyx)
 # where it is built; the pure one stays the reference.
 string_to_properties: Callable[[str], dict[str, str]] = _string_to_properties_py
-_message_c = _compiled.load("finchmq.protocol._message_c")
+_message_c = load_compiled("finchmq.protocol._message_c")
 if _message_c is not None:
     _message_c.bind(_string_to_properties_py)
     string_to_properties = _message_c.string_to_properties

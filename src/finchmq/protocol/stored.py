@@ -31,7 +31,7 @@ from dataclasses import fields
 from types import ModuleType
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from . import _compiled
+from ._compiled import load as load_compiled
 from .compression import decompress_body
 from .errors import MessageDecodeError, MessageEncodeError
 from .hosts import HOST_V4_SIZE, HOST_V6_SIZE, unpack_host
@@ -740,7 +740,7 @@ def _bind_stored_c(module: ModuleType, fallback: Callable[..., MessageExt]) -> N
     )  # fmt: skip
 
 
-_stored_c = _compiled.load("finchmq.protocol._stored_c")
+_stored_c = load_compiled("finchmq.protocol._stored_c")
 if _stored_c is not None:
     _bind_stored_c(_stored_c, _decode_stored_py)
     decode_stored = _stored_c.decode_stored

@@ -511,9 +511,61 @@ def test_what_the_send_path_sees_never_reaches_the_pure_fallbacks() -> None:
         assert _message_c.string_to_properties(ext["i"])["TAGS"] == "TagA"
         assert _headers_c.decode_send_fields(ext, short_keys=True).queue_id == 3
         assert _stored_c.decode_stored_all(record * 2)[1].body == b"x" * 128
+        _stored_c.bind_pack(_refuse)
+        hosts, size, crc, tail, flag = stored.prepare_stored(
+            b"T", b"a\x01b", b"x" * 128, record[48:56], record[56:64], 0
+        )
+        log = memoryview(bytearray(4096))
+        assert _stored_c.pack_stored_into(log, 100, hosts, size, crc, 3, 0, 1, 9, flag, 5, record[48:56], 6,
+                                          record[56:64], 0, 0, b"x" * 128, tail) == 100 + size  # fmt: skip
     finally:
+        _stored_c.bind_pack(stored._pack_stored_into_py)
         _codec_c.bind(codec._command_from_json_py, codec._json_header_py)
         _codec_c.bind_frames(codec._encode_parts_py, codec._next_command_py, codec.NEED_DATA)
         _message_c.bind(message._string_to_properties_py)
         _headers_c.bind(headers._SEND_V2_VALUES, headers._SEND_V1_VALUES, headers.SendMessageFields)
         stored._bind_stored_c(_stored_c, stored._decode_stored_py)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 3),
+    st.lists(st.integers(-(2**64), 2**64) | int32 | int64, min_size=10, max_size=10),
+    st.binary(max_size=40),
+    st.binary(max_size=20),
+    st.integers(-3, 40),
+    st.sampled_from([300, 120]),
+)
+def test_records_pack_into_a_buffer_the_same(
+    host_index: int, numbers: list[int], body: bytes, tail: bytes, pos: int, size: int
+) -> None:
+    born = pack_host("::1", 1) if host_index & 1 else pack_host("10.0.0.1", 1)
+    store = pack_host("::2", 2) if host_index & 2 else pack_host("10.0.0.2", 2)
+    total, crc, qid, flag, qo, phy, sys_flag, born_ts, store_ts, rc = numbers
+    args = (
+        host_index,
+        total,
+        crc,
+        qid,
+        flag,
+        qo,
+        phy,
+        sys_flag,
+        born_ts,
+        born,
+        store_ts,
+        store,
+        rc,
+        7,
+        body,
+        tail,
+    )
+    pure_buf, compiled_buf = bytearray(b"\xee" * size), bytearray(b"\xee" * size)
+    pure = _outcome(stored._pack_stored_into_py, memoryview(pure_buf), pos, *args)
+    compiled = _outcome(_stored_c.pack_stored_into, memoryview(compiled_buf), pos, *args)
+    assert compiled == pure
+    assert compiled_buf == pure_buf
+
+
+def test_the_commit_log_writes_records_with_the_compiled_packer() -> None:
+    assert (stored.pack_stored_into is _stored_c.pack_stored_into) is not _compiled.NO_EXTENSIONS

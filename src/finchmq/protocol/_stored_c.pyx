@@ -179,3 +179,142 @@ cdef list _all_fallback(data, Py_ssize_t pos, bint verify_crc, decompress_max_si
         out.append(msg)
         pos += <int>msg.store_size
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: a record packed straight into the mapped file
+
+
+from cpython.buffer cimport PyBUF_WRITABLE
+from libc.string cimport memcpy
+
+cdef object _pack_fallback = None
+
+
+def bind_pack(pack_fallback):
+    """The pure ``pack_stored_into`` this module hands the unusual to."""
+    global _pack_fallback
+    _pack_fallback = pack_fallback
+
+
+cdef inline void _put32(unsigned char* p, long long v) noexcept nogil:
+    p[0] = <unsigned char>(v >> 24)
+    p[1] = <unsigned char>(v >> 16)
+    p[2] = <unsigned char>(v >> 8)
+    p[3] = <unsigned char>v
+
+
+cdef inline void _put64(unsigned char* p, long long v) noexcept nogil:
+    _put32(p, v >> 32)
+    _put32(p + 4, v)
+
+
+cdef inline bint _int32(long long v) noexcept nogil:
+    return -2147483648 <= v <= 2147483647
+
+
+cdef bint _get(object obj, Py_buffer* view, int flags):
+    """``view`` of ``obj``; false (nothing held) if it has none of that kind."""
+    try:
+        PyObject_GetBuffer(obj, view, flags)
+    except (BufferError, TypeError):
+        return False
+    return True
+
+
+cdef void _write(
+    unsigned char* o, int born, int store, long long total, long long crc, long long qid, long long flag,
+    long long qo, long long phy, long long sys, long long born_ts, const unsigned char* born_host,
+    long long store_ts, const unsigned char* store_host, long long rc, long long prep,
+    const unsigned char* body, Py_ssize_t body_len, const unsigned char* tail, Py_ssize_t tail_len,
+) noexcept nogil:
+    cdef Py_ssize_t head = 72 + born + store
+    _put32(o + 8, crc)
+    _put32(o + 12, qid)
+    _put32(o + 16, flag)
+    _put64(o + 20, qo)
+    _put64(o + 28, phy)
+    _put32(o + 36, sys)
+    _put64(o + 40, born_ts)
+    memcpy(o + 48, born_host, born)
+    _put64(o + 48 + born, store_ts)
+    memcpy(o + 56 + born, store_host, store)
+    _put32(o + 56 + born + store, rc)
+    _put64(o + 60 + born + store, prep)
+    _put32(o + 68 + born + store, body_len)
+    memcpy(o + head, body, body_len)
+    memcpy(o + head + body_len, tail, tail_len)
+    _put32(o + 4, _MESSAGE_MAGIC)
+    _put32(o, total)  # TOTALSIZE last: a reader that sees it sees the whole record
+
+
+def pack_stored_into(
+    buf, Py_ssize_t pos, host_index, total_size, body_crc, queue_id, flag, queue_offset,
+    commit_log_offset, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+    reconsume_times, prepared_transaction_offset, body, tail,
+):
+    """``stored.pack_stored_into``: the record written at ``buf[pos:]``, its first 8 bytes last."""
+    cdef long long v_total, v_crc, v_qid, v_flag, v_qo, v_phy, v_sys, v_born_ts, v_store_ts, v_rc, v_prep
+    cdef int born, store
+    cdef Py_ssize_t head, end, body_len, tail_len
+    cdef Py_buffer out, b, t, bh, sh
+    cdef bint ok = False
+    try:
+        v_total = total_size
+        v_crc = body_crc
+        v_qid = queue_id
+        v_flag = flag
+        v_qo = queue_offset
+        v_phy = commit_log_offset
+        v_sys = sys_flag
+        v_born_ts = born_timestamp
+        v_store_ts = store_timestamp
+        v_rc = reconsume_times
+        v_prep = prepared_transaction_offset
+    except (OverflowError, TypeError):
+        return _pack_fallback(
+            buf, pos, host_index, total_size, body_crc, queue_id, flag, queue_offset, commit_log_offset,
+            sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+            prepared_transaction_offset, body, tail,
+        )
+    if not (
+        type(host_index) is int and 0 <= host_index <= 3 and _int32(v_total) and _int32(v_crc)
+        and _int32(v_qid) and _int32(v_flag) and _int32(v_sys) and _int32(v_rc)
+        and type(born_host) is bytes and type(store_host) is bytes
+    ):
+        return _pack_fallback(
+            buf, pos, host_index, total_size, body_crc, queue_id, flag, queue_offset, commit_log_offset,
+            sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+            prepared_transaction_offset, body, tail,
+        )
+    born = 20 if (<int>host_index) & 1 else 8
+    store = 20 if (<int>host_index) & 2 else 8
+    head = 72 + born + store
+    if len(born_host) == born and len(store_host) == store and pos >= 0 and _get(body, &b, PyBUF_SIMPLE):
+        try:
+            if _get(tail, &t, PyBUF_SIMPLE):
+                try:
+                    body_len = b.len
+                    tail_len = t.len
+                    end = pos + head + body_len + tail_len
+                    if _int32(body_len) and _get(buf, &out, PyBUF_WRITABLE):
+                        try:
+                            if end <= out.len:
+                                _write(<unsigned char*>out.buf + pos, born, store, v_total, v_crc, v_qid, v_flag,
+                                       v_qo, v_phy, v_sys, v_born_ts, <const unsigned char*><const char*>born_host,
+                                       v_store_ts, <const unsigned char*><const char*>store_host, v_rc, v_prep,
+                                       <const unsigned char*>b.buf, body_len, <const unsigned char*>t.buf, tail_len)
+                                ok = True
+                        finally:
+                            PyBuffer_Release(&out)
+                finally:
+                    PyBuffer_Release(&t)
+        finally:
+            PyBuffer_Release(&b)
+    if ok:
+        return end
+    return _pack_fallback(
+        buf, pos, host_index, total_size, body_crc, queue_id, flag, queue_offset, commit_log_offset,
+        sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+        prepared_transaction_offset, body, tail,
+    )

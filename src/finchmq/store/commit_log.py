@@ -8,10 +8,11 @@ Strategy:
     A batch is encoded before the put lock (Java 4.9's pre-encode), item by item into one
     buffer; a single message is written in place under it, in parts (no buffer to copy from:
     it is the per-send path). Both pack with the protocol's ``prepare_stored``; the single
-    message with ``pack_stored_head`` too, the batch its items with ``StoredLayout.HEADS``
-    directly (tests/store/test_commit_log_layout.py pins both). Under the lock the commit log
-    picks the segment (writing the BLANK record and rolling when the record plus 8 bytes does
-    not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
+    message with ``pack_stored_into`` too (``pack_stored_head``'s fixed part, the body and the
+    tail written straight into the segment: compiled where built), the batch its items with
+    ``StoredLayout.HEADS`` directly (tests/store/test_commit_log_layout.py pins both). Under the
+    lock the commit log picks the segment (writing the BLANK record and rolling when the record
+    plus 8 bytes does not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
     timestamp, copies the bytes in, and queues a ``DispatchRequest``. Every record's 8-byte
     head (TOTALSIZE + MAGICCODE) is written after the rest of it, and the first record of a
     batch last of all, so a process killed mid-copy leaves a zero head that recovery reads as
@@ -40,7 +41,7 @@ from finchmq.protocol.stored import (
     MIN_STORED_SIZE,
     StoredLayout,
     encode_blank_into,
-    pack_stored_head,
+    pack_stored_into,
     prepare_stored,
 )
 
@@ -273,17 +274,17 @@ class CommitLog:
                 phy = mf.file_from_offset + pos
                 queue_offset = table.get(key, 0) if counted else 0
                 try:
-                    head = pack_stored_head(
-                        hosts, size, crc, queue_id, msg.flag, queue_offset, phy, stored_flag,
-                        msg.born_timestamp, born_host, now, store_host, msg.reconsume_times,
-                        prepared_offset, len(body),
+                    end = pack_stored_into(
+                        mf.write_view, pos, hosts, size, crc, queue_id, msg.flag, queue_offset, phy,
+                        stored_flag, msg.born_timestamp, born_host, now, store_host, msg.reconsume_times,
+                        prepared_offset, body, tail,
                     )  # fmt: skip
                 except MessageEncodeError as exc:
                     log.warning("putMessage cannot encode the message: %s", exc)
                     return PutMessageStatus.MESSAGE_ILLEGAL, None
                 if counted:
                     table[key] = queue_offset + 1
-                mf.append_record_parts(head, body, tail, now)
+                mf.appended(end, now)
                 if tags_code is None or delay:
                     tags_code = compute_tags_code(topic, tags, delay, now, self._delay_levels)
                 self.reput.pending.append(

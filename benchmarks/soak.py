@@ -18,10 +18,12 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -120,6 +122,7 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
         load_after = os.getloadavg()[0]
         cpu = server.cpu_seconds() - cpu_before
         after = asyncio.run(_flow_control(server.namesrv_addr, broker))
+        warnings = _warnings(server.log_path.read_text(errors="replace"))
     busy = {kind: n - before.get(kind, 0) for kind, n in sorted(after.items()) if n - before.get(kind, 0)}
     total_busy = sum(busy.values())
     send = summary["send_rt"]
@@ -145,6 +148,8 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
         f"  {'PASS' if passed else 'FAIL'}: {total_busy} SYSTEM_BUSY (at most {args.max_busy}), "
         f"{summary['lost']} not received",
     ]
+    for what, n in warnings.most_common(6):
+        lines.insert(-1, f"  broker log: {n} x {what}")
     if summary.get("first_error"):
         lines.insert(-1, f"  first error: {summary['first_error']}")
     if summary["send_tps"] < 0.95 * rate:
@@ -154,6 +159,16 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
             "short of CPU, so these figures are not the broker's below its capacity",
         )
     return "\n".join(lines), passed
+
+
+def _warnings(log: str) -> Counter[str]:
+    """The broker log's warnings and errors, by logger and the start of the message (numbers out)."""
+    out: Counter[str] = Counter()
+    for line in log.splitlines():
+        parts = line.split(" ", 4)
+        if len(parts) == 5 and parts[2] in ("WARNING", "ERROR", "CRITICAL"):
+            out[f"{parts[2]} {parts[3]} {re.sub(r'[0-9.]+', 'N', parts[4])[:70]}"] += 1
+    return out
 
 
 def _revision() -> str:

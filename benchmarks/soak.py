@@ -1,15 +1,18 @@
 """Soak: ``finchmq bench e2e`` at a fixed rate well below capacity for a long time, against a
 ``finchmq server`` of this checkout. ``python -m benchmarks.soak --rate 3000 --size 512 --duration 120``
 
-Below capacity a broker must not shed: every SYSTEM_BUSY is a flow-control false positive
-(issue 29: one ``[OVERLOAD]`` among 720,000 sends at 15 % of capacity). The soak prints the
-throughput, the end-to-end and send latency percentiles, every SYSTEM_BUSY the broker answered
-by kind (its ``flowControl.*`` counters, GET_BROKER_RUNTIME_INFO, read before and after), and
-memory: the broker's resident set at the start, its peak (sampled every second) and at the end,
-and the load generator's peak. ``--fraction F`` first measures the capacity with ``finchmq bench
-producer`` (closed loop, same message size) and soaks at F of it; ``--rate`` gives the rate
-directly. The figures are appended to ``benchmarks/results/soak.txt``; the exit status is 1 when
-the broker answered more than ``--max-busy`` SYSTEM_BUSY (default 0) or a message was lost.
+Below capacity a broker must not shed (issue 29: one ``[OVERLOAD]`` among 720,000 sends at
+15 % of capacity). The soak prints the throughput, the end-to-end and send latency percentiles,
+every SYSTEM_BUSY the broker answered by kind (its ``flowControl.*`` counters,
+GET_BROKER_RUNTIME_INFO, read before and after) and in which 10 s intervals they came, memory
+(the broker's resident set at the start, its peak sampled every second and at the end; the load
+generator's peak), the broker's CPU, how long its event loop waited for a CPU
+(``/proc/PID/schedstat``: on a shared machine, a send that waited 200 ms in the queue while the
+broker had no CPU is answered TIMEOUT_CLEAN_QUEUE, Java's rule, rightly) and the broker log's
+warnings. ``--fraction F`` first measures the capacity with ``finchmq bench producer`` (closed
+loop, same message size) and soaks at F of it; ``--rate`` gives the rate directly. The figures
+are appended to ``benchmarks/results/soak.txt``; the exit status is 1 when the broker answered
+more than ``--max-busy`` SYSTEM_BUSY (default 0) or a message was not received.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ __all__ = ["main", "run_soak"]
 RESULTS = Path(__file__).with_name("results") / "soak.txt"
 
 
-def _bench(args: list[str]) -> tuple[dict[str, Any], float]:
-    """Run ``finchmq bench ARGS --json``: its summary and the load generator's peak RSS (MiB)."""
+def _bench(args: list[str]) -> tuple[dict[str, Any], float, list[dict[str, Any]]]:
+    """Run ``finchmq bench ARGS --json``: its summary, the load generator's peak RSS (MiB) and
+    its progress lines (one every 10 s)."""
     cmd = [sys.executable, "-m", "finchmq.cli", "bench", *args, "--json", "--interval", "10"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     assert proc.stdout is not None
@@ -47,7 +51,13 @@ def _bench(args: list[str]) -> tuple[dict[str, Any], float]:
     summaries = [json.loads(line) for line in out.splitlines() if line.startswith('{"type": "summary"')]
     if not summaries:
         raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode} and no summary:\n{out[-2000:]}")
-    return summaries[-1], usage.ru_maxrss / 1024  # KiB on Linux
+    progress = [json.loads(line) for line in out.splitlines() if line.startswith('{"type": "progress"')]
+    return summaries[-1], usage.ru_maxrss / 1024, progress  # ru_maxrss: KiB on Linux
+
+
+def _cpu_wait_seconds(pid: int) -> float:
+    """Seconds the process's main thread (the broker's event loop) has waited for a CPU."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
 
 
 async def _flow_control(namesrv: str, broker_addr: str) -> dict[str, int]:
@@ -86,7 +96,7 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
         capacity = 0.0
         rate = args.rate
         if args.fraction:
-            measured, _ = _bench(
+            measured, _, _ = _bench(
                 [
                     "producer",
                     "-n",
@@ -101,10 +111,11 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
             rate = round(capacity * args.fraction)
         before = asyncio.run(_flow_control(server.namesrv_addr, broker))
         cpu_before = server.cpu_seconds()
+        waited_before = _cpu_wait_seconds(server.pid)
         rss = _RssSampler(server.pid)
         load = os.getloadavg()
         began = time.monotonic()
-        summary, client_peak = _bench(
+        summary, client_peak, progress = _bench(
             [
                 "e2e",
                 "-n",
@@ -121,6 +132,7 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
         rss_last = rss.stop()
         load_after = os.getloadavg()[0]
         cpu = server.cpu_seconds() - cpu_before
+        waited = _cpu_wait_seconds(server.pid) - waited_before
         after = asyncio.run(_flow_control(server.namesrv_addr, broker))
         warnings = _warnings(server.log_path.read_text(errors="replace"))
     busy = {kind: n - before.get(kind, 0) for kind, n in sorted(after.items()) if n - before.get(kind, 0)}
@@ -143,11 +155,17 @@ def run_soak(args: argparse.Namespace) -> tuple[str, bool]:
         f"response failed {summary['response_failed']}",
         "  SYSTEM_BUSY by kind: " + (", ".join(f"{k} {n}" for k, n in busy.items()) if busy else "none"),
         f"  broker: RSS {rss.first:.0f} MiB at start, peak {rss.peak:.0f}, end {rss_last:.0f}; "
-        f"CPU {cpu / wall * 100:.0f} % ({cpu / max(sent, 1) * 1e6:.0f} us a message); "
+        f"CPU {cpu / wall * 100:.0f} % ({cpu / max(sent, 1) * 1e6:.0f} us a message), its event loop "
+        f"waited {waited:.1f} s for a CPU ({waited / wall * 100:.1f} % of the run); "
         f"load generator peak RSS {client_peak:.0f} MiB",
         f"  {'PASS' if passed else 'FAIL'}: {total_busy} SYSTEM_BUSY (at most {args.max_busy}), "
         f"{summary['lost']} not received",
     ]
+    busy_at = [
+        f"{(i + 1) * 10}s: {p['response_failed']}" for i, p in enumerate(progress) if p["response_failed"]
+    ]
+    if busy_at:
+        lines.insert(-1, "  SYSTEM_BUSY by 10 s interval (end of interval: count): " + ", ".join(busy_at))
     for what, n in warnings.most_common(6):
         lines.insert(-1, f"  broker log: {n} x {what}")
     if summary.get("first_error"):

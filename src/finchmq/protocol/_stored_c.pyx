@@ -186,7 +186,7 @@ cdef list _all_fallback(data, Py_ssize_t pos, bint verify_crc, decompress_max_si
 
 
 from cpython.buffer cimport PyBUF_WRITABLE
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 cdef object _pack_fallback = None
 
@@ -318,3 +318,188 @@ def pack_stored_into(
         sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
         prepared_transaction_offset, body, tail,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# A batch body turned into stored records
+
+from cpython.bytes cimport PyBytes_AS_STRING
+
+cdef object _batch_fallback = None
+cdef object _BatchRecords = None
+cdef unsigned int _CRC_TABLE[8][256]
+cdef unsigned int _CRC_POLY = 0xEDB88320  # zlib's, reflected
+
+
+cdef void _crc_init() noexcept nogil:
+    cdef unsigned int c, n, k
+    for n in range(256):
+        c = n
+        for k in range(8):
+            c = (_CRC_POLY ^ (c >> 1)) if c & 1 else (c >> 1)
+        _CRC_TABLE[0][n] = c
+    for n in range(256):
+        c = _CRC_TABLE[0][n]
+        for k in range(1, 8):
+            c = _CRC_TABLE[0][c & 0xFF] ^ (c >> 8)
+            _CRC_TABLE[k][n] = c
+
+
+_crc_init()
+
+
+cdef unsigned int _crc32(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """zlib's CRC-32 (slicing by 8), so that the extension needs no zlib headers to build."""
+    cdef unsigned int c = ~(<unsigned int>0)
+    cdef unsigned int lo, hi
+    while n >= 8:
+        lo = c ^ (<unsigned int>p[0] | (<unsigned int>p[1] << 8) | (<unsigned int>p[2] << 16) | (<unsigned int>p[3] << 24))
+        hi = <unsigned int>p[4] | (<unsigned int>p[5] << 8) | (<unsigned int>p[6] << 16) | (<unsigned int>p[7] << 24)
+        c = (_CRC_TABLE[7][lo & 0xFF] ^ _CRC_TABLE[6][(lo >> 8) & 0xFF] ^ _CRC_TABLE[5][(lo >> 16) & 0xFF]
+             ^ _CRC_TABLE[4][lo >> 24] ^ _CRC_TABLE[3][hi & 0xFF] ^ _CRC_TABLE[2][(hi >> 8) & 0xFF]
+             ^ _CRC_TABLE[1][(hi >> 16) & 0xFF] ^ _CRC_TABLE[0][hi >> 24])
+        p += 8
+        n -= 8
+    while n > 0:
+        c = _CRC_TABLE[0][(c ^ p[0]) & 0xFF] ^ (c >> 8)
+        p += 1
+        n -= 1
+    return ~c
+
+
+def crc32(data):
+    """``zlib.crc32(data)`` (for the tests)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return _crc32(<const unsigned char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def bind_batch(batch_fallback, batch_records):
+    """The pure ``encode_batch_records`` this module hands the unusual to, and ``BatchRecords``."""
+    global _batch_fallback, _BatchRecords
+    _batch_fallback = batch_fallback
+    _BatchRecords = batch_records
+
+
+cdef inline object _prop_value(const unsigned char* p, Py_ssize_t n, const char* name, Py_ssize_t name_len):
+    """The last value of property ``name`` in ``p[:n]`` (Java keeps the last), or None."""
+    cdef Py_ssize_t start = 0, i, sep
+    cdef object found = None
+    while start <= n:
+        i = start
+        sep = -1
+        while i < n and p[i] != 2:
+            if p[i] == 1 and sep < 0:
+                sep = i
+            i += 1
+        if sep - start == name_len and i > sep + 1 and memcmp(p + start, name, name_len) == 0:
+            found = PyBytes_FromStringAndSize(<const char*>p + sep + 1, i - sep - 1)
+        start = i + 1
+    return found
+
+
+def encode_batch_records(
+    items, host_index, Py_ssize_t fixed, bytes topic_part, bytes batch_props, queue_id, sys_flag,
+    born_timestamp, born_host, store_host, Py_ssize_t max_size,
+):
+    """``batch.encode_batch_records`` for a well-formed batch; the unusual to the pure function."""
+    cdef Py_buffer src
+    cdef const unsigned char* s
+    cdef Py_ssize_t size_all, pos, item_total, body_len, props_len, plen, size, rel, total
+    cdef Py_ssize_t bp_len = len(batch_props), tp_len = len(topic_part), head
+    cdef long long v_qid = 0, v_sys = 0, v_born_ts = 0
+    cdef int born, store
+    cdef bint sep_needed
+    cdef list rel_offsets = [], sizes = [], props = [], tags = [], keys = [], uniq = []
+    cdef object data, item_props
+    cdef unsigned char* o
+    cdef unsigned char* pp
+    cdef const unsigned char* ip
+    cdef Py_ssize_t i, n
+    try:
+        v_qid = queue_id
+        v_sys = sys_flag
+        v_born_ts = born_timestamp
+    except (OverflowError, TypeError):
+        v_qid = v_sys = 1 << 40  # out of range: the pure function says so
+    if not (
+        type(host_index) is int and 0 <= host_index <= 3 and _int32(v_qid) and _int32(v_sys)
+        and type(born_host) is bytes and type(store_host) is bytes
+    ):
+        return _batch_fallback(items, host_index, fixed, topic_part, batch_props, queue_id, sys_flag,
+                               born_timestamp, born_host, store_host, max_size)
+    born = 20 if (<int>host_index) & 1 else 8
+    store = 20 if (<int>host_index) & 2 else 8
+    head = 72 + born + store
+    if len(born_host) != born or len(store_host) != store or not _get(items, &src, PyBUF_SIMPLE):
+        return _batch_fallback(items, host_index, fixed, topic_part, batch_props, queue_id, sys_flag,
+                               born_timestamp, born_host, store_host, max_size)
+    try:
+        s = <const unsigned char*>src.buf
+        size_all = src.len
+        # First pass: check every item as the pure function does and size the output.
+        pos = 0
+        total = 0
+        while pos < size_all:
+            if size_all - pos < 22:
+                break
+            item_total = _i32(s + pos)
+            body_len = _i32(s + pos + 16)
+            if body_len < 0 or item_total < 22 or pos + item_total > size_all or pos + 20 + body_len + 2 > pos + item_total:
+                break
+            props_len = _i16(s + pos + 20 + body_len)
+            if pos + 20 + body_len + 2 + props_len != pos + item_total:
+                break
+            plen = props_len
+            if bp_len:
+                plen += bp_len + (1 if props_len and s[pos + item_total - 1] != 2 else 0)
+            size = fixed + body_len + plen
+            if plen > 32767 or size > max_size or not _int32(body_len):
+                break
+            total += size
+            pos += item_total
+        else:
+            if total > 0:
+                data = PyBytes_FromStringAndSize(NULL, total)
+                o = <unsigned char*>PyBytes_AS_STRING(data)
+                pos = 0
+                rel = 0
+                while pos < size_all:
+                    item_total = _i32(s + pos)
+                    body_len = _i32(s + pos + 16)
+                    props_len = _i16(s + pos + 20 + body_len)
+                    ip = s + pos + 20 + body_len + 2
+                    sep_needed = bp_len and props_len and ip[props_len - 1] != 2
+                    plen = props_len + (bp_len + (1 if sep_needed else 0) if bp_len else 0)
+                    size = fixed + body_len + plen
+                    item_props = PyBytes_FromStringAndSize(NULL, plen)
+                    pp = <unsigned char*>PyBytes_AS_STRING(item_props)
+                    memcpy(pp, ip, props_len)
+                    if bp_len:
+                        if sep_needed:
+                            pp[props_len] = 2
+                        memcpy(pp + plen - bp_len, <const char*>batch_props, bp_len)
+                    _write(o + rel, born, store, size, _crc32(s + pos + 20, body_len) & 0x7FFFFFFF, v_qid,
+                           _i32(s + pos + 12), 0, 0, v_sys, v_born_ts, <const unsigned char*><const char*>born_host,
+                           0, <const unsigned char*><const char*>store_host, 0, 0, s + pos + 20, body_len,
+                           <const unsigned char*><const char*>topic_part, tp_len)
+                    # PROPERTIESLENGTH and the properties after the topic
+                    o[rel + head + body_len + tp_len] = <unsigned char>(plen >> 8)
+                    o[rel + head + body_len + tp_len + 1] = <unsigned char>plen
+                    memcpy(o + rel + head + body_len + tp_len + 2, pp, plen)
+                    rel_offsets.append(rel)
+                    sizes.append(size)
+                    props.append(item_props)
+                    tags.append(_prop_value(pp, plen, b"TAGS", 4) if plen else None)
+                    keys.append(_prop_value(pp, plen, b"KEYS", 4) if plen else None)
+                    uniq.append(_prop_value(pp, plen, b"UNIQ_KEY", 8) if plen else None)
+                    rel += size
+                    pos += item_total
+                return _BatchRecords(data, rel_offsets, sizes, props, tags, keys, uniq)
+    finally:
+        PyBuffer_Release(&src)
+    return _batch_fallback(items, host_index, fixed, topic_part, batch_props, queue_id, sys_flag,
+                           born_timestamp, born_host, store_host, max_size)

@@ -343,6 +343,9 @@ def test_the_compiled_property_parse_is_what_the_broker_uses() -> None:
 # -- the stored record ------------------------------------------------------------------------------
 
 _stored_c = pytest.importorskip("finchmq.protocol._stored_c")
+# Bound here too: with FINCHMQ_NO_EXTENSIONS=1, stored.py leaves the (built) twins unbound.
+stored._bind_stored_c(_stored_c, stored._decode_stored_py)
+_stored_c.bind_pack(stored._pack_stored_into_py)
 int64 = st.integers(-(2**63), 2**63 - 1)
 hosts = st.sampled_from(
     [

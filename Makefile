@@ -104,7 +104,7 @@ imports: $(STAMP)
 # (FINCHMQ_NO_EXTENSIONS=1), which is what installs where no compiler is; its log is printed after.
 PURE_TESTS ?= tests/protocol tests/store tests/remoting tests/broker/test_processors.py tests/broker/test_send_pull.py
 pytest: $(STAMP) $(CPP_STAMP) $(V5_STAMP) java java-rocketmq chromium
-	@$(BIN)/python -c "from finchmq.protocol import _compiled, codec, message; \
+	@$(BIN)/python -c "from finchmq.protocol import _compiled, batch, codec, headers, message, stored; \
 		print('finchmq build under test:', ', '.join(_compiled.loaded()) or 'pure Python (no compiled twins built)')"
 	@FINCHMQ_NO_EXTENSIONS=1 $(BIN)/pytest -q -p no:cacheprovider $(PURE_TESTS) > .pytest-pure.log 2>&1 & pure=$$!; \
 	FINCHMQ_JAVA_ROCKETMQ="$(JAVA_ROCKETMQ)" $(BIN)/pytest $(PYTEST_ARGS); status=$$?; \

@@ -22,10 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finchmq.protocol import _compiled, codec, headers, message, stored
+from finchmq.protocol import _compiled, batch, codec, headers, message, stored
 from finchmq.protocol.codes import LanguageCode, ResponseCode, SerializeType
 from finchmq.protocol.command import RemotingCommand
 from finchmq.protocol.hosts import pack_host
+from finchmq.protocol.message import Message
 from finchmq.protocol.stored import encode_stored
 
 _codec_c = pytest.importorskip(
@@ -342,6 +343,9 @@ def test_the_compiled_property_parse_is_what_the_broker_uses() -> None:
 # -- the stored record ------------------------------------------------------------------------------
 
 _stored_c = pytest.importorskip("finchmq.protocol._stored_c")
+# Bound here too: with FINCHMQ_NO_EXTENSIONS=1, stored.py leaves the (built) twins unbound.
+stored._bind_stored_c(_stored_c, stored._decode_stored_py)
+_stored_c.bind_pack(stored._pack_stored_into_py)
 int64 = st.integers(-(2**63), 2**63 - 1)
 hosts = st.sampled_from(
     [
@@ -511,9 +515,124 @@ def test_what_the_send_path_sees_never_reaches_the_pure_fallbacks() -> None:
         assert _message_c.string_to_properties(ext["i"])["TAGS"] == "TagA"
         assert _headers_c.decode_send_fields(ext, short_keys=True).queue_id == 3
         assert _stored_c.decode_stored_all(record * 2)[1].body == b"x" * 128
+        _stored_c.bind_pack(_refuse)
+        _stored_c.bind_batch(_refuse, batch.BatchRecords)
+        items = batch.encode_batch([Message("T", b"x" * 64, properties={"TAGS": "a", "KEYS": "k"})] * 3)
+        assert len(_stored_c.encode_batch_records(items, 0, 92, b"\x01T", b"", 3, 0, 5, record[48:56],
+                                                  record[56:64], 1 << 22).sizes) == 3  # fmt: skip
+        hosts, size, crc, tail, flag = stored.prepare_stored(
+            b"T", b"a\x01b", b"x" * 128, record[48:56], record[56:64], 0
+        )
+        log = memoryview(bytearray(4096))
+        assert _stored_c.pack_stored_into(log, 100, hosts, size, crc, 3, 0, 1, 9, flag, 5, record[48:56], 6,
+                                          record[56:64], 0, 0, b"x" * 128, tail) == 100 + size  # fmt: skip
     finally:
+        _stored_c.bind_pack(stored._pack_stored_into_py)
+        _stored_c.bind_batch(batch._encode_batch_records_py, batch.BatchRecords)
         _codec_c.bind(codec._command_from_json_py, codec._json_header_py)
         _codec_c.bind_frames(codec._encode_parts_py, codec._next_command_py, codec.NEED_DATA)
         _message_c.bind(message._string_to_properties_py)
         _headers_c.bind(headers._SEND_V2_VALUES, headers._SEND_V1_VALUES, headers.SendMessageFields)
         stored._bind_stored_c(_stored_c, stored._decode_stored_py)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 3),
+    st.lists(st.integers(-(2**64), 2**64) | int32 | int64, min_size=10, max_size=10),
+    st.binary(max_size=40),
+    st.binary(max_size=20),
+    st.integers(-3, 40),
+    st.sampled_from([300, 120]),
+)
+def test_records_pack_into_a_buffer_the_same(
+    host_index: int, numbers: list[int], body: bytes, tail: bytes, pos: int, size: int
+) -> None:
+    born = pack_host("::1", 1) if host_index & 1 else pack_host("10.0.0.1", 1)
+    store = pack_host("::2", 2) if host_index & 2 else pack_host("10.0.0.2", 2)
+    total, crc, qid, flag, qo, phy, sys_flag, born_ts, store_ts, rc = numbers
+    args = (
+        host_index,
+        total,
+        crc,
+        qid,
+        flag,
+        qo,
+        phy,
+        sys_flag,
+        born_ts,
+        born,
+        store_ts,
+        store,
+        rc,
+        7,
+        body,
+        tail,
+    )
+    pure_buf, compiled_buf = bytearray(b"\xee" * size), bytearray(b"\xee" * size)
+    pure = _outcome(stored._pack_stored_into_py, memoryview(pure_buf), pos, *args)
+    compiled = _outcome(_stored_c.pack_stored_into, memoryview(compiled_buf), pos, *args)
+    assert compiled == pure
+    assert compiled_buf == pure_buf
+
+
+def test_the_commit_log_writes_records_with_the_compiled_packer() -> None:
+    assert (stored.pack_stored_into is _stored_c.pack_stored_into) is not _compiled.NO_EXTENSIONS
+
+
+# -- the batch encoder ------------------------------------------------------------------------------
+
+_stored_c.bind_batch(batch._encode_batch_records_py, batch.BatchRecords)
+property_maps = st.dictionaries(
+    st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "é", "TAGSX"]),
+    st.text("ab\x01é", min_size=1),
+    max_size=4,
+)
+
+
+@st.composite
+def batch_bodies(draw: st.DrawFn) -> bytes:
+    """A SEND_BATCH_MESSAGE body (0-5 messages), maybe damaged."""
+    messages = [
+        Message("T", draw(st.binary(max_size=30)), flag=draw(int32), properties=draw(property_maps))
+        for _ in range(draw(st.integers(0, 5)))
+    ]
+    body = bytearray(batch.encode_batch(messages))
+    damage = draw(st.sampled_from(["none", "none", "none", "truncate", "flip", "extend"]))
+    if damage != "none" and body:
+        at = draw(st.integers(0, len(body) - 1))
+        if damage == "truncate":
+            del body[at:]
+        elif damage == "flip":
+            body[at] ^= draw(st.integers(1, 255))
+        else:
+            body[at:at] = draw(st.binary(min_size=1, max_size=4))
+    return bytes(body)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batch_bodies(),
+    st.integers(0, 3),
+    st.sampled_from([b"", b"WAIT\x01true", b"TAGS\x01batch\x02KEYS\x01k"]),
+    st.sampled_from([0, 4096, -3]),
+    st.sampled_from([4 * 1024 * 1024, 200]),
+    st.sampled_from([1_732_790_000_123, 2**63]),
+)
+def test_batches_encode_to_the_same_records(
+    body: bytes, host_index: int, batch_props: bytes, sys_flag: int, max_size: int, born_ts: int
+) -> None:
+    born = pack_host("::1", 1) if host_index & 1 else pack_host("10.0.0.1", 1)
+    store = pack_host("::2", 2) if host_index & 2 else pack_host("10.0.0.2", 2)
+    fixed = stored.MIN_STORED_SIZE + 1 + ((host_index & 1) + (host_index >> 1)) * 12
+    args = (body, host_index, fixed, b"\x01T", batch_props, 3, sys_flag, born_ts, born, store, max_size)
+    assert _outcome(_stored_c.encode_batch_records, *args) == _outcome(batch._encode_batch_records_py, *args)
+
+
+@given(st.binary(max_size=2000))
+def test_the_crc_is_zlibs(data: bytes) -> None:
+    assert _stored_c.crc32(data) == zlib.crc32(data)
+
+
+def test_the_commit_log_encodes_batches_with_the_compiled_encoder() -> None:
+    assert (batch.encode_batch_records is _stored_c.encode_batch_records) is not _compiled.NO_EXTENSIONS

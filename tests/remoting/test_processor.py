@@ -396,24 +396,77 @@ async def shedding_server(
     return server, executor
 
 
-def test_executor_sheds_new_requests_once_its_oldest_has_waited_too_long() -> None:
+def learn(executor: RequestExecutor, at: float, *intervals: float) -> float:
+    """Give ``executor`` the intervals (s) between requests taken while busy, from ``at``, as
+    its workers would measure them; the time of the last take."""
+    executor._measure_take(at, more_waiting=True)
+    for interval in intervals:
+        at += interval
+        executor._measure_take(at, more_waiting=True)
+    return at
+
+
+def test_executor_sheds_new_requests_only_while_a_backlog_lasts() -> None:
     executor = RequestExecutor(ExecutorName.SEND, workers=1, capacity=100, shed_after_ms=lambda: 50)
-    ctx = RemotingContext(RecordingChannel())  # never started
+    ctx = RemotingContext(RecordingChannel())  # never started: nothing is taken but by the test
+    request = RemotingCommand.request(ECHO)
+    processor = Echo()
+    t = learn(executor, 100.0, 0.010, 0.010, 0.010)  # it drains a request every 10 ms
+    for i in range(8):  # 80 ms of work read at once: young, queued
+        assert executor.submit(QueuedRequest(ctx, request, processor, created_at=t + i * 0.001))
+    assert executor.submit(
+        QueuedRequest(ctx, request, processor, created_at=t + 0.020)
+    )  # oldest waited 20 ms
+    assert not executor.submit(QueuedRequest(ctx, request, processor, created_at=t + 0.030))  # 30 ms: lasted
+    assert len(executor) == 9
+    for _ in range(5):  # taken: 4 left, 40 ms of work
+        assert executor.poll_oldest() is not None
+    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=t + 0.040))
+
+
+def test_a_young_backlog_is_not_refused_on_an_estimate_learnt_from_slow_first_sends() -> None:
+    """The soak's false positive (issue 29, one SYSTEM_BUSY [OVERLOAD] at 15 % of capacity): a
+    producer's first sends to a new topic queue behind the topic's check, and the first
+    intervals are slow (the first append maps files, each new queue its first consume-queue
+    file): 36.8, 3.4 and 2.2 ms, measured so, give an estimate of 3.4 ms a request. By it the
+    124 sends read at once would wait 420 ms, while the oldest had waited 9 ms and the queue
+    drained in a few ms. Only the same backlog having lasted is overload."""
+    executor = RequestExecutor(ExecutorName.SEND, workers=1, capacity=10_000, shed_after_ms=lambda: 200)
+    ctx = RemotingContext(RecordingChannel())
+    request = RemotingCommand.request(ECHO)
+    processor = Echo()
+    t = learn(executor, 100.0, 0.0368, 0.0034, 0.0022)
+    assert executor._take_interval == pytest.approx(0.0034)
+    for i in range(124):
+        assert executor.submit(QueuedRequest(ctx, request, processor, created_at=t + i * 0.0001))
+    # A stall after which no request was taken: the estimate is current, the backlog lasted.
+    assert not executor.submit(QueuedRequest(ctx, request, processor, created_at=t + 0.110))
+
+
+def test_without_a_drain_estimate_nothing_is_refused_at_arrival() -> None:
+    """At light load no interval is measured. Requests queued before a stall of the process (a
+    GC pause, SIGSTOP) have waited longer than shed_after_ms when it runs again; fast failure
+    answers those (Java's TIMEOUT_CLEAN_QUEUE), but a new one is queued."""
+    executor = RequestExecutor(ExecutorName.SEND, workers=1, capacity=100, shed_after_ms=lambda: 50)
+    ctx = RemotingContext(RecordingChannel())
     request = RemotingCommand.request(ECHO)
     processor = Echo()
     assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.000))
-    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.040))  # oldest waited 40 ms
-    assert not executor.submit(QueuedRequest(ctx, request, processor, created_at=100.060))  # 60 ms > 50
-    assert len(executor) == 2
-    assert executor.poll_oldest() is not None  # the old one leaves: the queue is young again
-    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.070))
+    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.001))
+    assert executor.submit(QueuedRequest(ctx, request, processor, created_at=100.300))  # after a stall
+    assert len(executor) == 3
 
 
-async def test_shedding_refuses_requests_that_would_wait_too_long(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_shedding_refuses_requests_while_a_backlog_lasts(monkeypatch: pytest.MonkeyPatch) -> None:
     # the learnt drain rate stays current however long the machine takes between warm-up and burst
     monkeypatch.setattr(finchmq.remoting.processor, "_ESTIMATE_TTL", 3600.0)
     limit_ms = [100.0]
     server, executor = await shedding_server(Echo(), shed_after_ms=lambda: int(limit_ms[0]))
+
+    def lasted() -> bool:
+        oldest = executor.oldest()
+        return oldest is not None and (time.monotonic() - oldest.created_at) * 1000 >= limit_ms[0] / 2
+
     try:
         async with RemotingClient() as client:
             slow = RemotingCommand.request(SLOW, {"sleep": "0.02"})
@@ -422,14 +475,18 @@ async def test_shedding_refuses_requests_that_would_wait_too_long(monkeypatch: p
             await asyncio.gather(*(client.invoke(addr(server), slow, 5000) for _ in range(5)))
             assert executor._take_interval > 0
             limit_ms[0] = executor._take_interval * 1000 * 6.5
-            responses = await asyncio.gather(*(client.invoke(addr(server), slow, 60_000) for _ in range(30)))
+            # All 30 arrive together, so none has waited yet: a burst is queued, not refused.
+            backlog = [asyncio.ensure_future(client.invoke(addr(server), slow, 60_000)) for _ in range(30)]
+            # Once its oldest has waited half the limit the backlog has lasted (it drains a
+            # request a take, ~3 of 30 by then): a request queued behind the rest would wait over
+            # the limit, so it is refused at once instead of after waiting.
+            await eventually(lasted, what="the backlog's oldest waiting half the limit")
+            late = await asyncio.gather(*(client.invoke(addr(server), slow, 60_000) for _ in range(10)))
+            responses = await asyncio.gather(*backlog)
     finally:
         await server.close()
-    busy = [r for r in responses if r.code == ResponseCode.SYSTEM_BUSY]
-    # All 30 arrive together, so none has waited yet; queued behind ~6 others a request would
-    # wait over the limit, so the rest are refused at once instead of after waiting.
-    assert len(busy) >= 15 and len(responses) - len(busy) >= 3, len(busy)
-    assert {r.remark for r in busy} == {REMARK_OVERLOAD}
+    assert [r.code for r in responses] == [ResponseCode.SUCCESS] * 30
+    assert [(r.code, r.remark) for r in late] == [(ResponseCode.SYSTEM_BUSY, REMARK_OVERLOAD)] * 10
 
 
 async def test_shedding_forgets_a_slow_spell(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -495,26 +552,33 @@ async def test_requests_answered_on_the_loop_show_the_queue_keeps_up(monkeypatch
 
 class Stalls(Echo):
     """Echo whose STALL request blocks the event loop (as a descheduled process or a long
-    synchronous call does) until ``written`` is set, then 0.15 s more."""
+    synchronous call does) until ``written`` is set, then 0.15 s more; with ``behind``, only
+    once that many requests are queued behind it in ``executor``."""
 
-    def __init__(self) -> None:
+    def __init__(self, behind: int = 0) -> None:
         super().__init__()
         self.stalling = threading.Event()
         self.written = threading.Event()
+        self.behind = behind
+        self.executor: RequestExecutor | None = None
 
     @handles(STALL)
     async def stall(self, ctx: RemotingContext, request: RemotingCommand) -> Answer:
+        if self.behind:
+            executor = self.executor
+            assert executor is not None
+            await eventually(lambda: len(executor) >= self.behind, what="requests queued behind the stall")
         self.stalling.set()
         self.written.wait(DEFAULT_TIMEOUT)
         time.sleep(0.15)  # blocking on purpose: the loop stands still
         return await self.echo(ctx, request)
 
 
-async def test_a_request_arriving_after_a_loop_stall_is_not_refused_on_the_stall_s_account() -> None:
-    """The requests queued behind a stall have waited over ``shed_after_ms`` when the loop runs
-    again, but the queue drains fast: one arriving then is queued, not refused."""
-    stalls = Stalls()
-    server, _ = await shedding_server(stalls)
+async def answer_to_a_request_written_during_the_stall(
+    server: RemotingServer, stalls: Stalls, codes: list[int]
+) -> list[RemotingCommand]:
+    """Send ``codes`` (one STALL among them) and, from another connection while the loop stands
+    still, one ECHO; every answer to ``codes`` must be SUCCESS. The ECHO's answer."""
     answer: list[RemotingCommand] = []
 
     def late_sender(sock: socket.socket) -> None:  # writes while the loop stands still
@@ -535,15 +599,41 @@ async def test_a_request_arriving_after_a_loop_stall_is_not_refused_on_the_stall
             sender = threading.Thread(target=late_sender, args=(sock,))
             sender.start()
             async with RemotingClient() as client:
-                # Fast requests teach the drain rate; 150 wait behind the stall, so the
-                # worker yields (and the late request is read) before it has taken them all.
-                codes = [ECHO] * 10 + [STALL] + [ECHO] * 150
-                await asyncio.gather(
+                responses = await asyncio.gather(
                     *(client.invoke(addr(server), RemotingCommand.request(code), 10_000) for code in codes)
                 )
             await asyncio.to_thread(sender.join, DEFAULT_TIMEOUT)
     finally:
         stalls.written.set()
+    assert [r.code for r in responses] == [ResponseCode.SUCCESS] * len(codes)
+    return answer
+
+
+async def test_a_request_arriving_after_a_loop_stall_is_not_refused_on_the_stall_s_account() -> None:
+    """The requests queued behind a stall have waited over ``shed_after_ms`` when the loop runs
+    again, but the queue drains fast: one arriving then is queued, not refused."""
+    stalls = Stalls()
+    server, _ = await shedding_server(stalls)
+    try:
+        # Fast requests teach the drain rate; 150 wait behind the stall, so the
+        # worker yields (and the late request is read) before it has taken them all.
+        answer = await answer_to_a_request_written_during_the_stall(
+            server, stalls, [ECHO] * 10 + [STALL] + [ECHO] * 150
+        )
+    finally:
+        await server.close()
+    assert [(r.code, r.remark) for r in answer] == [(ResponseCode.SUCCESS, None)]
+
+
+async def test_a_stall_at_light_load_does_not_make_requests_refused_afterwards() -> None:
+    """A stall of the whole process is not overload (issue 29). At light load nothing tells how
+    fast the queue drains; the two requests queued behind the stall have waited longer than
+    ``shed_after_ms`` when the loop runs again, yet one arriving then is queued and answered."""
+    stalls = Stalls(behind=2)
+    server, stalls.executor = await shedding_server(stalls)
+    try:
+        answer = await answer_to_a_request_written_during_the_stall(server, stalls, [STALL, ECHO, ECHO])
+    finally:
         await server.close()
     assert [(r.code, r.remark) for r in answer] == [(ResponseCode.SUCCESS, None)]
 

@@ -6,6 +6,7 @@
 (``waitTimeMillsInSendQueue`` 200 ms, pull 5 s, heartbeat 31 s, end-transaction 3 s) with
 ``[TIMEOUT_CLEAN_QUEUE]``. ``FlowControlCounters`` counts every flow-control event by kind and
 logs them at most once every 5 s per kind, so an operator can see which mechanism fired.
+``docs/flow-control.md`` lists every mechanism, and the rule of finchmq's arrival shedding.
 """
 
 from __future__ import annotations

@@ -58,6 +58,7 @@ __all__ = [
     "fill_stored_offsets",
     "iter_stored",
     "pack_stored_head",
+    "pack_stored_into",
     "peek_stored",
     "prepare_stored",
     "stored_body_crc",
@@ -331,6 +332,47 @@ def pack_stored_head(
             reconsume_times=reconsume_times,
             prepared_transaction_offset=prepared_transaction_offset,
         ) from exc
+
+
+def _pack_stored_into_py(
+    buf: _WriteBuffer,
+    pos: int,
+    host_index: int,
+    total_size: int,
+    body_crc: int,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    commit_log_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes | bytearray | memoryview,
+    tail: bytes,
+) -> int:
+    """``pack_stored_head``'s fixed part, the body and ``prepare_stored``'s tail written at
+    ``buf[pos:]``, the first 8 bytes (TOTALSIZE, MAGICCODE) last, so that a reader that sees them
+    sees the whole record; returns where the record ends. The commit log's per-send write, under
+    its put lock. Raises as ``pack_stored_head``, and ValueError when ``buf`` is too short."""
+    head = pack_stored_head(
+        host_index, total_size, body_crc, queue_id, flag, queue_offset, commit_log_offset, sys_flag,
+        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
+        len(body),
+    )  # fmt: skip
+    body_at = pos + len(head)
+    tail_at = body_at + len(body)
+    end = tail_at + len(tail)
+    if pos < 0 or end > len(buf):
+        raise ValueError(f"a record of {end - pos} bytes at {pos} does not fit a buffer of {len(buf)}")
+    buf[pos + 8 : body_at] = head[8:]
+    buf[body_at:tail_at] = body
+    buf[tail_at:end] = tail
+    buf[pos : pos + 8] = head[:8]
+    return end
 
 
 def encode_stored_into(
@@ -740,8 +782,12 @@ def _bind_stored_c(module: ModuleType, fallback: Callable[..., MessageExt]) -> N
     )  # fmt: skip
 
 
+# ``pack_stored_into``: likewise, ``_pack_stored_into_py`` or its compiled twin.
+pack_stored_into: Callable[..., int] = _pack_stored_into_py
 _stored_c = load_compiled("finchmq.protocol._stored_c")
 if _stored_c is not None:
     _bind_stored_c(_stored_c, _decode_stored_py)
+    _stored_c.bind_pack(_pack_stored_into_py)
+    pack_stored_into = _stored_c.pack_stored_into
     decode_stored = _stored_c.decode_stored
     decode_stored_all = _stored_c.decode_stored_all

@@ -63,6 +63,9 @@ _MAX_RUN_WITHOUT_YIELD = 0.002  # s a worker may go on taking queued requests wi
 _MIN_SAMPLES = 3
 _ESTIMATE_TTL = 1.0  # s
 _FORGOTTEN = 1e-6  # s
+# The share of shed_after_ms the oldest queued request must have waited before a new one may be
+# refused at arrival: the backlog has lasted, it is not a burst read at once (RequestExecutor).
+_SUSTAINED = 0.5
 
 # Java NettyRemotingAbstract.processRequestCommand
 REMARK_OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
@@ -114,17 +117,29 @@ class QueuedRequest:
 class RequestExecutor:
     """A bounded queue drained by ``workers`` coroutines (a thread pool's asyncio analogue).
 
-    ``shed_after_ms`` (optional) also refuses a new request when it would wait longer than that:
-    when the queue is longer than the executor drains in that time (a moving average of the
-    interval between two requests taken while busy, which counts everything else the event loop
-    does), or, while that is not known, when the oldest queued one already has waited that long.
-    Such a request would only be answered busy later, after costing memory and a scan, so it is
-    answered OVERLOAD at once. The drain
-    estimate must not refuse requests that would be served at once: it is used only once
-    ``_MIN_SAMPLES`` intervals back it (it starts from their median, so one slow request or one
-    moment the process lost its CPU does not make it), it shrinks whenever the queue keeps up
-    (a request taken or answered by ``run_now`` with nothing waiting) and is dropped once it
-    has shrunk to nothing, and it expires ``_ESTIMATE_TTL`` s after its last busy interval.
+    ``shed_after_ms`` (optional) also refuses a new request at arrival (OVERLOAD) under a
+    sustained backlog, when it would wait longer than that. Such a request would only be
+    answered busy later (Java's fast failure: TIMEOUT_CLEAN_QUEUE once it has waited that long),
+    after costing memory and a scan. Both must hold:
+
+    - the queue is longer than the executor drains in ``shed_after_ms`` (the drain estimate: a
+      moving average of the interval between two requests taken while busy, which counts
+      everything else the event loop does); and
+    - the oldest queued request has already waited ``_SUSTAINED`` of ``shed_after_ms``: the
+      backlog has lasted. A burst read at once (a producer's first sends to a new topic queued
+      behind its check, the requests a stalled process finds in its sockets) is young however
+      long it is, and the estimate behind it may be young too.
+
+    Without a drain estimate nothing is refused at arrival: a request that waits too long is
+    answered by fast failure, Java's rule. A whole-process stall (a GC pause, SIGSTOP, the
+    machine busy) is not overload: the oldest request's wait spans it, but the estimate does
+    not (an interval spanning it moves the average by 15 % at most) and no estimate appears from
+    it, so once the queue has caught up nothing more is refused. The estimate is used only once
+    ``_MIN_SAMPLES`` intervals back it (it starts from their median), it shrinks whenever the
+    queue keeps up (a request taken or answered by ``run_now`` with nothing waiting) and is
+    dropped once it has shrunk to nothing, and it expires ``_ESTIMATE_TTL`` s after its last
+    busy interval. Under sustained overload shedding keeps the queue about ``shed_after_ms``
+    deep, so its oldest request has waited about that long and both conditions hold.
 
     ``pause_reading_ms`` (optional; 0 turns it off at run time) makes a refusal also pause the
     refused channel's requests until the queue holds at most half its capacity and, with
@@ -186,7 +201,7 @@ class RequestExecutor:
         if len(queue) >= self.capacity or self._closed:
             return False
         shed_after_ms = self.shed_after_ms
-        if shed_after_ms is not None and queue and self._expected_wait_ms(item.created_at) > shed_after_ms():
+        if shed_after_ms is not None and queue and self._sheds(item.created_at, shed_after_ms()):
             return False
         self._enqueue(item)
         return True
@@ -252,13 +267,25 @@ class RequestExecutor:
             self.shed_after_ms is None or self._expected_wait_ms(time.monotonic()) <= self.shed_after_ms() / 2
         )
 
+    def _drain_interval(self, now: float) -> float:
+        """The drain estimate (s per request taken while busy) if current at ``now``, else 0.0."""
+        interval = self._take_interval
+        return interval if interval and now - self._sampled_at <= _ESTIMATE_TTL else 0.0
+
+    def _sheds(self, now: float, limit_ms: float) -> bool:
+        """Whether a request arriving at ``now`` is refused at once (see the class doc)."""
+        interval = self._drain_interval(now)
+        if not interval or len(self._queue) * interval * 1000 <= limit_ms:
+            return False
+        oldest = self.oldest()
+        return oldest is not None and (now - oldest.created_at) * 1000 >= limit_ms * _SUSTAINED
+
     def _expected_wait_ms(self, now: float) -> float:
         """How long a request arriving at ``now`` would wait: as long as the queue takes to drain
         while that is known, else as long as the oldest one has waited."""
-        interval = self._take_interval
-        if interval and now - self._sampled_at <= _ESTIMATE_TTL:
-            # The oldest's wait may span a moment the loop stood still, which is over now; if it
-            # waited too long, fast failure answers it (Java's TIMEOUT_CLEAN_QUEUE), not this one.
+        interval = self._drain_interval(now)
+        if interval:
+            # The oldest's wait may span a moment the loop stood still, which is over now.
             return len(self._queue) * interval * 1000
         oldest = self.oldest()
         return (now - oldest.created_at) * 1000 if oldest is not None else 0.0

@@ -8,10 +8,11 @@ Strategy:
     A batch is encoded before the put lock (Java 4.9's pre-encode), item by item into one
     buffer; a single message is written in place under it, in parts (no buffer to copy from:
     it is the per-send path). Both pack with the protocol's ``prepare_stored``; the single
-    message with ``pack_stored_head`` too, the batch its items with ``StoredLayout.HEADS``
-    directly (tests/store/test_commit_log_layout.py pins both). Under the lock the commit log
-    picks the segment (writing the BLANK record and rolling when the record plus 8 bytes does
-    not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
+    message with ``pack_stored_into`` too (``pack_stored_head``'s fixed part, the body and the
+    tail written straight into the segment: compiled where built), the batch its items with
+    ``StoredLayout.HEADS`` directly (tests/store/test_commit_log_layout.py pins both). Under the
+    lock the commit log picks the segment (writing the BLANK record and rolling when the record
+    plus 8 bytes does not fit, as Java's END_OF_FILE), assigns queue and physical offsets and the store
     timestamp, copies the bytes in, and queues a ``DispatchRequest``. Every record's 8-byte
     head (TOTALSIZE + MAGICCODE) is written after the rest of it, and the first record of a
     batch last of all, so a process killed mid-copy leaves a zero head that recovery reads as
@@ -26,21 +27,19 @@ import logging
 import struct
 import threading
 import time
-import zlib
 from collections.abc import Mapping
 from typing import Final
 
-from finchmq.protocol.batch import BATCH_ITEM_HEAD, BATCH_ITEM_MIN_SIZE
+from finchmq.protocol.batch import encode_batch_records
 from finchmq.protocol.errors import MessageEncodeError
 from finchmq.protocol.message import properties_to_string, tags_hash_code
 from finchmq.protocol.message_const import MessageConst, MessageSysFlag
 from finchmq.protocol.stored import (
-    MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC_CODE,
     MIN_STORED_SIZE,
     StoredLayout,
     encode_blank_into,
-    pack_stored_head,
+    pack_stored_into,
     prepare_stored,
 )
 
@@ -273,17 +272,17 @@ class CommitLog:
                 phy = mf.file_from_offset + pos
                 queue_offset = table.get(key, 0) if counted else 0
                 try:
-                    head = pack_stored_head(
-                        hosts, size, crc, queue_id, msg.flag, queue_offset, phy, stored_flag,
-                        msg.born_timestamp, born_host, now, store_host, msg.reconsume_times,
-                        prepared_offset, len(body),
+                    end = pack_stored_into(
+                        mf.write_view, pos, hosts, size, crc, queue_id, msg.flag, queue_offset, phy,
+                        stored_flag, msg.born_timestamp, born_host, now, store_host, msg.reconsume_times,
+                        prepared_offset, body, tail,
                     )  # fmt: skip
                 except MessageEncodeError as exc:
                     log.warning("putMessage cannot encode the message: %s", exc)
                     return PutMessageStatus.MESSAGE_ILLEGAL, None
                 if counted:
                     table[key] = queue_offset + 1
-                mf.append_record_parts(head, body, tail, now)
+                mf.appended(end, now)
                 if tags_code is None or delay:
                     tags_code = compute_tags_code(topic, tags, delay, now, self._delay_levels)
                 self.reput.pending.append(
@@ -327,93 +326,27 @@ class CommitLog:
             )
         except MessageEncodeError:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        # Per item, pack_stored_head and prepare_stored inlined (a fifth of the per-item time);
-        # tests/store/test_commit_log_layout.py pins these bytes to encode_stored's.
-        head_pack = StoredLayout.HEADS[hosts].pack
-        topic_part = bytes((len(topic_b),)) + topic_b  # TOPICLENGTH and topic; PROPERTIESLENGTH follows
-        crc32 = zlib.crc32
-        src = memoryview(batch.body)
-        size_all = len(src)
+        try:  # tests/store/test_commit_log_layout.py pins these bytes to encode_stored's
+            records = encode_batch_records(
+                batch.body, hosts, fixed, bytes((len(topic_b),)) + topic_b, batch_props, queue_id,
+                stored_flag, born_timestamp, born_host, store_host, self._max_message_size,
+            )  # fmt: skip
+        except MessageEncodeError as exc:
+            if exc.field == "PROPERTIES":
+                return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+            if exc.field == "TOTALSIZE" and str(exc).startswith("message size exceeded"):
+                log.warning("%s", exc)
+            return PutMessageStatus.MESSAGE_ILLEGAL
         out = EncodedBatch()
         out.v6_born = len(born_host) == 20
-        rel_offsets = out.rel_offsets
-        sizes = out.sizes
-        props_list = out.props
-        tags_codes = out.tags_codes
-        keys_list = out.keys
-        uniq_list = out.uniq
-        parts: list[bytes | bytearray | memoryview] = []
-        rel = 0
-        pos = 0
-        max_size = self._max_message_size
-        try:
-            while pos < size_all:
-                if size_all - pos < BATCH_ITEM_MIN_SIZE:
-                    return PutMessageStatus.MESSAGE_ILLEGAL
-                item_total, _, _, flag, body_len = BATCH_ITEM_HEAD.unpack_from(src, pos)
-                body_start = pos + BATCH_ITEM_HEAD.size
-                body_end = body_start + body_len
-                item_end = pos + item_total
-                if (
-                    body_len < 0
-                    or item_total < BATCH_ITEM_MIN_SIZE
-                    or item_end > size_all
-                    or body_end + 2 > item_end
-                ):
-                    return PutMessageStatus.MESSAGE_ILLEGAL
-                props_len = _I16.unpack_from(src, body_end)[0]
-                if body_end + 2 + props_len != item_end:
-                    return PutMessageStatus.MESSAGE_ILLEGAL
-                item_props = bytes(src[body_end + 2 : item_end])
-                if batch_props:
-                    if props_len and item_props[-1] != 2:
-                        item_props = item_props + b"\x02" + batch_props
-                    else:
-                        item_props = item_props + batch_props
-                plen = len(item_props)
-                if plen > MAX_PROPERTIES_LENGTH:
-                    return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-                size = fixed + body_len + plen
-                if size > max_size:
-                    log.warning(
-                        "message size exceeded, msg total size: %d, maxMessageSize: %d", size, max_size
-                    )
-                    return PutMessageStatus.MESSAGE_ILLEGAL
-                item_body = src[body_start:body_end]
-                # offsets and the store time stay 0 here: put_messages fills them under the lock
-                head = head_pack(
-                    size, MESSAGE_MAGIC_CODE, crc32(item_body) & 0x7FFFFFFF, queue_id, flag, 0, 0,
-                    stored_flag, born_timestamp, born_host, 0, store_host, 0, 0, body_len,
-                )  # fmt: skip
-                parts.append(head)
-                parts.append(item_body)
-                parts.append(topic_part + _I16.pack(plen) + item_props)
-                rel_offsets.append(rel)
-                sizes.append(size)
-                props_list.append(item_props)
-                tags = keys = uniq = None
-                if item_props:
-                    # one pass over the property string; Java keeps the last of repeated names
-                    for seg in item_props.split(b"\x02"):
-                        name, _, value = seg.partition(b"\x01")
-                        if value:
-                            if name == b"TAGS":
-                                tags = value
-                            elif name == b"UNIQ_KEY":
-                                uniq = value
-                            elif name == b"KEYS":
-                                keys = value
-                tags_codes.append(_tags_code_of(tags))
-                keys_list.append(keys)
-                uniq_list.append(uniq)
-                rel += size
-                pos = item_end
-        except (struct.error, MessageEncodeError):
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        if not out.sizes:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        out.data = b"".join(parts)
-        out.total = rel
+        out.data = records.data
+        out.rel_offsets = records.rel_offsets
+        out.sizes = records.sizes
+        out.props = records.props
+        out.tags_codes = [_tags_code_of(tags) for tags in records.tags]
+        keys_list = out.keys = records.keys
+        uniq_list = out.uniq = records.uniq
+        out.total = records.rel_offsets[-1] + records.sizes[-1]
         out.has_keys = any(keys_list) or any(uniq_list)
         out.sys_flag = stored_flag  # the PATCH_V4 write rewrites it
         out.born_timestamp = born_timestamp

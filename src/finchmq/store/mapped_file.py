@@ -232,23 +232,11 @@ class MappedFile:
         self.store_timestamp = store_timestamp
         return pos
 
-    def append_record_parts(
-        self, fixed: bytes, body: bytes | bytearray | memoryview, tail: bytes, store_timestamp: int
-    ) -> int:
-        """``append_record`` of a record given in parts (its fixed part, body and tail), written in
-        place without joining them first; the fixed part's first 8 bytes last."""
-        pos = self.wrote_position
-        wv = self.write_view
-        body_at = pos + len(fixed)
-        tail_at = body_at + len(body)
-        end = tail_at + len(tail)
-        wv[pos + 8 : body_at] = fixed[8:]
-        wv[body_at:tail_at] = body
-        wv[tail_at:end] = tail
-        wv[pos : pos + 8] = fixed[:8]
+    def appended(self, end: int, store_timestamp: int) -> None:
+        """The caller (the commit log, holding the put lock) wrote one record from the wrote
+        position to ``end`` into ``write_view`` itself, its head last: move past it."""
         self.wrote_position = end
         self.store_timestamp = store_timestamp
-        return pos
 
     def fill_to_end(self, write_blank: Callable[[memoryview, int, int], object]) -> None:
         """Close the file for appends: ``write_blank(view, pos, free)`` marks the rest unused (the

@@ -451,6 +451,36 @@ cdef inline bint _small(object value):
     )
 
 
+cdef int _put_header(
+    Writer* w, object code, dict ext, object flag, str language, object opaque, object remark, object version
+) except -1:
+    """The JSON header as orjson writes fastjson's key order (alphabetical, no nulls)."""
+    cdef bint first = True
+    _put(w, b'{"code":', 8)
+    _put_int(w, code)
+    _put(w, b',"extFields":{', 14)
+    for key, value in ext.items():
+        if not first:
+            _put(w, b",", 1)
+        first = False
+        _put_str(w, key)
+        _put(w, b":", 1)
+        _put_str(w, value)
+    _put(w, b'},"flag":', 9)
+    _put_int(w, flag)
+    _put(w, b',"language":', 12)
+    _put_str(w, language)
+    _put(w, b',"opaque":', 10)
+    _put_int(w, opaque)
+    if remark is not None:
+        _put(w, b',"remark":', 10)
+        _put_str(w, remark)
+    _put(w, b',"serializeTypeCurrentRPC":"JSON","version":', 44)
+    _put_int(w, version)
+    _put(w, b"}", 1)
+    return 0
+
+
 def json_header(cmd, opaque):
     """``codec._json_header``: the JSON header of ``cmd`` with ``opaque``, as orjson writes it."""
     cdef Writer w
@@ -460,7 +490,6 @@ def json_header(cmd, opaque):
     cdef object version = cmd.version
     cdef object remark = cmd.remark
     cdef object language = cmd.language._name_
-    cdef bint first = True
     if not (
         _small(code) and _small(flag) and _small(version) and _small(opaque)
         and type(ext) is dict and type(language) is str and (remark is None or type(remark) is str)
@@ -476,28 +505,7 @@ def json_header(cmd, opaque):
     w.room = 512
     try:
         try:
-            _put(&w, b'{"code":', 8)
-            _put_int(&w, code)
-            _put(&w, b',"extFields":{', 14)
-            for key, value in (<dict>ext).items():
-                if not first:
-                    _put(&w, b",", 1)
-                first = False
-                _put_str(&w, key)
-                _put(&w, b":", 1)
-                _put_str(&w, value)
-            _put(&w, b'},"flag":', 9)
-            _put_int(&w, flag)
-            _put(&w, b',"language":', 12)
-            _put_str(&w, language)
-            _put(&w, b',"opaque":', 10)
-            _put_int(&w, opaque)
-            if remark is not None:
-                _put(&w, b',"remark":', 10)
-                _put_str(&w, remark)
-            _put(&w, b',"serializeTypeCurrentRPC":"JSON","version":', 44)
-            _put_int(&w, version)
-            _put(&w, b"}", 1)
+            _put_header(&w, code, ext, flag, language, opaque, remark, version)
         except UnicodeEncodeError:
             return _encode_fallback(cmd, opaque)  # a lone surrogate: orjson's error, the pure way
         return PyBytes_FromStringAndSize(<const char*>w.data, w.size)
@@ -589,7 +597,6 @@ def encode_parts(cmd, Py_ssize_t max_frame_size, opaque=None):
     cdef object remark = cmd.remark
     cdef object body = cmd.body
     cdef object language
-    cdef bint first = True
     cdef Py_ssize_t header_len, frame_size
     cdef object head
     cdef unsigned char* out
@@ -614,28 +621,7 @@ def encode_parts(cmd, Py_ssize_t max_frame_size, opaque=None):
     w.room = 512
     try:
         try:
-            _put(&w, b'{"code":', 8)
-            _put_int(&w, code)
-            _put(&w, b',"extFields":{', 14)
-            for key, value in (<dict>ext).items():
-                if not first:
-                    _put(&w, b",", 1)
-                first = False
-                _put_str(&w, key)
-                _put(&w, b":", 1)
-                _put_str(&w, value)
-            _put(&w, b'},"flag":', 9)
-            _put_int(&w, flag)
-            _put(&w, b',"language":', 12)
-            _put_str(&w, language)
-            _put(&w, b',"opaque":', 10)
-            _put_int(&w, opaque)
-            if remark is not None:
-                _put(&w, b',"remark":', 10)
-                _put_str(&w, remark)
-            _put(&w, b',"serializeTypeCurrentRPC":"JSON","version":', 44)
-            _put_int(&w, version)
-            _put(&w, b"}", 1)
+            _put_header(&w, code, ext, flag, language, opaque, remark, version)
         except UnicodeEncodeError:
             return _encode_parts_fallback(cmd, max_frame_size, opaque)  # the pure way raises
         header_len = w.size - 8

@@ -11,12 +11,13 @@ import struct
 import pytest
 
 from finchmq.protocol import RemotingCommand, ResponseCode
-from finchmq.protocol.codec import decode_frame, encode_command
+from finchmq.protocol.codec import RemotingCodec, decode_frame, encode_command
 from finchmq.remoting import (
     Answer,
     ExecutorName,
     RemotingClient,
     RemotingConnectError,
+    RemotingConnection,
     RemotingContext,
     RemotingServer,
     RemotingTimeoutError,
@@ -242,3 +243,61 @@ async def test_paused_requests_wait_until_resumed_and_keep_their_order() -> None
         writer.close()
         await writer.wait_closed()
         await server.close()
+
+
+class _RecordingTransport(asyncio.Transport):
+    """A stand-in for asyncio's TCP transport that records each write call (the syscalls a real
+    transport would make), so that the number of writes per read can be asserted exactly."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    def writelines(self, list_of_data: object) -> None:
+        self.writes.append(b"".join(bytes(d) for d in list_of_data))  # type: ignore[attr-defined]
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 2)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+class _AnswerAtOnce:
+    """A request sink that answers every request while it is dispatched (the broker's send path)."""
+
+    def dispatch(self, ctx: RemotingContext, request: RemotingCommand) -> None:
+        ctx.write_response(request.make_response(ResponseCode.SUCCESS, None, {"n": str(request.opaque)}))
+
+
+@pytest.mark.parametrize("frames", [1, 5, 16, 40])
+async def test_the_answers_to_one_read_go_out_in_one_write(frames: int) -> None:
+    """A read holding N requests answered at once costs one write (one per 16 answers at most),
+    as the floor server's; the answers are all there, in order."""
+    transport = _RecordingTransport()
+    connection = RemotingConnection(dispatcher=_AnswerAtOnce(), max_frame_size=1 << 20)
+    connection.connection_made(transport)
+    chunk = b"".join(encode_command(RemotingCommand(310, opaque=i)) for i in range(frames))
+    connection.data_received(chunk)
+    assert len(transport.writes) == -(-frames // 16)
+    codec = RemotingCodec()
+    codec.receive_data(b"".join(transport.writes))
+    answered = []
+    while isinstance(cmd := codec.next_command(), RemotingCommand):
+        answered.append(int(cmd.ext_fields["n"]))
+    assert answered == list(range(frames))
+    await asyncio.sleep(0)  # the loop's own flush finds nothing left to write
+    assert len(transport.writes) == -(-frames // 16)

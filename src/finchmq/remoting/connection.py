@@ -4,15 +4,16 @@ Strategy:
     An ``asyncio.Protocol`` (no streams: one callback per chunk, no reader task) around a
     ``RemotingCodec``. Incoming responses complete the future registered under their opaque
     (RocketMQ's ``responseTable``: answers may come in any order); incoming requests go to the
-    owner's ``RequestDispatcher`` (a ``RequestSink``). Outgoing frames are gathered and written
-    once per loop iteration with ``writelines``. When the peer stops reading, the transport's high-water mark
-    pauses our reading (servers stop taking requests from a client that does not take answers)
-    and ``drain()`` waits. An executor whose queue is full may also pause the requests of a
-    connection (``pause_requests``): frames already read wait undecoded in the codec and TCP
-    pushes back on the peer, so an overloaded server spends its CPU on the requests it can
-    serve instead of decoding and refusing the rest. Bad bytes close this connection only.
-    ``close()`` is idempotent and fails every pending call with ``RemotingConnectError`` naming
-    the address and the reason.
+    owner's ``RequestDispatcher`` (a ``RequestSink``). The answers given while the frames of one
+    read are processed go out in one write at its end (every 16 frames at most); other outgoing
+    frames are gathered and written once per loop iteration with ``writelines``. When the peer
+    stops reading, the transport's high-water mark pauses our reading (servers stop taking
+    requests from a client that does not take answers) and ``drain()`` waits. An executor whose
+    queue is full may also pause the requests of a connection (``pause_requests``): frames already
+    read wait undecoded in the codec and TCP pushes back on the peer, so an overloaded server
+    spends its CPU on the requests it can serve instead of decoding and refusing the rest. Bad
+    bytes close this connection only. ``close()`` is idempotent and fails every pending call with
+    ``RemotingConnectError`` naming the address and the reason.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class RemotingConnection(asyncio.Protocol):
         self._expiry_at = 0.0
         self._wbuf: list[Body] = []
         self._flush_scheduled = False
+        self._gathering = False  # inside data_received: answers wait for its one write
         self._write_paused = False
         self._requests_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -133,7 +135,14 @@ class RemotingConnection(asyncio.Protocol):
                 return
         self._codec.receive_data(data)
         if not self._requests_paused:
-            self._process_frames()
+            # The answers given while this read's frames are processed go out in one write at
+            # the end (or every _FLUSH_FRAMES): one write per read, as the floor does.
+            self._gathering = True
+            try:
+                self._process_frames()
+            finally:
+                self._gathering = False
+                self._write_out()
 
     def _process_frames(self) -> None:
         codec = self._codec
@@ -259,7 +268,7 @@ class RemotingConnection(asyncio.Protocol):
         if transport is None or self._close_reason is not None or transport.is_closing():
             raise RemotingSendRequestError(f"connection {self.remote_addr} is closed", self.remote_addr)
         head, body = encode_parts(cmd, self._codec.max_frame_size, opaque)
-        if self._flush_scheduled:
+        if self._gathering or self._flush_scheduled:
             wbuf = self._wbuf
             wbuf.append(head)
             if body:

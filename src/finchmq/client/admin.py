@@ -17,7 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from finchmq.protocol._json import java_concurrent_hash_order, java_hash_order
@@ -146,7 +146,18 @@ class ClusterBroker:
 
 
 class AdminClient(ClientService):
-    """``AdminClient(namesrv_addr="127.0.0.1:9876")``; ``async with`` or ``start``/``close``."""
+    """``AdminClient(namesrv_addr="127.0.0.1:9876")``; ``async with`` or ``start``/``close``.
+
+    With ``namespace="X"`` (``ClientConfig.namespace``, as the clients') the topics and the
+    consumer and producer groups given to its calls are wrapped ``X%name`` (``%RETRY%X%group``
+    for a retry topic), except system topics and groups and names already in ``X``; queues given
+    (``update_consume_offsets``, ``queue_offsets``) have their topic wrapped. Java's
+    ``DefaultMQAdminExt`` has the setting (it is a ``ClientConfig``) but does not apply it; this
+    is a finchmq addition. What the calls return (topic lists, routes, stats, group tables,
+    messages) names topics and groups as the broker stores them, ``X%name``. Names inside other
+    strings (``view_broker_stats_data``'s key, ACL resources) and KV config namespaces are sent
+    as given.
+    """
 
     _KIND = "admin client"
 
@@ -181,6 +192,10 @@ class AdminClient(ClientService):
     @property
     def _api_timeout(self) -> int:
         return self.config.mq_client_api_timeout
+
+    def _ns(self, name: str) -> str:
+        """A topic or group given by the caller, as the broker knows it in this namespace."""
+        return self.config.with_namespace(name)
 
     # -- cluster and brokers ----------------------------------------------------------------------
 
@@ -265,6 +280,7 @@ class AdminClient(ClientService):
         ``attributes`` is mqadmin 5.x's ``-a`` modification, e.g. ``"+message.type=FIFO"``
         (``-key`` deletes one on an update); a malformed one raises ``ValidationError``.
         """
+        topic = self._ns(topic)
         problem = validate_topic(topic)
         if problem is not None:
             raise ValidationError(f"topic {topic!r}: {problem}")
@@ -291,6 +307,7 @@ class AdminClient(ClientService):
 
     async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
         """Delete ``topic`` from the brokers (of the cluster) and from every name server."""
+        topic = self._ns(topic)
         api = self.instance.api
         addrs = list((await self.master_addrs(cluster)).values())
         await asyncio.gather(*(api.delete_topic_in_broker(a, topic, _TIMEOUT_MS) for a in addrs))
@@ -311,6 +328,7 @@ class AdminClient(ClientService):
     ) -> list[str]:
         """Create or update a consumer group's settings on one broker or on every master of a
         cluster (mqadmin ``updateSubGroup``); returns the broker addresses written."""
+        config = replace(config, group_name=self._ns(config.group_name))
         addrs = await self._brokers(cluster, broker_addr)
         api = self.instance.api
         await asyncio.gather(*(api.create_subscription_group(a, config, _TIMEOUT_MS) for a in addrs))
@@ -321,6 +339,7 @@ class AdminClient(ClientService):
     ) -> list[str]:
         """Delete a consumer group from the brokers, and (with a cluster) its retry and DLQ topics
         from the cluster and the name servers (mqadmin ``deleteSubGroup``); returns the brokers."""
+        group = self._ns(group)
         addrs = await self._brokers(cluster, broker_addr)
         api = self.instance.api
         await asyncio.gather(*(api.delete_subscription_group(a, group, _TIMEOUT_MS) for a in addrs))
@@ -347,6 +366,7 @@ class AdminClient(ClientService):
         Raises:
             MQBrokerError: a broker refused (a retry topic, an unknown topic or group).
         """
+        topic, group = self._ns(topic), self._ns(group)
         addrs = await self._brokers(cluster, broker_addr)
         api = self.instance.api
         await asyncio.gather(
@@ -395,6 +415,7 @@ class AdminClient(ClientService):
     ) -> None:
         """Copy ``src_group``'s offsets of ``topic`` to ``dest_group`` on every broker of the topic
         (mqadmin ``cloneGroupOffset``)."""
+        src_group, dest_group, topic = self._ns(src_group), self._ns(dest_group), self._ns(topic)
         masters = await self._topic_masters(topic)
         api = self.instance.api
         await asyncio.gather(
@@ -606,6 +627,7 @@ class AdminClient(ClientService):
     async def create_and_update_topic_config(self, broker_addr: str, config: TopicConfig) -> None:
         """Write a topic's settings to one broker as given (Java ``createAndUpdateTopicConfig``:
         mqadmin ``updateTopicPerm`` keeps the route's queue numbers and system flag)."""
+        config = replace(config, topic_name=self._ns(config.topic_name))
         await self.instance.api.create_topic(broker_addr, AUTO_CREATE_TOPIC_KEY_TOPIC, config, _TIMEOUT_MS)
 
     async def examine_subscription_group_config(
@@ -613,7 +635,7 @@ class AdminClient(ClientService):
     ) -> SubscriptionGroupConfig | None:
         """A consumer group's settings on one broker, None if it has none (mqadmin ``getConsumerConfig``)."""
         wrapper = await self.instance.api.get_all_subscription_group(broker_addr, _TIMEOUT_MS)
-        return wrapper.subscription_group_table.get(group)
+        return wrapper.subscription_group_table.get(self._ns(group))
 
     async def user_subscription_groups(self, broker_addr: str) -> SubscriptionGroupWrapper:
         """A broker's consumer groups, its own and its tools' left out (Java
@@ -658,8 +680,9 @@ class AdminClient(ClientService):
         consumer_group: str | None = None,
     ) -> QueryConsumeQueueResponseBody:
         """``count`` units of a consume queue from ``index`` (QUERY_CONSUME_QUEUE, mqadmin ``queryCq``)."""
+        group = self._ns(consumer_group) if consumer_group else consumer_group
         return await self.instance.api.query_consume_queue(
-            broker_addr, topic, queue_id, index, count, consumer_group, _TIMEOUT_MS
+            broker_addr, self._ns(topic), queue_id, index, count, group, _TIMEOUT_MS
         )
 
     async def cluster_broker_addrs(self, cluster: str | None = None) -> list[str]:
@@ -767,6 +790,7 @@ class AdminClient(ClientService):
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """mqadmin ``topicRoute``; ``NoRouteError`` if the topic is unknown."""
+        topic = self._ns(topic)
         route = await self.instance.api.get_topic_route_info_from_name_server(topic, self._api_timeout)
         if route is None:
             raise NoRouteError(topic)
@@ -782,6 +806,7 @@ class AdminClient(ClientService):
 
     async def topic_status(self, topic: str) -> TopicStatsTable:
         """Min/max offset and last update of each queue (mqadmin ``topicStatus``)."""
+        topic = self._ns(topic)
         api = self.instance.api
         masters = await self._topic_masters(topic)
         tables = await asyncio.gather(
@@ -797,6 +822,7 @@ class AdminClient(ClientService):
     async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
         """Broker and consumer offset of every queue the group consumes (mqadmin
         ``consumerProgress``); ``compute_total_diff()`` is the lag."""
+        group, topic = self._ns(group), self._ns(topic) if topic else topic
         api = self.instance.api
         masters = await self._topic_masters(topic if topic else retry_topic(group))
         results = await asyncio.gather(
@@ -812,6 +838,7 @@ class AdminClient(ClientService):
     async def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
         """The group's online clients and subscriptions (mqadmin ``consumerConnection``), from
         ``broker_addr`` or the first master of the group's retry topic that answers."""
+        group = self._ns(group)
         api = self.instance.api
         if broker_addr:
             return await api.get_consumer_connection_list(broker_addr, group, _TIMEOUT_MS)
@@ -821,6 +848,7 @@ class AdminClient(ClientService):
 
     async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
         """The producers of ``group`` on a broker serving ``topic`` (mqadmin ``producerConnection``)."""
+        group, topic = self._ns(group), self._ns(topic)
         api = self.instance.api
         return await self._first_answer(
             topic, lambda addr: api.get_producer_connection_list(addr, group, _TIMEOUT_MS)
@@ -842,6 +870,7 @@ class AdminClient(ClientService):
     ) -> dict[MessageQueue, int]:
         """Move the group's offsets of ``topic`` to the first message at/after ``timestamp``
         (epoch ms; -1: the end); online consumers restart there (mqadmin ``resetOffsetByTime``)."""
+        group, topic = self._ns(group), self._ns(topic)
         api = self.instance.api
         masters = await self._topic_masters(topic)
         results = await asyncio.gather(
@@ -859,6 +888,8 @@ class AdminClient(ClientService):
         """Store ``group``'s consumed offsets on each queue's master (Java
         ``DefaultMQAdminExt.updateConsumeOffset``), without joining the group: monitoring
         (``consume_stats``) then shows the lag of a consumer that keeps its offsets elsewhere."""
+        group = self._ns(group)
+        offsets = {self.config.queue_with_namespace(mq): offset for mq, offset in offsets.items()}
         masters: dict[str, dict[str, str]] = {}
         for topic in sorted({mq.topic for mq in offsets}):
             masters[topic] = await self._topic_masters(topic)
@@ -874,6 +905,7 @@ class AdminClient(ClientService):
         self, group: str, client_id: str, *, jstack: bool = False
     ) -> ConsumerRunningInfo:
         """A consumer's own view: settings, queues, statistics (through a broker)."""
+        group = self._ns(group)
         addr = next(iter((await self._topic_masters(retry_topic(group))).values()), None)
         if addr is None:
             raise NoRouteError(retry_topic(group))
@@ -886,6 +918,7 @@ class AdminClient(ClientService):
         an offset id, or with ``topic`` also a client id (UNIQ_KEY) looked up in that topic (Java
         ``consumeMessageDirectly(group, clientId, topic, msgId)``: rocketmq-dashboard's resend of
         a dead-letter message, given its ``%DLQ%`` topic)."""
+        group = self._ns(group)
         if topic is not None:
             msg_id = (await self.view_message(msg_id, topic)).msg_id
         try:
@@ -926,6 +959,7 @@ class AdminClient(ClientService):
     ) -> list[MessageExt]:
         """Messages of ``topic`` whose KEYS (or UNIQ_KEY) contain ``key``, stored in
         [begin, end] epoch ms (mqadmin ``queryMsgByKey``)."""
+        topic = self._ns(topic)
         api = self.instance.api
         end = end if end is not None else int(time.time() * 1000) + 60_000
         masters = await self._topic_masters(topic)
@@ -995,6 +1029,7 @@ class AdminClient(ClientService):
 
     async def examine_topic_consume_by_who(self, topic: str) -> list[str]:
         """The groups that consume ``topic`` on any of its masters (mqadmin ``topicStatus`` helpers)."""
+        topic = self._ns(topic)
         api = self.instance.api
         masters = await self._topic_masters(topic)
         groups: set[str] = set()
@@ -1014,6 +1049,7 @@ class AdminClient(ClientService):
 
     async def queue_offsets(self, mq: MessageQueue) -> tuple[int, int]:
         """(min, max) offset of ``mq``."""
+        mq = self.config.queue_with_namespace(mq)
         instance = self.instance
         await instance.update_topic_route_info_from_name_server(mq.topic)
         return await instance.min_offset(mq), await instance.max_offset(mq)

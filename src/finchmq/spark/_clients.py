@@ -115,8 +115,8 @@ def shared_pull_consumer(
     """The process's started pull consumer for ``name_server`` (signing with ``credentials``,
     over TLS as ``tls`` says).
 
-    With ``namespace`` its group is ``namespace%finchmq-spark-reader``; the pull API takes no
-    namespace, so its callers give queues as the broker knows them (``namespaced``)."""
+    With ``namespace`` its group is ``namespace%finchmq-spark-reader``; the consumer itself is
+    given no namespace, so its callers give queues as the broker knows them (``namespaced``)."""
     return _shared(
         ("pull", name_server, credentials, tls, namespace),
         lambda: BlockingPullConsumer(

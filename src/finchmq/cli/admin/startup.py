@@ -4,8 +4,10 @@ families: each command's sub-parser, options and handler come from its one decla
 Strategy: every command runs on the default ``Portal`` with the credentials of
 ``--access-key``/``--secret-key`` or ``$ROCKETMQ_HOME/conf/tools.yml``, and with TLS when
 ``--tls`` is given (mqadmin's ``-Dtls.enable=true``; the ``tls.client.*`` settings come from
-``--tls-config``, mqadmin's ``-Dtls.config.file``). Exit status: 0 on
-success, 1 when the cluster answers with an error, 2 for bad arguments (messages on stderr).
+``--tls-config``, mqadmin's ``-Dtls.config.file``), and in the client namespace of
+``--namespace`` (a finchmq addition: the topics and groups given are ``NS%name`` on the broker).
+Exit status: 0 on success, 1 when the cluster answers with an error, 2 for bad arguments
+(messages on stderr).
 """
 
 from __future__ import annotations
@@ -58,12 +60,26 @@ COMMANDS: tuple[Command, ...] = (
 """Every command, in the order ``finchmq admin --help`` lists them (by mqadmin's families)."""
 
 
+_NAMESPACE_FLAG = "--namespace"
+_NAMESPACE_HELP = (
+    "work in client namespace NS, as a client with namespace=NS does: the topics and groups "
+    "given are NS%%name on the broker (system topics and groups stay as they are); what is "
+    "printed names them as the broker stores them"
+)
+_ADMIN_EPILOG = (
+    "Every command takes --namespace NS but updateKvConfig and deleteKvConfig, whose "
+    "-s/--namespace is mqadmin's KV config namespace: " + _NAMESPACE_HELP.replace("%%", "%") + "."
+)
+
+
 def _run(command: Command, args: argparse.Namespace) -> int:
     name = command.name
     portal = Portal.default()
     try:
         args.credentials = session_credentials(args)
         args.client_options = {"session_credentials": args.credentials, **tls_client_options(args)}
+        if getattr(args, "client_namespace", None):
+            args.client_options["namespace"] = args.client_namespace
         data, text = command.run(args, portal)
     except (MQClientError, TimeoutError) as exc:
         print(f"{name} failed: {exc}", file=sys.stderr)
@@ -86,6 +102,7 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "admin",
         help="mqadmin-style administration (topics, groups, offsets, messages)",
         description="mqadmin's most used commands. Tables by default, --json for machines.",
+        epilog=_ADMIN_EPILOG,
     )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -109,4 +126,6 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         )
         for option in command.options:
             option.add_to(parser)
+        if not any(_NAMESPACE_FLAG in option.flags for option in command.options):
+            parser.add_argument(_NAMESPACE_FLAG, dest="client_namespace", metavar="NS", help=_NAMESPACE_HELP)
         parser.set_defaults(handler=functools.partial(_run, command))

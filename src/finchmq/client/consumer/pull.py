@@ -189,6 +189,11 @@ class PullConsumer(ConsumerService):
     ``next_begin_offset``. ``pull_block_if_not_found`` long-polls. Offsets you pass to
     ``update_consume_offset`` are committed with the periodic persistence and on ``close()``
     (clustering: on the broker; broadcasting: in a local file).
+
+    With ``namespace="X"`` (Java ``ClientConfig.namespace``) the group is ``X%group`` on the
+    broker, and topics and queues given (``pull``, offsets, ``fetch_subscribe_message_queues``,
+    ``register_topics``) are wrapped ``X%topic``; the queues and pulled messages handed back
+    carry the plain topic. ``pull_raw`` returns the records as stored, with ``X%topic``.
     """
 
     _KIND = "pull consumer"
@@ -207,6 +212,7 @@ class PullConsumer(ConsumerService):
         if self._running_already():
             return
         config = self.config
+        config = self.config = config.with_namespaced_group()
         if config.message_model is MessageModel.CLUSTERING:
             config = self.config = config.with_instance_name_pid()
         instance = MQClientInstance.get_or_create(config)
@@ -231,11 +237,12 @@ class PullConsumer(ConsumerService):
 
     def register_topics(self, topics: Iterable[str]) -> None:
         """Topics named in heartbeats (Java ``registerTopics``), so admin tools see the group."""
-        self._registered_topics.update(topics)
+        self._registered_topics.update(self.config.with_namespace(t) for t in topics)
 
     async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
         """Every readable queue of ``topic``."""
-        return await self.instance.fetch_subscribe_message_queues(topic)
+        queues = await self.instance.fetch_subscribe_message_queues(self.config.with_namespace(topic))
+        return {self.config.queue_without_namespace(mq) for mq in queues}
 
     async def pull(
         self,
@@ -252,7 +259,7 @@ class PullConsumer(ConsumerService):
         ext, addr, subscription = await self._pull(
             mq, sub_expression, offset, max_nums, False, timeout_millis
         )
-        return PullAPIWrapper.process_pull_result(ext, addr, subscription)
+        return self._without_namespace(PullAPIWrapper.process_pull_result(ext, addr, subscription))
 
     async def pull_raw(
         self,
@@ -276,7 +283,15 @@ class PullConsumer(ConsumerService):
         """As ``pull``, but the broker holds the request up to ``broker_suspend_max_time_millis``
         until a message arrives."""
         ext, addr, subscription = await self._pull(mq, sub_expression, offset, max_nums, True, None)
-        return PullAPIWrapper.process_pull_result(ext, addr, subscription)
+        return self._without_namespace(PullAPIWrapper.process_pull_result(ext, addr, subscription))
+
+    def _without_namespace(self, result: PullResult) -> PullResult:
+        """``result`` with its messages' topics as the user names them (Java
+        ``DefaultMQPullConsumerImpl.resetTopic``)."""
+        if not self.config.namespace or not result.msg_found_list:
+            return result
+        msgs = [replace(m, topic=self.config.without_namespace(m.topic)) for m in result.msg_found_list]
+        return replace(result, msg_found_list=msgs)
 
     async def _pull(
         self,
@@ -289,6 +304,7 @@ class PullConsumer(ConsumerService):
     ) -> tuple[PullResultExt, str, SubscriptionData]:
         """Validate and send a pull: the undecoded answer, the broker's address, the subscription."""
         instance = self.instance
+        mq = self.config.queue_with_namespace(mq)
         if offset < 0:
             raise ValidationError(f"offset < 0: {offset}")
         if max_nums <= 0 or max_nums > _MAX_PULL_NUMS:
@@ -321,12 +337,12 @@ class PullConsumer(ConsumerService):
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
         """Remember ``offset`` as consumed; committed by the next persistence."""
-        self.offset_store.update_offset(mq, offset, False)
+        self.offset_store.update_offset(self.config.queue_with_namespace(mq), offset, False)
 
     async def fetch_consume_offset(self, mq: MessageQueue, from_store: bool) -> int:
         """The committed offset (-1: none)."""
         read = ReadOffsetType.READ_FROM_STORE if from_store else ReadOffsetType.MEMORY_FIRST_THEN_STORE
-        return await self.offset_store.read_offset(mq, read)
+        return await self.offset_store.read_offset(self.config.queue_with_namespace(mq), read)
 
     async def persist_consumer_offset(self) -> None:
         store = self.offset_store
@@ -334,19 +350,19 @@ class PullConsumer(ConsumerService):
 
     async def min_offset(self, mq: MessageQueue) -> int:
         """The first offset still stored in ``mq``."""
-        return await self.instance.min_offset(mq)
+        return await self.instance.min_offset(self.config.queue_with_namespace(mq))
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """The offset after the last message of ``mq``."""
-        return await self.instance.max_offset(mq)
+        return await self.instance.max_offset(self.config.queue_with_namespace(mq))
 
     async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
         """The offset of the first message of ``mq`` stored at or after ``timestamp`` (ms)."""
-        return await self.instance.search_offset(mq, timestamp)
+        return await self.instance.search_offset(self.config.queue_with_namespace(mq), timestamp)
 
     async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
         """The store time (ms) of the first message still in ``mq``."""
-        return await self.instance.earliest_msg_store_time(mq)
+        return await self.instance.earliest_msg_store_time(self.config.queue_with_namespace(mq))
 
     async def send_message_back(
         self, msg: MessageExt, delay_level: int, broker_name: str | None = None
@@ -359,6 +375,7 @@ class PullConsumer(ConsumerService):
             delay_level,
             broker_name,
             self.config.max_reconsume_times,
+            namespace=self.config.namespace,
         )
 
     # -- MQConsumerInner ------------------------------------------------------------------------

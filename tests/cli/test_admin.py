@@ -15,7 +15,7 @@ from finchmq.cli.admin.startup import COMMANDS
 
 def test_every_command_is_declared_once() -> None:
     assert [name for name, n in Counter(c.name for c in COMMANDS).items() if n > 1] == []
-    assert len(COMMANDS) == 67  # 57 (every 4.9.8 command) + the 10 ACL 2.0 commands
+    assert len(COMMANDS) == 68  # 57 (every 4.9.8 command) + the 10 ACL 2.0 commands + migrateAuthFromV1
 
 
 def test_every_command_of_java_4_9_8_mqadmin_is_there() -> None:

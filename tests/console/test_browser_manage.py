@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from finchmq.client import BlockingAdminClient, BlockingProducer, Message
+from finchmq.client import BlockingAdminClient, BlockingProducer, Message, MQClientError
 from tests.waiting import wait_until
 
 from .conftest import ADMIN_USER, Cluster, ConsoleProcess, WebClient
@@ -35,6 +35,12 @@ def test_producers_page_lists_a_groups_producers(page: Page, cluster: Cluster, n
     producer = off_loop(lambda: BlockingProducer(group, namesrv_addr=cluster.namesrv).__enter__())
     try:
         off_loop(producer.send, Message.create(name, b"hello"))
+        # the broker knows a producer from its heartbeat, which may come after the first send
+        off_loop(
+            lambda: wait_until(
+                lambda: producer_registered(cluster, group, name), what="the producer's heartbeat"
+            )
+        )
         visit(page, cluster, "#/producers")
         expect(page.locator("main h1")).to_have_text("Producers")
         expect(page.locator("nav a.active")).to_have_text("Producers")
@@ -50,6 +56,15 @@ def test_producers_page_lists_a_groups_producers(page: Page, cluster: Cluster, n
         expect(page.locator("#producer-none")).to_contain_text("not exist")
     finally:
         off_loop(producer.__exit__, None, None, None)
+
+
+def producer_registered(cluster: Cluster, group: str, topic: str) -> bool:
+    """Whether a broker of the cluster lists a producer of ``group`` (a missing group raises)."""
+    with BlockingAdminClient(namesrv_addr=cluster.namesrv) as admin:
+        try:
+            return bool(admin.producer_connection(group, topic).connection_set)
+        except MQClientError:
+            return False
 
 
 def group_config(cluster: Cluster, group: str) -> object:

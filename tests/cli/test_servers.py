@@ -304,3 +304,18 @@ def test_tls_without_a_certificate_is_a_clear_startup_error(tmp_path: Path) -> N
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 2 and "tls.server.mode" in result.stderr, result.stderr
+
+
+def test_server_process_picks_new_ports_when_one_was_taken_before_it_bound() -> None:
+    """A port picked free can be taken by another test before the server binds it; the first
+    start then picks new ports (a restart keeps its own)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = ServerProcess(conf=TEST_BROKER)
+        server.metrics_port = taken.getsockname()[1]  # as if someone took it meanwhile
+        with server:
+            assert server.metrics_port != taken.getsockname()[1]
+            socket.create_connection(("127.0.0.1", server.broker_port), timeout=5).close()
+            data_dir = server.data_dir
+    assert not data_dir.exists()

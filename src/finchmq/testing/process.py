@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 __all__ = ["ChildServer", "ServerProcess", "cpu_seconds", "free_port", "rss_mib"]
 
@@ -37,6 +39,7 @@ def rss_mib(pid: int) -> float:
 
 # the server's "ready in N ms" line (not "address already in use" in a warning before it)
 _READY = re.compile(r"^ready in \d+ ms", re.MULTILINE)
+_PORT_ATTEMPTS = 3  # a first start whose picked port was taken meanwhile tries new ones
 
 
 def free_port() -> int:
@@ -81,8 +84,15 @@ class ChildServer:
     ready_timeout_seconds = 30.0
 
     def __init__(self, data_dir: Path | None, tmp_prefix: str, log_path: Path | None = None) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix=tmp_prefix) if data_dir is None else None
-        self.data_dir = data_dir if data_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
+        # A directory of our own is removed by stop(), or when this object is collected (a test
+        # that never started or stopped it): quietly, not as TemporaryDirectory's ResourceWarning
+        # that pytest would pin on whichever later test the collection happens in.
+        self._tmp: weakref.finalize[Any, Any] | None = None
+        if data_dir is None:
+            made = tempfile.mkdtemp(prefix=tmp_prefix)
+            self._tmp = weakref.finalize(self, shutil.rmtree, made, ignore_errors=True)
+            data_dir = Path(made)
+        self.data_dir = data_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = log_path if log_path is not None else self.data_dir / "server.log"
 
@@ -144,10 +154,14 @@ class ChildServer:
                 self.proc.kill()
                 self.proc.wait()
         if self._tmp is not None:
-            self._tmp.cleanup()
+            self._tmp()  # removes the directory once
 
     def __enter__(self) -> Self:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()  # a half-started process and its directory do not outlive the failure
+            raise
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -194,6 +208,7 @@ class ServerProcess(ChildServer):
         self.brokers = brokers
         self.env = env or {}
         self.child_pids: list[int] = []
+        self._started = False
 
     @property
     def namesrv_addr(self) -> str:
@@ -224,7 +239,13 @@ class ServerProcess(ChildServer):
         """CPU seconds of the server and its child brokers."""
         return sum(cpu_seconds(pid) for pid in self.pids)
 
-    def start(self) -> Self:
+    def _pick_ports(self) -> None:
+        self.grpc_port = free_port() if self.grpc_port else 0
+        self.namesrv_port = free_port()
+        self.broker_port = free_broker_ports(self.brokers)
+        self.metrics_port = free_port() if self.metrics_port else 0
+
+    def _args(self) -> list[str]:
         args = [
             sys.executable, "-m", "finchmq.cli", "server", "--data-dir", str(self.data_dir),
             "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port),
@@ -240,14 +261,27 @@ class ServerProcess(ChildServer):
             conf_file = self.data_dir / "broker.conf"
             conf_file.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
             args += ["-c", str(conf_file)]
-        env = {**self.env, "PYTHONPATH": str(self.source)} if self.source is not None else self.env
-        self._spawn(
-            args,
-            self.cwd,
-            lambda: _READY.search(self.log_path.read_text(errors="replace")) is not None,
-            "get ready",
-            env,
-        )
+        return args
+
+    def start(self) -> Self:
+        # A port picked free may be taken before the server binds it (another test, another run
+        # beside this one): the first start picks new ports and tries again. A restart (after
+        # kill() or stop()) keeps its ports, which the test relies on.
+        for attempt in range(_PORT_ATTEMPTS):
+            try:
+                self._spawn(
+                    self._args(),
+                    self.cwd,
+                    lambda: _READY.search(self.log_path.read_text(errors="replace")) is not None,
+                    "get ready",
+                    {**self.env, "PYTHONPATH": str(self.source)} if self.source is not None else self.env,
+                )
+                break
+            except RuntimeError as exc:
+                if self._started or attempt == _PORT_ATTEMPTS - 1 or "address already in use" not in str(exc):
+                    raise
+                self._pick_ports()
+        self._started = True
         log = self.log_path.read_text(errors="replace")
         self.child_pids = [int(pid) for pid in re.findall(r"\(store .*, pid (\d+)\)", log)]
         return self

@@ -384,10 +384,10 @@ def bind_batch(batch_fallback, batch_records):
     _BatchRecords = batch_records
 
 
-cdef inline object _prop_value(const unsigned char* p, Py_ssize_t n, const char* name, Py_ssize_t name_len):
-    """The last value of property ``name`` in ``p[:n]`` (Java keeps the last), or None."""
-    cdef Py_ssize_t start = 0, i, sep
-    cdef object found = None
+cdef inline tuple _index_values(const unsigned char* p, Py_ssize_t n):
+    """TAGS, KEYS and UNIQ_KEY in ``p[:n]`` in one pass (Java keeps the last of repeated names)."""
+    cdef Py_ssize_t start = 0, i, sep, name_len
+    cdef object tags = None, keys = None, uniq = None
     while start <= n:
         i = start
         sep = -1
@@ -395,10 +395,16 @@ cdef inline object _prop_value(const unsigned char* p, Py_ssize_t n, const char*
             if p[i] == 1 and sep < 0:
                 sep = i
             i += 1
-        if sep - start == name_len and i > sep + 1 and memcmp(p + start, name, name_len) == 0:
-            found = PyBytes_FromStringAndSize(<const char*>p + sep + 1, i - sep - 1)
+        name_len = sep - start
+        if sep >= 0 and i > sep + 1:
+            if name_len == 4 and memcmp(p + start, b"TAGS", 4) == 0:
+                tags = PyBytes_FromStringAndSize(<const char*>p + sep + 1, i - sep - 1)
+            elif name_len == 4 and memcmp(p + start, b"KEYS", 4) == 0:
+                keys = PyBytes_FromStringAndSize(<const char*>p + sep + 1, i - sep - 1)
+            elif name_len == 8 and memcmp(p + start, b"UNIQ_KEY", 8) == 0:
+                uniq = PyBytes_FromStringAndSize(<const char*>p + sep + 1, i - sep - 1)
         start = i + 1
-    return found
+    return tags, keys, uniq
 
 
 def encode_batch_records(
@@ -415,6 +421,7 @@ def encode_batch_records(
     cdef bint sep_needed
     cdef list rel_offsets = [], sizes = [], props = [], tags = [], keys = [], uniq = []
     cdef object data, item_props
+    cdef tuple found
     cdef unsigned char* o
     cdef unsigned char* pp
     cdef const unsigned char* ip
@@ -493,9 +500,10 @@ def encode_batch_records(
                     rel_offsets.append(rel)
                     sizes.append(size)
                     props.append(item_props)
-                    tags.append(_prop_value(pp, plen, b"TAGS", 4) if plen else None)
-                    keys.append(_prop_value(pp, plen, b"KEYS", 4) if plen else None)
-                    uniq.append(_prop_value(pp, plen, b"UNIQ_KEY", 8) if plen else None)
+                    found = _index_values(pp, plen) if plen else (None, None, None)
+                    tags.append(found[0])
+                    keys.append(found[1])
+                    uniq.append(found[2])
                     rel += size
                     pos += item_total
                 return _BatchRecords(data, rel_offsets, sizes, props, tags, keys, uniq)
